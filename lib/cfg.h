@@ -1,0 +1,52 @@
+/*
+ * Configuration from the environment: one table names every variable, its
+ * meaning and its default, so programs, `flashsale-admin config` and the
+ * README agree.
+ */
+#ifndef FS_CFG_H
+#define FS_CFG_H
+
+#include <stddef.h>
+
+enum fs_cfg_key {
+	FS_CFG_REDIS,
+	FS_CFG_PG,
+	FS_CFG_KAFKA_BROKERS,
+	FS_CFG_KAFKA_TOPIC,
+	FS_CFG_KEYS_DIR,
+	FS_CFG_JWT_ISSUER,
+	FS_CFG_JWT_AUDIENCE,
+	FS_CFG_DATADIR,
+	FS_CFG_SOLDOUT_DIR,
+	FS_CFG_NCHAN_PUB,
+	FS_CFG_DEMO_SIGNIN,
+	FS_CFG_KAFKA_TIMEOUT_MS,
+	FS_CFG_HOLD_MAX_AGE,
+	FS_CFG_EXPIRE_TOKEN,
+	FS_CFG__MAX
+};
+
+/* Bit per key, for fs_cfg_load's list of what a program cannot run without. */
+#define FS_CFG_NEED(k) (1u << (k))
+
+struct fs_cfg {
+	char value[FS_CFG__MAX][512];
+	int err;
+	char errstr[128];
+};
+
+/*
+ * Reads every variable (or its default). Returns -1 and names the first
+ * missing required variable in errstr, or the one whose value is too long.
+ */
+int fs_cfg_load(struct fs_cfg *, unsigned need);
+const char *fs_cfg_get(const struct fs_cfg *, enum fs_cfg_key);
+/* An integer setting; the default when unset, -1 when malformed. */
+long fs_cfg_long(const struct fs_cfg *, enum fs_cfg_key);
+/* Joins the data directory and a relative path ("lua/reserve.lua"). */
+int fs_cfg_datapath(const struct fs_cfg *, const char *rel, char *out, size_t outlen);
+const char *fs_cfg_name(enum fs_cfg_key);
+const char *fs_cfg_meaning(enum fs_cfg_key);
+const char *fs_cfg_default(enum fs_cfg_key);
+
+#endif

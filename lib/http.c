@@ -1,0 +1,107 @@
+#include "config.h"
+
+#include <stdio.h>
+
+#include "http.h"
+
+static const struct {
+	int code;
+	const char *text;
+} status_table[FS_HTTP__MAX] = {
+	[FS_HTTP_OK] = { 200, "OK" },
+	[FS_HTTP_ACCEPTED] = { 202, "Accepted" },
+	[FS_HTTP_NO_CONTENT] = { 204, "No Content" },
+	[FS_HTTP_BAD_REQUEST] = { 400, "Bad Request" },
+	[FS_HTTP_UNAUTHORIZED] = { 401, "Unauthorized" },
+	[FS_HTTP_FORBIDDEN] = { 403, "Forbidden" },
+	[FS_HTTP_NOT_FOUND] = { 404, "Not Found" },
+	[FS_HTTP_METHOD_NOT_ALLOWED] = { 405, "Method Not Allowed" },
+	[FS_HTTP_CONFLICT] = { 409, "Conflict" },
+	[FS_HTTP_GONE] = { 410, "Gone" },
+	[FS_HTTP_PAYLOAD_TOO_LARGE] = { 413, "Payload Too Large" },
+	[FS_HTTP_TOO_EARLY] = { 425, "Too Early" },
+	[FS_HTTP_TOO_MANY_REQUESTS] = { 429, "Too Many Requests" },
+	[FS_HTTP_HEADERS_TOO_LARGE] = { 431, "Request Header Fields Too Large" },
+	[FS_HTTP_INTERNAL_ERROR] = { 500, "Internal Server Error" },
+	[FS_HTTP_SERVICE_UNAVAILABLE] = { 503, "Service Unavailable" },
+};
+
+static const struct {
+	enum fs_http_status status;
+	const char *code;
+	const char *message;
+} error_table[FS_ERR__MAX] = {
+	[FS_ERR_BAD_REQUEST] = { FS_HTTP_BAD_REQUEST, "BAD_REQUEST", "The request is malformed." },
+	[FS_ERR_UNAUTHENTICATED] = { FS_HTTP_UNAUTHORIZED, "UNAUTHENTICATED",
+	    "Sign in again: the token is missing, invalid or expired." },
+	[FS_ERR_BAD_PURCHASE_URL] = { FS_HTTP_FORBIDDEN, "BAD_PURCHASE_URL",
+	    "The purchase link is invalid or no longer valid." },
+	[FS_ERR_FORBIDDEN] = { FS_HTTP_FORBIDDEN, "FORBIDDEN", "Not allowed." },
+	[FS_ERR_NOT_FOUND] = { FS_HTTP_NOT_FOUND, "NOT_FOUND", "No such resource." },
+	[FS_ERR_ITEM_NOT_FOUND] = { FS_HTTP_NOT_FOUND, "ITEM_NOT_FOUND", "No such item in this sale." },
+	[FS_ERR_SALE_NOT_FOUND] = { FS_HTTP_NOT_FOUND, "SALE_NOT_FOUND", "No such sale." },
+	[FS_ERR_ORDER_NOT_FOUND] = { FS_HTTP_NOT_FOUND, "ORDER_NOT_FOUND", "No such order." },
+	[FS_ERR_METHOD_NOT_ALLOWED] = { FS_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED",
+	    "This method is not allowed here." },
+	[FS_ERR_ALREADY_PURCHASED] = { FS_HTTP_CONFLICT, "ALREADY_PURCHASED",
+	    "You already hold an order in this sale." },
+	[FS_ERR_ORDER_NOT_PENDING] = { FS_HTTP_CONFLICT, "ORDER_NOT_PENDING",
+	    "The order is no longer awaiting payment." },
+	[FS_ERR_ORDER_PROCESSING] = { FS_HTTP_CONFLICT, "ORDER_PROCESSING",
+	    "The order is still being recorded; try again in a moment." },
+	[FS_ERR_SOLD_OUT] = { FS_HTTP_GONE, "SOLD_OUT", "This item is sold out." },
+	[FS_ERR_PAYLOAD_TOO_LARGE] = { FS_HTTP_PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE",
+	    "The request body is too large." },
+	[FS_ERR_SALE_NOT_STARTED] = { FS_HTTP_TOO_EARLY, "SALE_NOT_STARTED",
+	    "The sale has not started yet." },
+	[FS_ERR_RATE_LIMITED] = { FS_HTTP_TOO_MANY_REQUESTS, "RATE_LIMITED",
+	    "Too many requests; slow down." },
+	[FS_ERR_HEADERS_TOO_LARGE] = { FS_HTTP_HEADERS_TOO_LARGE, "HEADERS_TOO_LARGE",
+	    "The request headers are too large." },
+	[FS_ERR_INTERNAL] = { FS_HTTP_INTERNAL_ERROR, "INTERNAL", "Something went wrong on our side." },
+	[FS_ERR_TRY_AGAIN] = { FS_HTTP_SERVICE_UNAVAILABLE, "TRY_AGAIN",
+	    "We are busy; try again in a moment." },
+};
+
+int
+fs_http_status_code(enum fs_http_status s)
+{
+	return s < FS_HTTP__MAX ? status_table[s].code : 500;
+}
+
+const char *
+fs_http_status_text(enum fs_http_status s)
+{
+	return s < FS_HTTP__MAX ? status_table[s].text : "Internal Server Error";
+}
+
+enum fs_http_status
+fs_http_error_status(enum fs_http_error e)
+{
+	return e < FS_ERR__MAX ? error_table[e].status : FS_HTTP_INTERNAL_ERROR;
+}
+
+const char *
+fs_http_error_code(enum fs_http_error e)
+{
+	return e < FS_ERR__MAX ? error_table[e].code : "INTERNAL";
+}
+
+const char *
+fs_http_error_message(enum fs_http_error e)
+{
+	return e < FS_ERR__MAX ? error_table[e].message : "Something went wrong on our side.";
+}
+
+int
+fs_http_error_body(enum fs_http_error e, const char *extra, char *out, size_t outlen)
+{
+	int n;
+
+	if (e >= FS_ERR__MAX)
+		e = FS_ERR_INTERNAL;
+	/* Codes and messages are fixed ASCII without quotes: no escaping needed. */
+	n = snprintf(out, outlen, "{\"error\":\"%s\",\"message\":\"%s\"%s%s}", error_table[e].code,
+	    error_table[e].message, extra != NULL ? "," : "", extra != NULL ? extra : "");
+	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
+}

@@ -1,0 +1,109 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg.h"
+
+static void
+set_err(fs_pg *pg, const char *sqlstate, const char *msg)
+{
+	size_t n;
+
+	pg->err = 1;
+	snprintf(pg->sqlstate, sizeof(pg->sqlstate), "%s", sqlstate != NULL ? sqlstate : "");
+	snprintf(pg->errstr, sizeof(pg->errstr), "%s", msg != NULL ? msg : "unknown error");
+	/* libpq messages end in a newline; logs want one line. */
+	n = strlen(pg->errstr);
+	while (n > 0 && (pg->errstr[n - 1] == '\n' || pg->errstr[n - 1] == ' '))
+		pg->errstr[--n] = '\0';
+}
+
+fs_pg *
+fs_pg_new(const char *conninfo)
+{
+	fs_pg *pg;
+
+	if (strlen(conninfo) >= sizeof(((fs_pg *)0)->conninfo))
+		return NULL;
+	if ((pg = calloc(1, sizeof(*pg))) == NULL)
+		return NULL;
+	strcpy(pg->conninfo, conninfo);
+	return pg;
+}
+
+void
+fs_pg_free(fs_pg *pg)
+{
+	if (pg == NULL)
+		return;
+	if (pg->conn != NULL)
+		PQfinish(pg->conn);
+	free(pg);
+}
+
+int
+fs_pg_connect(fs_pg *pg)
+{
+	if (pg->conn != NULL && PQstatus(pg->conn) == CONNECTION_OK)
+		return 0;
+	if (pg->conn != NULL)
+		PQfinish(pg->conn);
+	pg->conn = PQconnectdb(pg->conninfo);
+	if (pg->conn == NULL) {
+		set_err(pg, "08000", "out of memory");
+		return -1;
+	}
+	if (PQstatus(pg->conn) != CONNECTION_OK) {
+		set_err(pg, "08000", PQerrorMessage(pg->conn));
+		PQfinish(pg->conn);
+		pg->conn = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+fs_pg_lost(const fs_pg *pg)
+{
+	return pg->err && strncmp(pg->sqlstate, "08", 2) == 0;
+}
+
+PGresult *
+fs_pg_exec(fs_pg *pg, const char *sql, int nparams, const char *const *params)
+{
+	ExecStatusType st;
+	PGresult *res;
+
+	if (fs_pg_connect(pg) != 0)
+		return NULL;
+	res = PQexecParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		pg->err = 0;
+		return res;
+	}
+	if (PQstatus(pg->conn) != CONNECTION_OK) {
+		/* The server went away: report it as a connection failure. */
+		set_err(pg, "08006", PQerrorMessage(pg->conn));
+		PQfinish(pg->conn);
+		pg->conn = NULL;
+	} else {
+		set_err(pg, res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL,
+		    res != NULL ? PQresultErrorMessage(res) : PQerrorMessage(pg->conn));
+	}
+	PQclear(res);
+	return NULL;
+}
+
+int
+fs_pg_run(fs_pg *pg, const char *sql, int nparams, const char *const *params)
+{
+	PGresult *res = fs_pg_exec(pg, sql, nparams, params);
+
+	if (res == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}

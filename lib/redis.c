@@ -1,0 +1,219 @@
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis.h"
+
+/* Bounded waits: a stuck Redis must turn into a 503, not a hung handler. */
+static const struct timeval redis_timeout = { 1, 0 };
+
+static void
+set_err(fs_redis *r, const char *what, const char *detail)
+{
+	r->err = 1;
+	snprintf(r->errstr, sizeof(r->errstr), "%s: %s", what, detail);
+}
+
+fs_redis *
+fs_redis_new(const char *addr)
+{
+	fs_redis *r;
+
+	if (strlen(addr) >= sizeof(((fs_redis *)0)->addr))
+		return NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	strcpy(r->addr, addr);
+	return r;
+}
+
+void
+fs_redis_free(fs_redis *r)
+{
+	if (r == NULL)
+		return;
+	fs_redis_reset(r);
+	for (int i = 0; i < r->nscripts; i++)
+		free(r->script[i].body);
+	free(r);
+}
+
+void
+fs_redis_reset(fs_redis *r)
+{
+	if (r->ctx != NULL)
+		redisFree(r->ctx);
+	r->ctx = NULL;
+}
+
+static int
+connect_now(fs_redis *r)
+{
+	char host[256];
+	const char *colon;
+	long port;
+
+	if (r->ctx != NULL && r->ctx->err == 0)
+		return 0;
+	fs_redis_reset(r);
+	if (r->addr[0] == '/') {
+		r->ctx = redisConnectUnixWithTimeout(r->addr, redis_timeout);
+	} else {
+		if ((colon = strrchr(r->addr, ':')) == NULL || (size_t)(colon - r->addr) >= sizeof(host)) {
+			set_err(r, "redis address", "expected host:port or a socket path");
+			return -1;
+		}
+		memcpy(host, r->addr, (size_t)(colon - r->addr));
+		host[colon - r->addr] = '\0';
+		port = strtol(colon + 1, NULL, 10);
+		r->ctx = redisConnectWithTimeout(host, (int)port, redis_timeout);
+	}
+	if (r->ctx == NULL) {
+		set_err(r, "redis connect", "out of memory");
+		return -1;
+	}
+	if (r->ctx->err != 0) {
+		set_err(r, "redis connect", r->ctx->errstr);
+		fs_redis_reset(r);
+		return -1;
+	}
+	redisSetTimeout(r->ctx, redis_timeout);
+	return 0;
+}
+
+/* Turns a hiredis reply into the driver's contract: NULL on any failure. */
+static redisReply *
+checked(fs_redis *r, redisReply *reply)
+{
+	if (reply == NULL) {
+		set_err(r, "redis", r->ctx != NULL && r->ctx->err ? r->ctx->errstr : "no reply");
+		/* The connection is unusable after an I/O error: drop it. */
+		fs_redis_reset(r);
+		return NULL;
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		set_err(r, "redis error", reply->str);
+		freeReplyObject(reply);
+		return NULL;
+	}
+	r->err = 0;
+	r->errstr[0] = '\0';
+	return reply;
+}
+
+redisReply *
+fs_redis_argv(fs_redis *r, int argc, const char **argv, const size_t *argvlen)
+{
+	if (connect_now(r) != 0)
+		return NULL;
+	return checked(r, redisCommandArgv(r->ctx, argc, argv, argvlen));
+}
+
+redisReply *
+fs_redis_command(fs_redis *r, const char *fmt, ...)
+{
+	redisReply *reply;
+	va_list ap;
+
+	if (connect_now(r) != 0)
+		return NULL;
+	va_start(ap, fmt);
+	reply = redisvCommand(r->ctx, fmt, ap);
+	va_end(ap);
+	return checked(r, reply);
+}
+
+int
+fs_redis_script_load(fs_redis *r, const char *path)
+{
+	FILE *fp = NULL;
+	char *body = NULL;
+	size_t n;
+	int idx = -1;
+
+	if (r->nscripts >= FS_REDIS_SCRIPTS_MAX) {
+		set_err(r, "redis script", "too many scripts");
+		goto fail;
+	}
+	if ((fp = fopen(path, "r")) == NULL) {
+		set_err(r, "redis script: cannot open", path);
+		goto fail;
+	}
+	if ((body = malloc(FS_REDIS_SCRIPT_MAX + 1)) == NULL) {
+		set_err(r, "redis script", "out of memory");
+		goto fail;
+	}
+	n = fread(body, 1, FS_REDIS_SCRIPT_MAX + 1, fp);
+	if (n > FS_REDIS_SCRIPT_MAX || ferror(fp)) {
+		set_err(r, "redis script: too big or unreadable", path);
+		goto fail;
+	}
+	body[n] = '\0';
+	r->script[r->nscripts].body = body;
+	r->script[r->nscripts].sha[0] = '\0';
+	body = NULL;
+	idx = r->nscripts++;
+fail:
+	free(body);
+	if (fp != NULL)
+		fclose(fp);
+	return idx;
+}
+
+/* Sends the script text; Redis answers with the SHA-1 that EVALSHA names. */
+static int
+script_send(fs_redis *r, int idx)
+{
+	redisReply *reply = fs_redis_command(r, "SCRIPT LOAD %s", r->script[idx].body);
+
+	if (reply == NULL)
+		return -1;
+	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+		set_err(r, "redis script", "unexpected SCRIPT LOAD reply");
+		freeReplyObject(reply);
+		return -1;
+	}
+	memcpy(r->script[idx].sha, reply->str, 41);
+	freeReplyObject(reply);
+	return 0;
+}
+
+#define EVAL_ARGS_MAX 16
+
+redisReply *
+fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
+{
+	const char *args[EVAL_ARGS_MAX + 3];
+	char nk[12];
+	redisReply *reply;
+
+	if (idx < 0 || idx >= r->nscripts || argc > EVAL_ARGS_MAX || nkeys > argc) {
+		set_err(r, "redis eval", "bad arguments");
+		return NULL;
+	}
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	args[0] = "EVALSHA";
+	args[2] = nk;
+	memcpy(args + 3, argv, sizeof(*argv) * (size_t)argc);
+	/* Twice at most: after a Redis restart the script cache is empty. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (r->script[idx].sha[0] == '\0' && script_send(r, idx) != 0)
+			return NULL;
+		args[1] = r->script[idx].sha;
+		if (connect_now(r) != 0)
+			return NULL;
+		reply = redisCommandArgv(r->ctx, argc + 3, args, NULL);
+		if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+		    strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+			freeReplyObject(reply);
+			r->script[idx].sha[0] = '\0';
+			continue;
+		}
+		return checked(r, reply);
+	}
+	set_err(r, "redis eval", "script vanished twice");
+	return NULL;
+}

@@ -1,0 +1,48 @@
+/*
+ * Redis driver: one connection that reconnects by itself, and Lua scripts
+ * loaded from files and run by EVALSHA with a NOSCRIPT fallback.
+ */
+#ifndef FS_REDIS_H
+#define FS_REDIS_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#define FS_REDIS_SCRIPTS_MAX 4
+#define FS_REDIS_SCRIPT_MAX (64 * 1024)
+
+typedef struct fs_redis {
+	redisContext *ctx;
+	char addr[256];
+	struct {
+		char *body;
+		char sha[41];
+	} script[FS_REDIS_SCRIPTS_MAX];
+	int nscripts;
+	int err;
+	char errstr[128];
+} fs_redis;
+
+/* addr: a unix socket path (starts with '/') or host:port. Connects lazily. */
+fs_redis *fs_redis_new(const char *addr);
+void fs_redis_free(fs_redis *);
+/* Drops the connection; the next command reconnects. */
+void fs_redis_reset(fs_redis *);
+/*
+ * Reads a Lua script file; returns its handle (>= 0) for fs_redis_eval, or -1.
+ * The script is sent to the server when first needed.
+ */
+int fs_redis_script_load(fs_redis *, const char *path);
+/*
+ * Runs a loaded script. Returns the reply, which the caller frees with
+ * freeReplyObject, or NULL with err/errstr set (a Redis error reply is
+ * returned as NULL too, its text in errstr).
+ */
+redisReply *fs_redis_eval(fs_redis *, int script, int nkeys, int argc, const char **argv);
+/* Runs one command (hiredis format); NULL on failure or error reply. */
+redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
+/* Runs one command given as arguments; NULL on failure or error reply. */
+redisReply *fs_redis_argv(fs_redis *, int argc, const char **argv, const size_t *argvlen);
+
+#endif

@@ -1,0 +1,416 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "sales.h"
+#include "stock.h"
+
+#define ERR(...) snprintf(err, errlen, __VA_ARGS__)
+
+int
+fs_sales_parse_id(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 19)
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0 || v > INT64_MAX)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* A string member of 1..max bytes, or NULL. */
+static const char *
+member_string(json_object *o, const char *name, size_t max)
+{
+	json_object *v;
+	const char *s;
+
+	if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	s = json_object_get_string(v);
+	return (*s != '\0' && strlen(s) <= max) ? s : NULL;
+}
+
+/* An integer member within [min, max]; 0 or -1. */
+static int
+member_int(json_object *o, const char *name, int64_t min, int64_t max, int64_t *out)
+{
+	json_object *v;
+	int64_t n;
+
+	if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	errno = 0;
+	n = json_object_get_int64(v);
+	if (errno != 0 || n < min || n > max)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+static int
+has_member(json_object *o, const char *name)
+{
+	return json_object_object_get_ex(o, name, NULL);
+}
+
+/* One end of the sale: an absolute time string or seconds relative to now. */
+static int
+sale_time(json_object *doc, const char *abs_name, const char *rel_name, char *out, size_t outlen,
+    char *err, size_t errlen)
+{
+	const char *abs = member_string(doc, abs_name, 64);
+	int64_t rel;
+
+	if (abs != NULL && !has_member(doc, rel_name)) {
+		snprintf(out, outlen, "%s", abs);
+		return 0;
+	}
+	if (abs == NULL && !has_member(doc, abs_name) &&
+	    member_int(doc, rel_name, -315360000, 315360000, &rel) == 0) {
+		snprintf(out, outlen, "@%" PRId64, rel);
+		return 0;
+	}
+	ERR("give exactly one of \"%s\" (ISO 8601 time) and \"%s\" (integer seconds)", abs_name,
+	    rel_name);
+	return -1;
+}
+
+int
+fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	static const char *const known[] = { "name", "startsAt", "startsInSeconds", "endsAt",
+		"durationSeconds", "paymentWindowSeconds", "items", NULL };
+	char starts[72], ends[72], window_s[24], qty_s[24], price_s[24], sale_s[24];
+	json_tokener *tok = NULL;
+	json_object *doc = NULL, *items, *item;
+	PGresult *res = NULL;
+	int64_t window = 600, qty, price;
+	const char *name, *iname, *cur;
+	size_t nitems, used;
+	int rc = -1, in_tx = 0;
+
+	if (len > FS_SALES_JSON_MAX) {
+		ERR("sale description too big (over %d bytes)", FS_SALES_JSON_MAX);
+		goto fail;
+	}
+	if ((tok = json_tokener_new_ex(16)) == NULL) {
+		ERR("out of memory");
+		goto fail;
+	}
+	doc = json_tokener_parse_ex(tok, json, (int)len);
+	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != len) {
+		ERR("malformed JSON: %s", doc == NULL ? json_tokener_error_desc(json_tokener_get_error(tok)) :
+							"trailing characters");
+		goto fail;
+	}
+	if (!json_object_is_type(doc, json_type_object)) {
+		ERR("the sale description must be a JSON object");
+		goto fail;
+	}
+	json_object_object_foreach(doc, key, val) {
+		int ok = 0;
+
+		(void)val;
+		for (int i = 0; known[i] != NULL; i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok) {
+			ERR("unknown member \"%.64s\"", key);
+			goto fail;
+		}
+	}
+	if ((name = member_string(doc, "name", 200)) == NULL) {
+		ERR("\"name\" must be a string of 1 to 200 bytes");
+		goto fail;
+	}
+	if (sale_time(doc, "startsAt", "startsInSeconds", starts, sizeof(starts), err, errlen) != 0 ||
+	    sale_time(doc, "endsAt", "durationSeconds", ends, sizeof(ends), err, errlen) != 0)
+		goto fail;
+	if (has_member(doc, "paymentWindowSeconds") &&
+	    member_int(doc, "paymentWindowSeconds", 10, 86400, &window) != 0) {
+		ERR("\"paymentWindowSeconds\" must be an integer from 10 to 86400");
+		goto fail;
+	}
+	if (!json_object_object_get_ex(doc, "items", &items) ||
+	    !json_object_is_type(items, json_type_array) ||
+	    (nitems = json_object_array_length(items)) == 0 || nitems > FS_SALES_ITEMS_MAX) {
+		ERR("\"items\" must be an array of 1 to %d items", FS_SALES_ITEMS_MAX);
+		goto fail;
+	}
+	for (size_t i = 0; i < nitems; i++) {
+		item = json_object_array_get_idx(items, i);
+		if (!json_object_is_type(item, json_type_object) ||
+		    member_string(item, "name", 200) == NULL ||
+		    member_int(item, "priceMinor", 0, INT64_MAX, &price) != 0 ||
+		    (cur = member_string(item, "currency", 3)) == NULL || strlen(cur) != 3 ||
+		    strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3 ||
+		    member_int(item, "quantity", 0, 100000000, &qty) != 0) {
+			ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
+			    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
+			    i);
+			goto fail;
+		}
+	}
+
+	if (fs_pg_run(pg, "BEGIN", 0, NULL) != 0)
+		goto dberr;
+	in_tx = 1;
+	snprintf(window_s, sizeof(window_s), "%" PRId64, window);
+	{
+		/* "@N" means N seconds from now; anything else is a timestamp. */
+		const char *p[4] = { name, starts, ends, window_s };
+
+		res = fs_pg_exec(pg,
+		    "INSERT INTO sales (name, starts_at, ends_at, payment_window_s) VALUES ($1, "
+		    "CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
+		    "ELSE $2::timestamptz END, "
+		    "CASE WHEN left($3, 1) = '@' THEN "
+		    "  (CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
+		    "   ELSE $2::timestamptz END) + make_interval(secs => substr($3, 2)::int) "
+		    "ELSE $3::timestamptz END, $4::int) RETURNING id",
+		    4, p);
+	}
+	if (res == NULL)
+		goto dberr;
+	snprintf(sale_s, sizeof(sale_s), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	res = NULL;
+	used = (size_t)snprintf(out, outlen, "{\"saleId\":%s,\"itemIds\":[", sale_s);
+	for (size_t i = 0; i < nitems; i++) {
+		item = json_object_array_get_idx(items, i);
+		iname = member_string(item, "name", 200);
+		member_int(item, "priceMinor", 0, INT64_MAX, &price);
+		member_int(item, "quantity", 0, 100000000, &qty);
+		cur = member_string(item, "currency", 3);
+		snprintf(price_s, sizeof(price_s), "%" PRId64, price);
+		snprintf(qty_s, sizeof(qty_s), "%" PRId64, qty);
+		{
+			const char *p[5] = { sale_s, iname, price_s, cur, qty_s };
+
+			res = fs_pg_exec(pg,
+			    "INSERT INTO items (sale_id, name, price_minor, currency, quantity) "
+			    "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+			    5, p);
+		}
+		if (res == NULL)
+			goto dberr;
+		if (used < outlen)
+			used += (size_t)snprintf(out + used, outlen - used, "%s%s", i > 0 ? "," : "",
+			    PQgetvalue(res, 0, 0));
+		PQclear(res);
+		res = NULL;
+	}
+	if (used < outlen)
+		used += (size_t)snprintf(out + used, outlen - used, "]}");
+	if (used >= outlen) {
+		ERR("answer buffer too small");
+		goto fail;
+	}
+	if (fs_pg_run(pg, "COMMIT", 0, NULL) != 0)
+		goto dberr;
+	in_tx = 0;
+	rc = 0;
+	goto fail;
+dberr:
+	ERR("database: %s", pg->errstr);
+fail:
+	if (in_tx)
+		fs_pg_run(pg, "ROLLBACK", 0, NULL);
+	PQclear(res);
+	json_object_put(doc);
+	if (tok != NULL)
+		json_tokener_free(tok);
+	return rc;
+}
+
+/* Runs one Redis command and drops its reply; 0 or -1. */
+static int
+redis_do(fs_redis *r, int argc, const char **argv)
+{
+	redisReply *reply = fs_redis_argv(r, argc, argv, NULL);
+
+	if (reply == NULL)
+		return -1;
+	freeReplyObject(reply);
+	return 0;
+}
+
+int
+fs_sales_warm(fs_pg *pg, fs_redis *r, uint64_t sale, int force, char *err, size_t errlen)
+{
+	char sale_s[24], keys[FS_STOCK_KEY__MAX][FS_STOCK_KEY_MAX], stock[FS_STOCK_KEY_MAX];
+	char rec[128], msg[48];
+	const char *p[1] = { sale_s };
+	PGresult *sres = NULL, *ires = NULL, *ores = NULL;
+	redisReply *reply = NULL;
+	int rc = -1, in_multi = 0;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	for (int k = 0; k < FS_STOCK_KEY__MAX; k++)
+		fs_stock_key(keys[k], (enum fs_stock_key_kind)k, sale, 0);
+	if ((sres = fs_pg_exec(pg, "SELECT payment_window_s FROM sales WHERE id = $1", 1, p)) == NULL)
+		goto dberr;
+	if (PQntuples(sres) != 1) {
+		ERR("no sale %s", sale_s);
+		goto fail;
+	}
+	/* One snapshot of items and live orders, so the two agree. */
+	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
+		goto dberr;
+	ires = fs_pg_exec(pg, "SELECT id, quantity - sold FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
+	ores = ires == NULL ? NULL :
+			      fs_pg_exec(pg,
+				  "SELECT id, item_id, user_id, "
+				  "(extract(epoch FROM reserved_at) * 1000)::bigint "
+				  "FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')",
+				  1, p);
+	fs_pg_run(pg, "COMMIT", 0, NULL);
+	if (ires == NULL || ores == NULL)
+		goto dberr;
+
+	if ((reply = fs_redis_command(r, "HLEN %s", keys[FS_STOCK_KEY_HOLDERS])) == NULL)
+		goto rediserr;
+	if (reply->integer > 0 && !force) {
+		ERR("sale %s already has %lld holds in Redis; use --force to rebuild from PostgreSQL",
+		    sale_s, reply->integer);
+		goto fail;
+	}
+	freeReplyObject(reply);
+	reply = NULL;
+
+	/* All keys share the sale's hash tag: one MULTI works on a cluster too. */
+	if (redis_do(r, 1, (const char *[]){ "MULTI" }) != 0)
+		goto rediserr;
+	in_multi = 1;
+	if (redis_do(r, 4, (const char *[]){ "DEL", keys[FS_STOCK_KEY_HOLDERS], keys[FS_STOCK_KEY_ORDERS],
+			       keys[FS_STOCK_KEY_UNCONFIRMED] }) != 0)
+		goto rediserr;
+	if (redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_SALE], "window",
+			       PQgetvalue(sres, 0, 0) }) != 0)
+		goto rediserr;
+	for (int i = 0; i < PQntuples(ires); i++) {
+		uint64_t item = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
+
+		fs_stock_key(stock, FS_STOCK_KEY_STOCK, sale, item);
+		if (redis_do(r, 3, (const char *[]){ "SET", stock, PQgetvalue(ires, i, 1) }) != 0)
+			goto rediserr;
+	}
+	for (int i = 0; i < PQntuples(ores); i++) {
+		snprintf(rec, sizeof(rec), "%s %s %s", PQgetvalue(ores, i, 2), PQgetvalue(ores, i, 1),
+		    PQgetvalue(ores, i, 3));
+		if (redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_HOLDERS],
+				       PQgetvalue(ores, i, 2), PQgetvalue(ores, i, 0) }) != 0 ||
+		    redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_ORDERS],
+				       PQgetvalue(ores, i, 0), rec }) != 0)
+			goto rediserr;
+	}
+	if ((reply = fs_redis_command(r, "EXEC")) == NULL)
+		goto rediserr;
+	in_multi = 0;
+	/* Units may be back: let every host drop its sold-out markers. */
+	for (int i = 0; i < PQntuples(ires); i++) {
+		snprintf(msg, sizeof(msg), "%s %s", sale_s, PQgetvalue(ires, i, 0));
+		if (redis_do(r, 3, (const char *[]){ "PUBLISH", "fs:restock", msg }) != 0)
+			goto rediserr;
+	}
+	rc = 0;
+	goto fail;
+dberr:
+	ERR("database: %s", pg->errstr);
+	goto fail;
+rediserr:
+	ERR("redis: %s", r->errstr);
+fail:
+	if (in_multi)
+		redis_do(r, 1, (const char *[]){ "DISCARD" });
+	if (reply != NULL)
+		freeReplyObject(reply);
+	PQclear(sres);
+	PQclear(ires);
+	PQclear(ores);
+	return rc;
+}
+
+int
+fs_sales_figures(fs_pg *pg, fs_redis *r, uint64_t sale, struct fs_sales_figures *figs, int max,
+    char *err, size_t errlen)
+{
+	char sale_s[24], key[FS_STOCK_KEY_MAX];
+	const char *p[1] = { sale_s };
+	PGresult *res = NULL;
+	redisReply *reply = NULL;
+	int n = 0, rc = -1;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	res = fs_pg_exec(pg,
+	    "SELECT s.id, i.id, i.name, i.quantity, i.sold, "
+	    "  count(o.id) FILTER (WHERE o.status = 'PENDING'), "
+	    "  count(o.id) FILTER (WHERE o.status = 'PAID') "
+	    "FROM sales s LEFT JOIN items i ON i.sale_id = s.id "
+	    "LEFT JOIN orders o ON o.item_id = i.id "
+	    "WHERE s.id = $1 GROUP BY s.id, i.id ORDER BY i.id",
+	    1, p);
+	if (res == NULL) {
+		ERR("database: %s", pg->errstr);
+		goto fail;
+	}
+	if (PQntuples(res) == 0) {
+		ERR("no sale %s", sale_s);
+		goto fail;
+	}
+	for (int i = 0; i < PQntuples(res) && n < max; i++) {
+		struct fs_sales_figures *f = &figs[n];
+
+		if (PQgetisnull(res, i, 1))
+			continue;
+		memset(f, 0, sizeof(*f));
+		f->item = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+		snprintf(f->name, sizeof(f->name), "%s", PQgetvalue(res, i, 2));
+		f->quantity = strtol(PQgetvalue(res, i, 3), NULL, 10);
+		f->sold = strtol(PQgetvalue(res, i, 4), NULL, 10);
+		f->pending = strtol(PQgetvalue(res, i, 5), NULL, 10);
+		f->paid = strtol(PQgetvalue(res, i, 6), NULL, 10);
+		fs_stock_key(key, FS_STOCK_KEY_STOCK, sale, f->item);
+		if ((reply = fs_redis_command(r, "GET %s", key)) == NULL) {
+			ERR("redis: %s", r->errstr);
+			goto fail;
+		}
+		f->redis_left = reply->type == REDIS_REPLY_STRING ? strtol(reply->str, NULL, 10) : -1;
+		freeReplyObject(reply);
+		reply = NULL;
+		n++;
+	}
+	/* Holds per item, from the order records ("shopper item reservedAtMs"). */
+	fs_stock_key(key, FS_STOCK_KEY_ORDERS, sale, 0);
+	if ((reply = fs_redis_command(r, "HVALS %s", key)) == NULL) {
+		ERR("redis: %s", r->errstr);
+		goto fail;
+	}
+	for (size_t j = 0; j < reply->elements; j++) {
+		const char *sp = strchr(reply->element[j]->str, ' ');
+		uint64_t item = sp != NULL ? strtoull(sp + 1, NULL, 10) : 0;
+
+		for (int i = 0; i < n; i++)
+			if (figs[i].item == item)
+				figs[i].redis_holds++;
+	}
+	rc = n;
+fail:
+	if (reply != NULL)
+		freeReplyObject(reply);
+	PQclear(res);
+	return rc;
+}

@@ -1,0 +1,34 @@
+-- Takes one unit of an item for a shopper: at most one live hold per shopper
+-- per sale. Every key carries the sale's hash tag, so in a Redis Cluster the
+-- whole script runs in one slot.
+--
+-- KEYS[1] fs:{S}:stock:<item>  units left (absent: the item is not in the sale)
+-- KEYS[2] fs:{S}:holders       shopper -> order id
+-- KEYS[3] fs:{S}:orders        order id -> "<shopper> <item> <reservedAtMs>"
+-- KEYS[4] fs:{S}:unconfirmed   order ids not yet confirmed by PostgreSQL, by reservedAtMs
+-- KEYS[5] fs:{S}:sale          sale settings ("window": payment window in seconds)
+-- ARGV    shopper, order id, item id, now in ms
+--
+-- Returns {1, orderId, windowSeconds, unitsLeft} when reserved,
+-- {2, existingOrderId} when the shopper already holds a unit of this sale,
+-- {0} when sold out, {-1} when the item is not in the sale.
+
+local held = redis.call('HGET', KEYS[2], ARGV[1])
+if held then
+	return {2, held}
+end
+
+local left = redis.call('GET', KEYS[1])
+if not left then
+	return {-1}
+end
+if tonumber(left) <= 0 then
+	return {0}
+end
+
+left = redis.call('DECR', KEYS[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
+local window = tonumber(redis.call('HGET', KEYS[5], 'window')) or 600
+return {1, ARGV[2], window, left}
