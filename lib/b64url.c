@@ -1,0 +1,65 @@
+#include "config.h"
+
+#include <stdint.h>
+
+#include <sodium.h>
+
+#include "b64url.h"
+
+static const char *const b64url_errors[FS_B64URL__MAX] = {
+	[FS_B64URL_OK] = "ok",
+	[FS_B64URL_TOO_BIG] = "output buffer too small",
+	[FS_B64URL_MALFORMED] = "malformed base64url",
+};
+
+const char *
+fs_b64url_strerror(enum fs_b64url_status st)
+{
+	if ((unsigned)st >= FS_B64URL__MAX)
+		return "unknown base64url status";
+	return b64url_errors[st];
+}
+
+enum fs_b64url_status
+fs_b64url_encode(char *out, size_t outmax, const void *bin, size_t binlen,
+    size_t *outlen)
+{
+	size_t need;
+
+	/* libsodium aborts on a short buffer, so check first. */
+	if (binlen / 3 > (SIZE_MAX - 4) / 4)
+		return FS_B64URL_TOO_BIG;
+	need = FS_B64URL_ENCODED_LEN(binlen);
+	if (outmax < need + 1)
+		return FS_B64URL_TOO_BIG;
+	sodium_bin2base64(out, outmax, bin, binlen,
+	    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	if (outlen != NULL)
+		*outlen = need;
+	return FS_B64URL_OK;
+}
+
+enum fs_b64url_status
+fs_b64url_decode(void *out, size_t outmax, const char *in, size_t inlen,
+    size_t *outlen)
+{
+	size_t need, binlen;
+
+	*outlen = 0;
+	/* One character left over carries only 6 bits: never a whole byte. */
+	if (inlen % 4 == 1)
+		return FS_B64URL_MALFORMED;
+	need = inlen / 4 * 3 + (inlen % 4 == 0 ? 0 : inlen % 4 - 1);
+	if (need > outmax)
+		return FS_B64URL_TOO_BIG;
+	/*
+	 * Without an ignore set and with b64_end NULL, libsodium refuses any
+	 * character outside the alphabet ('=' and whitespace included) and
+	 * non-zero trailing bits.
+	 */
+	if (sodium_base642bin(out, outmax, in, inlen, NULL, &binlen, NULL,
+	    sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0)
+		return FS_B64URL_MALFORMED;
+	*outlen = binlen;
+	return FS_B64URL_OK;
+}

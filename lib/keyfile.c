@@ -1,0 +1,77 @@
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "keyfile.h"
+
+/* Reads up to len bytes, retrying on interrupts; returns the count or -1. */
+static ssize_t
+read_full(int fd, unsigned char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+enum fs_keyfile_status
+fs_keyfile_read(const char *dir, const char *name, void *key, size_t len,
+    char *err, size_t errlen)
+{
+	char path[4096];
+	struct stat st;
+	unsigned char extra;
+	ssize_t n;
+	int fd = -1, rc;
+
+	rc = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (rc < 0 || (size_t)rc >= sizeof(path)) {
+		snprintf(err, errlen, "key file path too long: %s/%s", dir, name);
+		goto fail;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		if (errno == ENOENT)
+			return FS_KEYFILE_ABSENT;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	if ((n = read_full(fd, key, len)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	/* The size is checked by reading, as the file may change after fstat. */
+	if ((size_t)n != len || read_full(fd, &extra, 1) != 0) {
+		snprintf(err, errlen, "%s: expected exactly %zu bytes", path,
+		    len);
+		goto fail;
+	}
+	close(fd);
+	return FS_KEYFILE_OK;
+fail:
+	if (fd != -1)
+		close(fd);
+	sodium_memzero(key, len);
+	return FS_KEYFILE_ERROR;
+}

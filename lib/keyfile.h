@@ -1,0 +1,25 @@
+/*
+ * Key files: raw bytes of an exact size in the keys directory
+ * (FLASHSALE_KEYS_DIR), shared by the token and URL signature modules.
+ */
+#ifndef FS_KEYFILE_H
+#define FS_KEYFILE_H
+
+#include <stddef.h>
+
+enum fs_keyfile_status {
+	FS_KEYFILE_OK = 0,
+	FS_KEYFILE_ABSENT,	/* no such file: the caller decides if that is fine */
+	FS_KEYFILE_ERROR,	/* unreadable, not a regular file, or the wrong size */
+	FS_KEYFILE__MAX
+};
+
+/*
+ * Reads dir/name, which must hold exactly len bytes, into key. On
+ * FS_KEYFILE_ERROR, err (errlen bytes) says why and key is wiped.
+ */
+enum fs_keyfile_status fs_keyfile_read(const char *dir, const char *name,
+    void *key, size_t len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,563 @@
+#include "config.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <sodium.h>
+
+#include "b64url.h"
+#include "keyfile.h"
+#include "token.h"
+
+/* Headers and claims are flat; an aud array is the deepest we expect. */
+#define TOKEN_JSON_DEPTH	8
+
+struct fs_token_keys {
+	unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char ed_sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char hs_key[FS_TOKEN_HS256_KEY_MAX];
+	size_t hs_keylen;	/* 0: HS256 not configured */
+	int has_ed_pk;
+	int has_ed_sk;
+	char *issuer;		/* NULL: not checked */
+	char *audience;		/* NULL: not checked, and none accepted */
+};
+
+static const char *const token_errors[FS_TOKEN__MAX] = {
+	[FS_TOKEN_OK] = "ok",
+	[FS_TOKEN_MISSING] = "no bearer token",
+	[FS_TOKEN_TOO_LONG] = "token too long",
+	[FS_TOKEN_MALFORMED] = "malformed token",
+	[FS_TOKEN_BAD_ALG] = "algorithm not accepted",
+	[FS_TOKEN_BAD_SIGNATURE] = "bad signature",
+	[FS_TOKEN_EXPIRED] = "token expired",
+	[FS_TOKEN_NOT_YET_VALID] = "token not yet valid",
+	[FS_TOKEN_BAD_ISSUER] = "wrong issuer",
+	[FS_TOKEN_BAD_AUDIENCE] = "wrong audience",
+	[FS_TOKEN_BAD_SUBJECT] = "bad subject",
+};
+
+/* Protected headers that fs_token_mint writes, by algorithm. */
+static const char *const token_headers[FS_TOKEN_ALG__MAX] = {
+	[FS_TOKEN_ALG_EDDSA] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}",
+	[FS_TOKEN_ALG_HS256] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
+};
+
+const char *
+fs_token_strerror(enum fs_token_status st)
+{
+	if ((unsigned)st >= FS_TOKEN__MAX)
+		return "unknown token status";
+	return token_errors[st];
+}
+
+fs_token_keys *
+fs_token_keys_new(void)
+{
+	if (sodium_init() < 0)
+		return NULL;
+	return calloc(1, sizeof(fs_token_keys));
+}
+
+void
+fs_token_keys_free(fs_token_keys *keys)
+{
+	if (keys == NULL)
+		return;
+	free(keys->issuer);
+	free(keys->audience);
+	sodium_memzero(keys, sizeof(*keys));
+	free(keys);
+}
+
+/* Whether sk is a well-formed Ed25519 secret key (seed, then its pk). */
+static int
+token_ed25519_sk_ok(const unsigned char *sk, unsigned char *pk)
+{
+	unsigned char seed[crypto_sign_SEEDBYTES];
+	unsigned char sk2[crypto_sign_SECRETKEYBYTES];
+	int ok;
+
+	crypto_sign_ed25519_sk_to_seed(seed, sk);
+	ok = crypto_sign_seed_keypair(pk, sk2, seed) == 0 &&
+	    sodium_memcmp(sk, sk2, sizeof(sk2)) == 0;
+	sodium_memzero(seed, sizeof(seed));
+	sodium_memzero(sk2, sizeof(sk2));
+	return ok;
+}
+
+int
+fs_token_keys_set(fs_token_keys *keys, const unsigned char *ed_pk,
+    const unsigned char *ed_sk, const unsigned char *hs_key, size_t hs_keylen)
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+
+	if (ed_pk == NULL && ed_sk == NULL && hs_key == NULL)
+		return -1;
+	if (hs_key != NULL && (hs_keylen < FS_TOKEN_HS256_KEY_MIN ||
+	    hs_keylen > FS_TOKEN_HS256_KEY_MAX))
+		return -1;
+	if (ed_sk != NULL && (!token_ed25519_sk_ok(ed_sk, pk) ||
+	    (ed_pk != NULL && sodium_memcmp(pk, ed_pk, sizeof(pk)) != 0)))
+		return -1;
+
+	sodium_memzero(keys->ed_pk, sizeof(keys->ed_pk));
+	sodium_memzero(keys->ed_sk, sizeof(keys->ed_sk));
+	sodium_memzero(keys->hs_key, sizeof(keys->hs_key));
+	keys->has_ed_pk = ed_pk != NULL || ed_sk != NULL;
+	keys->has_ed_sk = ed_sk != NULL;
+	keys->hs_keylen = hs_key != NULL ? hs_keylen : 0;
+	if (ed_sk != NULL) {
+		memcpy(keys->ed_sk, ed_sk, sizeof(keys->ed_sk));
+		memcpy(keys->ed_pk, pk, sizeof(keys->ed_pk));
+	} else if (ed_pk != NULL)
+		memcpy(keys->ed_pk, ed_pk, sizeof(keys->ed_pk));
+	if (hs_key != NULL)
+		memcpy(keys->hs_key, hs_key, hs_keylen);
+	return 0;
+}
+
+int
+fs_token_keys_load_dir(fs_token_keys *keys, const char *dir, char *err,
+    size_t errlen)
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char hs[FS_TOKEN_HS256_KEY_MIN];
+	enum fs_keyfile_status pkst, skst, hsst;
+	int rc = -1;
+
+	if ((pkst = fs_keyfile_read(dir, FS_TOKEN_ED25519_PUB_FILE, pk,
+	    sizeof(pk), err, errlen)) == FS_KEYFILE_ERROR ||
+	    (skst = fs_keyfile_read(dir, FS_TOKEN_ED25519_KEY_FILE, sk,
+	    sizeof(sk), err, errlen)) == FS_KEYFILE_ERROR ||
+	    (hsst = fs_keyfile_read(dir, FS_TOKEN_HS256_KEY_FILE, hs,
+	    sizeof(hs), err, errlen)) == FS_KEYFILE_ERROR)
+		goto fail;
+	if (pkst == FS_KEYFILE_ABSENT && skst == FS_KEYFILE_ABSENT &&
+	    hsst == FS_KEYFILE_ABSENT) {
+		snprintf(err, errlen, "%s: no JWT key (%s or %s)", dir,
+		    FS_TOKEN_ED25519_PUB_FILE, FS_TOKEN_HS256_KEY_FILE);
+		goto fail;
+	}
+	if (fs_token_keys_set(keys, pkst == FS_KEYFILE_OK ? pk : NULL,
+	    skst == FS_KEYFILE_OK ? sk : NULL,
+	    hsst == FS_KEYFILE_OK ? hs : NULL, sizeof(hs)) == -1) {
+		snprintf(err, errlen, "%s/%s: not the secret key of %s", dir,
+		    FS_TOKEN_ED25519_KEY_FILE, FS_TOKEN_ED25519_PUB_FILE);
+		goto fail;
+	}
+	rc = 0;
+fail:
+	sodium_memzero(sk, sizeof(sk));
+	sodium_memzero(hs, sizeof(hs));
+	return rc;
+}
+
+/* Copies s, or NULL for NULL and "" (not configured); -1 when out of memory. */
+static int
+token_set_string(char **dst, const char *s)
+{
+	char *copy = NULL;
+
+	if (s != NULL && *s != '\0' && (copy = strdup(s)) == NULL)
+		return -1;
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+int
+fs_token_keys_set_claims(fs_token_keys *keys, const char *issuer,
+    const char *audience)
+{
+	if (token_set_string(&keys->issuer, issuer) == -1 ||
+	    token_set_string(&keys->audience, audience) == -1)
+		return -1;
+	return 0;
+}
+
+/* HMAC-SHA256 with a key of any length (RFC 7518 wants at least 32). */
+static void
+token_hs256(const fs_token_keys *keys, const void *msg, size_t len,
+    unsigned char mac[crypto_auth_hmacsha256_BYTES])
+{
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, keys->hs_key, keys->hs_keylen);
+	crypto_auth_hmacsha256_update(&st, msg, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
+}
+
+/*
+ * Parses len bytes as one JSON object with nothing but whitespace after it;
+ * NULL otherwise. The caller frees it with json_object_put.
+ */
+static struct json_object *
+token_json(const void *buf, size_t len)
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	const char *s = buf;
+	size_t end;
+
+	/* json-c stops at a NUL; it has no place in a token's JSON. */
+	if (len > INT_MAX || memchr(s, '\0', len) != NULL)
+		return NULL;
+	if ((tok = json_tokener_new_ex(TOKEN_JSON_DEPTH)) == NULL)
+		return NULL;
+	json_tokener_set_flags(tok,
+	    JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
+	    JSON_TOKENER_VALIDATE_UTF8);
+	obj = json_tokener_parse_ex(tok, s, (int)len);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	while (end < len && (s[end] == ' ' || s[end] == '\t' ||
+	    s[end] == '\r' || s[end] == '\n'))
+		end++;
+	if (obj != NULL && (end != len ||
+	    !json_object_is_type(obj, json_type_object))) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	return obj;
+}
+
+/* Whether v is a JSON string equal to s, embedded NULs included. */
+static int
+token_string_is(struct json_object *v, const char *s)
+{
+	size_t len = strlen(s);
+
+	return json_object_is_type(v, json_type_string) &&
+	    (size_t)json_object_get_string_len(v) == len &&
+	    memcmp(json_object_get_string(v), s, len) == 0;
+}
+
+/* Picks the algorithm from the protected header; the keys must allow it. */
+static enum fs_token_status
+token_header_alg(const fs_token_keys *keys, const void *hdr, size_t len,
+    enum fs_token_alg *alg)
+{
+	struct json_object *obj, *v;
+	enum fs_token_status st = FS_TOKEN_BAD_ALG;
+
+	if ((obj = token_json(hdr, len)) == NULL)
+		return FS_TOKEN_MALFORMED;
+	/* We understand no extension, so a "crit" header must be refused. */
+	if (!json_object_object_get_ex(obj, "alg", &v) ||
+	    json_object_object_get_ex(obj, "crit", NULL))
+		st = FS_TOKEN_MALFORMED;
+	else if (token_string_is(v, "EdDSA") && keys->has_ed_pk) {
+		*alg = FS_TOKEN_ALG_EDDSA;
+		st = FS_TOKEN_OK;
+	} else if (token_string_is(v, "HS256") && keys->hs_keylen > 0) {
+		*alg = FS_TOKEN_ALG_HS256;
+		st = FS_TOKEN_OK;
+	}
+	json_object_put(obj);
+	return st;
+}
+
+enum fs_token_status
+fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
+    void *payload, size_t payloadmax, size_t *payloadlen)
+{
+	/* Holds the header, then the signature: any part of a token fits. */
+	unsigned char buf[FS_TOKEN_MAX];
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+	const char *dot1, *dot2, *end;
+	size_t n;
+	enum fs_token_alg alg = FS_TOKEN_ALG_EDDSA;
+	enum fs_token_status st;
+	int ok;
+
+	*payloadlen = 0;
+	if (jws == NULL || len == 0)
+		return FS_TOKEN_MISSING;
+	if (len > FS_TOKEN_MAX)
+		return FS_TOKEN_TOO_LONG;
+	end = jws + len;
+	if ((dot1 = memchr(jws, '.', len)) == NULL ||
+	    (dot2 = memchr(dot1 + 1, '.', (size_t)(end - dot1 - 1))) == NULL ||
+	    memchr(dot2 + 1, '.', (size_t)(end - dot2 - 1)) != NULL)
+		return FS_TOKEN_MALFORMED;
+
+	if (fs_b64url_decode(buf, sizeof(buf), jws, (size_t)(dot1 - jws),
+	    &n) != FS_B64URL_OK)
+		return FS_TOKEN_MALFORMED;
+	if ((st = token_header_alg(keys, buf, n, &alg)) != FS_TOKEN_OK)
+		return st;
+
+	if (fs_b64url_decode(buf, sizeof(buf), dot2 + 1,
+	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
+		return FS_TOKEN_MALFORMED;
+	/* The signing input is the header and payload as sent, dot included. */
+	if (alg == FS_TOKEN_ALG_EDDSA)
+		ok = n == crypto_sign_BYTES &&
+		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
+		    (size_t)(dot2 - jws), keys->ed_pk) == 0;
+	else {
+		token_hs256(keys, jws, (size_t)(dot2 - jws), mac);
+		ok = n == sizeof(mac) &&
+		    sodium_memcmp(mac, buf, sizeof(mac)) == 0;
+	}
+	if (!ok)
+		return FS_TOKEN_BAD_SIGNATURE;
+
+	switch (fs_b64url_decode(payload, payloadmax, dot1 + 1,
+	    (size_t)(dot2 - dot1 - 1), payloadlen)) {
+	case FS_B64URL_OK:
+		return FS_TOKEN_OK;
+	case FS_B64URL_TOO_BIG:
+		return FS_TOKEN_TOO_LONG;
+	default:
+		return FS_TOKEN_MALFORMED;
+	}
+}
+
+/*
+ * Reads the NumericDate claim name into *out: 1 when present, 0 when
+ * absent, -1 when not a number. Fractions are cut, huge values clamped.
+ */
+static int
+token_date(struct json_object *claims, const char *name, int64_t *out)
+{
+	struct json_object *v;
+	double d;
+
+	if (!json_object_object_get_ex(claims, name, &v))
+		return 0;
+	switch (json_object_get_type(v)) {
+	case json_type_int:
+		*out = json_object_get_int64(v);
+		return 1;
+	case json_type_double:
+		d = json_object_get_double(v);
+		if (!isfinite(d))
+			return -1;
+		*out = d >= 9.2e18 ? INT64_MAX :
+		    d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* Whether s can be a subject: see fs_token_verify. */
+static int
+token_subject_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > FS_TOKEN_SUB_MAX)
+		return 0;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' ||
+		    c == '\\')
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether the aud claim, if any, names the configured audience. */
+static int
+token_audience_ok(const fs_token_keys *keys, struct json_object *claims)
+{
+	struct json_object *aud;
+	size_t i, n;
+
+	if (!json_object_object_get_ex(claims, "aud", &aud))
+		return keys->audience == NULL;
+	if (keys->audience == NULL)
+		return 0;
+	if (!json_object_is_type(aud, json_type_array))
+		return token_string_is(aud, keys->audience);
+	n = json_object_array_length(aud);
+	for (i = 0; i < n; i++)
+		if (token_string_is(json_object_array_get_idx(aud, i),
+		    keys->audience))
+			return 1;
+	return 0;
+}
+
+/* Checks a verified claims set at time now and copies out sub. */
+static enum fs_token_status
+token_claims(const fs_token_keys *keys, struct json_object *claims,
+    time_t now, char *sub, size_t submax)
+{
+	struct json_object *v;
+	int64_t t, exp, nbf, iat;
+	const char *s;
+	size_t len;
+
+	/* Clamping keeps the leeway arithmetic below from overflowing. */
+	t = (int64_t)now;
+	if (t < FS_TOKEN_LEEWAY)
+		t = FS_TOKEN_LEEWAY;
+	if (t > INT64_MAX - FS_TOKEN_LEEWAY)
+		t = INT64_MAX - FS_TOKEN_LEEWAY;
+
+	if (token_date(claims, "exp", &exp) != 1)
+		return FS_TOKEN_MALFORMED;
+	if (exp <= t - FS_TOKEN_LEEWAY)
+		return FS_TOKEN_EXPIRED;
+	switch (token_date(claims, "nbf", &nbf)) {
+	case -1:
+		return FS_TOKEN_MALFORMED;
+	case 1:
+		if (nbf > t + FS_TOKEN_LEEWAY)
+			return FS_TOKEN_NOT_YET_VALID;
+		break;
+	}
+	switch (token_date(claims, "iat", &iat)) {
+	case -1:
+		return FS_TOKEN_MALFORMED;
+	case 1:
+		if (iat > t + FS_TOKEN_LEEWAY)
+			return FS_TOKEN_NOT_YET_VALID;
+		break;
+	}
+
+	if (keys->issuer != NULL &&
+	    (!json_object_object_get_ex(claims, "iss", &v) ||
+	    !token_string_is(v, keys->issuer)))
+		return FS_TOKEN_BAD_ISSUER;
+	if (!token_audience_ok(keys, claims))
+		return FS_TOKEN_BAD_AUDIENCE;
+
+	if (!json_object_object_get_ex(claims, "sub", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return FS_TOKEN_BAD_SUBJECT;
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	if (!token_subject_ok(s, len) || len >= submax)
+		return FS_TOKEN_BAD_SUBJECT;
+	memcpy(sub, s, len);
+	sub[len] = '\0';
+	return FS_TOKEN_OK;
+}
+
+enum fs_token_status
+fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
+    time_t now, char *sub, size_t submax)
+{
+	unsigned char payload[FS_TOKEN_MAX];
+	struct json_object *claims;
+	enum fs_token_status st;
+	size_t plen;
+
+	if (submax > 0)
+		sub[0] = '\0';
+	st = fs_token_jws_verify(keys, jwt, len, payload, sizeof(payload),
+	    &plen);
+	if (st != FS_TOKEN_OK)
+		return st;
+	if ((claims = token_json(payload, plen)) == NULL)
+		return FS_TOKEN_MALFORMED;
+	st = token_claims(keys, claims, now, sub, submax);
+	json_object_put(claims);
+	return st;
+}
+
+enum fs_token_status
+fs_token_verify_bearer(const fs_token_keys *keys, const char *value,
+    size_t len, time_t now, char *sub, size_t submax)
+{
+	static const char scheme[] = "bearer";
+	size_t i, n = sizeof(scheme) - 1;
+
+	if (submax > 0)
+		sub[0] = '\0';
+	if (value == NULL)
+		return FS_TOKEN_MISSING;
+	/* Whitespace around a field value is not part of it (RFC 9110 5.5). */
+	while (len > 0 && (value[0] == ' ' || value[0] == '\t')) {
+		value++;
+		len--;
+	}
+	while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+		len--;
+	if (len <= n || value[n] != ' ')
+		return FS_TOKEN_MISSING;
+	for (i = 0; i < n; i++)
+		if ((value[i] | 0x20) != scheme[i])
+			return FS_TOKEN_MISSING;
+	while (i < len && value[i] == ' ')
+		i++;
+	return fs_token_verify(keys, value + i, len - i, now, sub, submax);
+}
+
+enum fs_token_status
+fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
+    const char *sub, time_t iat, long ttl, char *out, size_t outmax)
+{
+	unsigned char sig[crypto_sign_BYTES];
+	struct json_object *claims = NULL;
+	const char *hdr, *body;
+	size_t hdrlen, bodylen, siglen, need, pos, n;
+	enum fs_token_status st;
+
+	if (outmax > 0)
+		out[0] = '\0';
+	if ((unsigned)alg >= FS_TOKEN_ALG__MAX ||
+	    (alg == FS_TOKEN_ALG_EDDSA && !keys->has_ed_sk) ||
+	    (alg == FS_TOKEN_ALG_HS256 && keys->hs_keylen == 0))
+		return FS_TOKEN_BAD_ALG;
+	if (sub == NULL || !token_subject_ok(sub, strnlen(sub,
+	    FS_TOKEN_SUB_MAX + 1)))
+		return FS_TOKEN_BAD_SUBJECT;
+	if (ttl <= 0 || (int64_t)iat > INT64_MAX - ttl)
+		return FS_TOKEN_MALFORMED;
+
+	st = FS_TOKEN_TOO_LONG;
+	if ((claims = json_object_new_object()) == NULL ||
+	    json_object_object_add(claims, "sub",
+	    json_object_new_string(sub)) != 0 ||
+	    json_object_object_add(claims, "iat",
+	    json_object_new_int64((int64_t)iat)) != 0 ||
+	    json_object_object_add(claims, "exp",
+	    json_object_new_int64((int64_t)iat + ttl)) != 0 ||
+	    (keys->issuer != NULL && json_object_object_add(claims, "iss",
+	    json_object_new_string(keys->issuer)) != 0) ||
+	    (keys->audience != NULL && json_object_object_add(claims, "aud",
+	    json_object_new_string(keys->audience)) != 0) ||
+	    (body = json_object_to_json_string_length(claims,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+	    &bodylen)) == NULL)
+		goto fail;
+
+	hdr = token_headers[alg];
+	hdrlen = strlen(hdr);
+	siglen = alg == FS_TOKEN_ALG_EDDSA ? crypto_sign_BYTES :
+	    crypto_auth_hmacsha256_BYTES;
+	need = FS_B64URL_ENCODED_LEN(hdrlen) + 1 +
+	    FS_B64URL_ENCODED_LEN(bodylen) + 1 + FS_B64URL_ENCODED_LEN(siglen);
+	if (need > FS_TOKEN_MAX || need >= outmax)
+		goto fail;
+
+	/* Every length was checked above, so the encodings cannot fail. */
+	(void)fs_b64url_encode(out, outmax, hdr, hdrlen, &pos);
+	out[pos++] = '.';
+	(void)fs_b64url_encode(out + pos, outmax - pos, body, bodylen, &n);
+	pos += n;
+	if (alg == FS_TOKEN_ALG_EDDSA)
+		crypto_sign_detached(sig, NULL, (const unsigned char *)out, pos,
+		    keys->ed_sk);
+	else
+		token_hs256(keys, out, pos, sig);
+	out[pos++] = '.';
+	(void)fs_b64url_encode(out + pos, outmax - pos, sig, siglen, NULL);
+	st = FS_TOKEN_OK;
+fail:
+	json_object_put(claims);
+	return st;
+}

@@ -1,0 +1,122 @@
+/*
+ * Shopper tokens: JWTs (RFC 7519) in JWS compact form, signed with EdDSA
+ * (Ed25519, RFC 8037) or HS256, verified with libsodium. The configured
+ * keys decide which algorithm a token may use; "none" and every other
+ * algorithm are refused.
+ */
+#ifndef FS_TOKEN_H
+#define FS_TOKEN_H
+
+#include <stddef.h>
+#include <time.h>
+
+#define FS_TOKEN_MAX		4096	/* bytes in a whole token */
+#define FS_TOKEN_SUB_MAX	64	/* bytes in `sub`, without the NUL */
+#define FS_TOKEN_LEEWAY		30	/* seconds of clock skew tolerated */
+#define FS_TOKEN_HS256_KEY_MIN	32	/* RFC 7518 3.2: at least the hash size */
+#define FS_TOKEN_HS256_KEY_MAX	64	/* the HMAC-SHA256 block size */
+
+/* Key files in the keys directory; all raw bytes. */
+#define FS_TOKEN_ED25519_PUB_FILE	"jwt-ed25519.pub"	/* 32 bytes */
+#define FS_TOKEN_ED25519_KEY_FILE	"jwt-ed25519.key"	/* 64, libsodium sk */
+#define FS_TOKEN_HS256_KEY_FILE		"jwt-hs256.key"		/* 32 bytes */
+
+/* Keys and expected claims; the keys are wiped when freed. */
+typedef struct fs_token_keys fs_token_keys;
+
+enum fs_token_alg {
+	FS_TOKEN_ALG_EDDSA,
+	FS_TOKEN_ALG_HS256,
+	FS_TOKEN_ALG__MAX
+};
+
+enum fs_token_status {
+	FS_TOKEN_OK = 0,
+	FS_TOKEN_MISSING,	/* no token, or no "Bearer" credentials */
+	FS_TOKEN_TOO_LONG,	/* over FS_TOKEN_MAX, or an output buffer too small */
+	FS_TOKEN_MALFORMED,	/* bad structure, base64url or JSON; exp missing */
+	FS_TOKEN_BAD_ALG,	/* none, unknown, or no key configured for it */
+	FS_TOKEN_BAD_SIGNATURE,
+	FS_TOKEN_EXPIRED,
+	FS_TOKEN_NOT_YET_VALID,	/* nbf or iat in the future */
+	FS_TOKEN_BAD_ISSUER,
+	FS_TOKEN_BAD_AUDIENCE,
+	FS_TOKEN_BAD_SUBJECT,	/* sub missing, empty, too long, bad characters */
+	FS_TOKEN__MAX
+};
+
+const char *fs_token_strerror(enum fs_token_status);
+
+/* Returns keys with nothing configured, or NULL when out of memory. */
+fs_token_keys *fs_token_keys_new(void);
+void fs_token_keys_free(fs_token_keys *);
+
+/*
+ * Loads the key files from dir. Each is optional, but a file that exists
+ * must have the exact size, the secret key must match the public key, and
+ * at least one verification key must be there. Returns 0, or -1 with the
+ * reason in err (errlen bytes).
+ */
+int fs_token_keys_load_dir(fs_token_keys *, const char *dir, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * Replaces the keys; NULL leaves that key unconfigured. ed_pk is 32 bytes,
+ * ed_sk is 64 (a libsodium secret key; it alone also gives the public key),
+ * hs_key is FS_TOKEN_HS256_KEY_MIN to _MAX bytes. Returns -1, changing
+ * nothing, when no verification key results, a length is out of range or
+ * ed_sk does not match ed_pk.
+ */
+int fs_token_keys_set(fs_token_keys *, const unsigned char *ed_pk,
+    const unsigned char *ed_sk, const unsigned char *hs_key, size_t hs_keylen)
+    __attribute__((warn_unused_result));
+
+/*
+ * Sets the required `iss` and `aud`; NULL or "" means not checked. When no
+ * audience is configured, a token that names one is refused (RFC 7519
+ * 4.1.3). Returns 0, or -1 when out of memory.
+ */
+int fs_token_keys_set_claims(fs_token_keys *, const char *issuer,
+    const char *audience) __attribute__((warn_unused_result));
+
+/*
+ * Verifies the len bytes at jwt (no NUL needed, never read past len) at
+ * time now: signature, then exp (required), nbf, iat, iss, aud and sub.
+ * On FS_TOKEN_OK, sub (submax bytes, at least FS_TOKEN_SUB_MAX + 1) holds
+ * the subject: 1 to 64 printable ASCII characters without space, quotes or
+ * backslash, safe as a Redis field and inside JSON strings.
+ */
+enum fs_token_status fs_token_verify(const fs_token_keys *, const char *jwt,
+    size_t len, time_t now, char *sub, size_t submax)
+    __attribute__((warn_unused_result));
+
+/*
+ * Same, from an Authorization header value: "Bearer" (any case), spaces,
+ * the token. Anything else is FS_TOKEN_MISSING.
+ */
+enum fs_token_status fs_token_verify_bearer(const fs_token_keys *,
+    const char *value, size_t len, time_t now, char *sub, size_t submax)
+    __attribute__((warn_unused_result));
+
+/*
+ * The signature layer of fs_token_verify, exposed for tests against the
+ * RFC examples: checks the header's alg and the signature of a JWS compact
+ * serialization and decodes its payload (not necessarily a claims set) into
+ * payload (payloadmax bytes, not NUL-terminated).
+ */
+enum fs_token_status fs_token_jws_verify(const fs_token_keys *,
+    const char *jws, size_t len, void *payload, size_t payloadmax,
+    size_t *payloadlen) __attribute__((warn_unused_result));
+
+/*
+ * Mints a token for sub issued at iat and valid for ttl seconds (> 0),
+ * with iss and aud when configured, into out (outmax bytes, NUL included).
+ * Returns FS_TOKEN_BAD_ALG without the signing key, FS_TOKEN_BAD_SUBJECT
+ * for a sub that verification would refuse, FS_TOKEN_MALFORMED for a bad
+ * ttl, FS_TOKEN_TOO_LONG when out is too small.
+ */
+enum fs_token_status fs_token_mint(const fs_token_keys *, enum fs_token_alg,
+    const char *sub, time_t iat, long ttl, char *out, size_t outmax)
+    __attribute__((warn_unused_result));
+
+#endif

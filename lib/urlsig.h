@@ -1,0 +1,69 @@
+/*
+ * Signed purchase URLs. The server signs "v1|<itemId>|<saleId>|<start>|<end>"
+ * with crypto_auth (HMAC-SHA512-256) under url.key; the query string
+ * carries the sale, the window and the tag in base64url:
+ * sale=S&start=T0&end=T1&sig=X. The URL cannot be made without the key,
+ * and it is refused before T0 and from T1 on.
+ */
+#ifndef FS_URLSIG_H
+#define FS_URLSIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define FS_URLSIG_KEYBYTES	32	/* crypto_auth_KEYBYTES */
+#define FS_URLSIG_KEY_FILE	"url.key"
+#define FS_URLSIG_QUERY_MAX	512	/* bytes of query string checked */
+#define FS_URLSIG_SIGNED_MAX	128	/* fs_urlsig_sign's output, NUL included */
+
+/* The URL key; wiped when freed. */
+typedef struct fs_urlsig_key fs_urlsig_key;
+
+enum fs_urlsig_status {
+	FS_URLSIG_OK = 0,
+	FS_URLSIG_TOO_LONG,	/* query string over FS_URLSIG_QUERY_MAX */
+	FS_URLSIG_MALFORMED,	/* not exactly sale, start, end, sig, once each */
+	FS_URLSIG_BAD_SIGNATURE,
+	FS_URLSIG_NOT_STARTED,	/* genuine, but before start: 425 */
+	FS_URLSIG_EXPIRED,	/* genuine, but at or after end */
+	FS_URLSIG__MAX
+};
+
+const char *fs_urlsig_strerror(enum fs_urlsig_status);
+
+/* Returns an unset key, or NULL when out of memory or libsodium fails. */
+fs_urlsig_key *fs_urlsig_key_new(void);
+void fs_urlsig_key_free(fs_urlsig_key *);
+
+/*
+ * Reads dir/url.key, exactly FS_URLSIG_KEYBYTES raw bytes. Returns 0, or
+ * -1 with the reason in err (errlen bytes).
+ */
+int fs_urlsig_key_load_dir(fs_urlsig_key *, const char *dir, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+void fs_urlsig_key_set(fs_urlsig_key *,
+    const unsigned char raw[FS_URLSIG_KEYBYTES]);
+
+/*
+ * Writes the signed query string for item in sale, valid from start to
+ * end (unix seconds), into out (outmax bytes, FS_URLSIG_SIGNED_MAX is
+ * always enough). Returns 0, or -1 when out is too small or the window is
+ * empty or negative.
+ */
+int fs_urlsig_sign(const fs_urlsig_key *, uint64_t item, uint64_t sale,
+    time_t start, time_t end, char *out, size_t outmax)
+    __attribute__((warn_unused_result));
+
+/*
+ * Checks the query string (len bytes, no NUL needed, never read past len)
+ * of a purchase of item at time now. Numbers are plain decimal without
+ * leading zeros, so one window has one spelling. The signature is checked
+ * before the window, so a forged URL is never told "not started". On
+ * FS_URLSIG_OK, *sale is the signed sale id.
+ */
+enum fs_urlsig_status fs_urlsig_check(const fs_urlsig_key *, uint64_t item,
+    const char *query, size_t len, time_t now, uint64_t *sale)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,89 @@
+/* Unit test of lib/keyfile: exact-size raw key files. */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keyfile.h"
+
+static int failed;
+
+static void
+check(int ok, const char *what)
+{
+	printf("%s - %s\n", ok ? "ok" : "not ok", what);
+	if (!ok)
+		failed = 1;
+}
+
+static int
+write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int ok = fd != -1 && write(fd, buf, len) == (ssize_t)len;
+
+	if (fd != -1)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+static int
+all_zero(const unsigned char *p, size_t len)
+{
+	while (len-- > 0)
+		if (*p++ != 0)
+			return 0;
+	return 1;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/test_keyfile.XXXXXX", path[256], err[512];
+	char longname[5000];
+	unsigned char want[33], key[32];
+
+	for (size_t i = 0; i < sizeof(want); i++)
+		want[i] = (unsigned char)(i + 1);
+	check(mkdtemp(dir) != NULL, "make a keys directory");
+	snprintf(path, sizeof(path), "%s/k", dir);
+
+	check(fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_ABSENT, "a missing file is ABSENT");
+	check(write_file(path, want, 32) == 0 &&
+	    fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_OK && memcmp(key, want, sizeof(key)) == 0,
+	    "a file of the exact size is read");
+	check(write_file(path, want, 31) == 0 &&
+	    fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_ERROR && strstr(err, "exactly 32 bytes") != NULL &&
+	    all_zero(key, sizeof(key)), "a short file is an error, key wiped");
+	check(write_file(path, want, 33) == 0 &&
+	    fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_ERROR && strstr(err, "exactly 32 bytes") != NULL &&
+	    all_zero(key, sizeof(key)), "a long file is an error, key wiped");
+	check(write_file(path, want, 0) == 0 &&
+	    fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_ERROR, "an empty file is an error");
+	unlink(path);
+	check(mkdir(path, 0700) == 0 &&
+	    fs_keyfile_read(dir, "k", key, sizeof(key), err, sizeof(err)) ==
+	    FS_KEYFILE_ERROR && strstr(err, "not a regular file") != NULL,
+	    "a directory is an error");
+	rmdir(path);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	check(fs_keyfile_read(dir, longname, key, sizeof(key), err,
+	    sizeof(err)) == FS_KEYFILE_ERROR && strstr(err, "too long") != NULL,
+	    "a path over 4095 bytes is an error");
+	check(fs_keyfile_read("/dev/null/x", "k", key, sizeof(key), err,
+	    sizeof(err)) == FS_KEYFILE_ERROR,
+	    "a directory that is not one is an error");
+	rmdir(dir);
+	return failed;
+}

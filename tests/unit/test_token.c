@@ -1,0 +1,805 @@
+/*
+ * Unit test of lib/token: the RFC 8037 and RFC 7515 examples, then tokens
+ * crafted here with libsodium directly, so that the test does not trust the
+ * code it tests to build them.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "b64url.h"
+#include "token.h"
+
+#define NOW	1700000000
+
+/* RFC 8037 A.1 and A.4. */
+#define RFC8037_D	"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"
+#define RFC8037_X	"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+#define RFC8037_JWS	"eyJhbGciOiJFZERTQSJ9.RXhhbXBsZSBvZiBFZDI1NTE5IHNpZ25pbmc." \
+	"hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg"
+
+/* RFC 7515 A.1. */
+#define RFC7515_K	"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-" \
+	"1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow"
+#define RFC7515_JWS	"eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9." \
+	"eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ." \
+	"dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+#define RFC7515_PAYLOAD	"{\"iss\":\"joe\",\r\n \"exp\":1300819380,\r\n " \
+	"\"http://example.com/is_root\":true}"
+
+enum sign_with { SIGN_NOTHING, SIGN_ED25519, SIGN_HS256 };
+
+static int failed;
+static unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES];
+static unsigned char ed_sk[crypto_sign_SECRETKEYBYTES];
+static unsigned char hs_key[32];
+
+static void
+check(int ok, const char *what)
+{
+	printf("%s - %s\n", ok ? "ok" : "not ok", what);
+	if (!ok)
+		failed = 1;
+}
+
+/* Appends the base64url of len bytes at p to the token being built. */
+static void
+append_b64(char *tok, size_t max, const void *p, size_t len)
+{
+	size_t used = strlen(tok);
+
+	if (fs_b64url_encode(tok + used, max - used, p, len, NULL) !=
+	    FS_B64URL_OK)
+		abort();
+}
+
+/*
+ * Builds header.claims.signature from JSON text; hs is the HMAC key for
+ * SIGN_HS256 (hslen bytes). Returns a static buffer.
+ */
+static const char *
+craft_with(const char *hdr, const char *claims, enum sign_with how,
+    const unsigned char *hs, size_t hslen)
+{
+	static char tok[3 * FS_TOKEN_MAX];
+	unsigned char sig[crypto_sign_BYTES];
+	crypto_auth_hmacsha256_state st;
+	size_t len;
+
+	tok[0] = '\0';
+	append_b64(tok, sizeof(tok), hdr, strlen(hdr));
+	strcat(tok, ".");
+	append_b64(tok, sizeof(tok), claims, strlen(claims));
+	len = strlen(tok);
+	strcat(tok, ".");
+	switch (how) {
+	case SIGN_ED25519:
+		crypto_sign_detached(sig, NULL, (unsigned char *)tok, len, ed_sk);
+		append_b64(tok, sizeof(tok), sig, crypto_sign_BYTES);
+		break;
+	case SIGN_HS256:
+		crypto_auth_hmacsha256_init(&st, hs, hslen);
+		crypto_auth_hmacsha256_update(&st, (unsigned char *)tok, len);
+		crypto_auth_hmacsha256_final(&st, sig);
+		append_b64(tok, sizeof(tok), sig, crypto_auth_hmacsha256_BYTES);
+		break;
+	case SIGN_NOTHING:
+		break;
+	}
+	return tok;
+}
+
+static const char *
+craft(const char *hdr, const char *claims, enum sign_with how)
+{
+	return craft_with(hdr, claims, how, hs_key, sizeof(hs_key));
+}
+
+#define HDR_ED	"{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}"
+#define HDR_HS	"{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
+
+/* An EdDSA token with the given claims. */
+static const char *
+ed(const char *claims)
+{
+	return craft(HDR_ED, claims, SIGN_ED25519);
+}
+
+/* Verifies from an unterminated heap copy, so ASan sees any overread. */
+static enum fs_token_status
+verify(const fs_token_keys *keys, const char *tok, size_t len, time_t now,
+    char *sub, size_t submax)
+{
+	char *copy = malloc(len > 0 ? len : 1);
+	enum fs_token_status st;
+
+	if (copy == NULL)
+		abort();
+	memcpy(copy, tok, len);
+	st = fs_token_verify(keys, copy, len, now, sub, submax);
+	free(copy);
+	return st;
+}
+
+static void
+expect_sub(const fs_token_keys *keys, const char *tok, time_t now,
+    enum fs_token_status want, const char *wantsub, const char *what)
+{
+	char sub[FS_TOKEN_SUB_MAX + 1];
+	enum fs_token_status got;
+
+	got = verify(keys, tok, strlen(tok), now, sub, sizeof(sub));
+	if (got != want)
+		printf("# got \"%s\", want \"%s\"\n", fs_token_strerror(got),
+		    fs_token_strerror(want));
+	check(got == want && (wantsub == NULL || strcmp(sub, wantsub) == 0) &&
+	    (got == FS_TOKEN_OK || sub[0] == '\0'), what);
+}
+
+static void
+expect(const fs_token_keys *keys, const char *tok, enum fs_token_status want,
+    const char *what)
+{
+	expect_sub(keys, tok, NOW, want, NULL, what);
+}
+
+static void
+expect_bearer(const fs_token_keys *keys, const char *value,
+    enum fs_token_status want, const char *what)
+{
+	char sub[FS_TOKEN_SUB_MAX + 1];
+	char *copy = malloc(strlen(value) + 1);
+
+	if (copy == NULL)
+		abort();
+	memcpy(copy, value, strlen(value));
+	check(fs_token_verify_bearer(keys, copy, strlen(value), NOW, sub,
+	    sizeof(sub)) == want, what);
+	free(copy);
+}
+
+/* Puts other claims under the header and signature of tok. */
+static const char *
+swap_claims(const char *tok, const char *claims)
+{
+	static char out[3 * FS_TOKEN_MAX];
+	const char *dot1 = strchr(tok, '.'), *dot2 = strrchr(tok, '.');
+
+	snprintf(out, sizeof(out), "%.*s", (int)(dot1 - tok + 1), tok);
+	append_b64(out, sizeof(out), claims, strlen(claims));
+	strcat(out, dot2);
+	return out;
+}
+
+/* Changes the character n places from the end of tok. */
+static const char *
+flip(const char *tok, size_t n)
+{
+	static char out[3 * FS_TOKEN_MAX];
+	size_t len = strlen(tok);
+
+	snprintf(out, sizeof(out), "%s", tok);
+	out[len - n] = out[len - n] == 'A' ? 'B' : 'A';
+	return out;
+}
+
+static int
+write_file(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[512];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ok = fd != -1 && write(fd, buf, len) == (ssize_t)len;
+	if (fd != -1)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+static void
+remove_file(const char *dir, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+static void
+test_rfc8037(void)
+{
+	unsigned char seed[crypto_sign_SEEDBYTES], x[crypto_sign_PUBLICKEYBYTES];
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char sig[crypto_sign_BYTES], payload[FS_TOKEN_MAX];
+	char jws[] = RFC8037_JWS, sub[FS_TOKEN_SUB_MAX + 1];
+	const char *input_end = strrchr(jws, '.');
+	fs_token_keys *keys = fs_token_keys_new();
+	size_t len, plen;
+
+	check(fs_b64url_decode(seed, sizeof(seed), RFC8037_D,
+	    strlen(RFC8037_D), &len) == FS_B64URL_OK && len == sizeof(seed) &&
+	    fs_b64url_decode(x, sizeof(x), RFC8037_X, strlen(RFC8037_X),
+	    &len) == FS_B64URL_OK && len == sizeof(x),
+	    "RFC 8037 A.1: decode d and x");
+	crypto_sign_seed_keypair(pk, sk, seed);
+	check(memcmp(pk, x, sizeof(pk)) == 0,
+	    "RFC 8037 A.1/A.3: d gives the public key x");
+	crypto_sign_detached(sig, NULL, (unsigned char *)jws,
+	    (size_t)(input_end - jws), sk);
+	check(fs_b64url_decode(payload, sizeof(payload), input_end + 1,
+	    strlen(input_end + 1), &len) == FS_B64URL_OK &&
+	    len == sizeof(sig) && memcmp(sig, payload, len) == 0,
+	    "RFC 8037 A.4: signing gives the published signature");
+
+	check(keys != NULL && fs_token_keys_set(keys, x, NULL, NULL, 0) == 0,
+	    "keys with the RFC 8037 public key only");
+	check(fs_token_jws_verify(keys, jws, strlen(jws), payload,
+	    sizeof(payload), &plen) == FS_TOKEN_OK &&
+	    plen == strlen("Example of Ed25519 signing") &&
+	    memcmp(payload, "Example of Ed25519 signing", plen) == 0,
+	    "RFC 8037 A.5: the EdDSA signature verifies, payload decoded");
+	check(fs_token_jws_verify(keys, jws, strlen(jws), payload, 10,
+	    &plen) == FS_TOKEN_TOO_LONG, "payload buffer too small");
+	check(fs_token_verify(keys, jws, strlen(jws), NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_MALFORMED, "the RFC 8037 payload is not a claims set");
+	jws[strlen(jws) - 5] ^= 1;
+	check(fs_token_jws_verify(keys, jws, strlen(jws), payload,
+	    sizeof(payload), &plen) == FS_TOKEN_BAD_SIGNATURE,
+	    "RFC 8037 A.4 with one signature bit flipped");
+	check(fs_token_keys_set(keys, x, sk, NULL, 0) == 0,
+	    "the RFC 8037 secret key matches its public key");
+	fs_token_keys_free(keys);
+}
+
+static void
+test_rfc7515(void)
+{
+	unsigned char k[FS_TOKEN_HS256_KEY_MAX], payload[FS_TOKEN_MAX];
+	fs_token_keys *keys = fs_token_keys_new();
+	const char *jws = RFC7515_JWS;
+	size_t len, plen;
+
+	check(fs_b64url_decode(k, sizeof(k), RFC7515_K, strlen(RFC7515_K),
+	    &len) == FS_B64URL_OK && len == 64,
+	    "RFC 7515 A.1: decode the 64-byte HMAC key");
+	check(keys != NULL && fs_token_keys_set(keys, NULL, NULL, k, len) == 0,
+	    "keys with the RFC 7515 HMAC key only");
+	check(fs_token_jws_verify(keys, jws, strlen(jws), payload,
+	    sizeof(payload), &plen) == FS_TOKEN_OK &&
+	    plen == strlen(RFC7515_PAYLOAD) &&
+	    memcmp(payload, RFC7515_PAYLOAD, plen) == 0,
+	    "RFC 7515 A.1: the HS256 signature verifies, payload decoded");
+	/* Its claims have iss and exp, but no sub. */
+	expect_sub(keys, jws, 1300819000, FS_TOKEN_BAD_SUBJECT, NULL,
+	    "RFC 7515 A.1 before exp: signature and times pass, sub missing");
+	expect_sub(keys, jws, 1300819380 + FS_TOKEN_LEEWAY - 1,
+	    FS_TOKEN_BAD_SUBJECT, NULL, "RFC 7515 A.1 within the leeway");
+	expect_sub(keys, jws, 1300819380 + FS_TOKEN_LEEWAY, FS_TOKEN_EXPIRED,
+	    NULL, "RFC 7515 A.1 after exp and the leeway is EXPIRED");
+	check(fs_token_keys_set_claims(keys, "joe", NULL) == 0, "issuer joe");
+	expect_sub(keys, jws, 1300819000, FS_TOKEN_BAD_SUBJECT, NULL,
+	    "RFC 7515 A.1: iss joe passes");
+	check(fs_token_keys_set_claims(keys, "bob", NULL) == 0, "issuer bob");
+	expect_sub(keys, jws, 1300819000, FS_TOKEN_BAD_ISSUER, NULL,
+	    "RFC 7515 A.1: iss joe is not bob");
+	check(fs_token_keys_set_claims(keys, NULL, "shop") == 0, "audience");
+	expect_sub(keys, jws, 1300819000, FS_TOKEN_BAD_AUDIENCE, NULL,
+	    "RFC 7515 A.1: no aud, but one is required");
+	fs_token_keys_free(keys);
+}
+
+static void
+test_algorithms(const fs_token_keys *all, const fs_token_keys *ed_only,
+    const fs_token_keys *hs_only)
+{
+	char claims[256], tok[FS_TOKEN_MAX + 1];
+
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u1\",\"exp\":%d}",
+	    NOW + 60);
+	expect_sub(all, ed(claims), NOW, FS_TOKEN_OK, "u1", "EdDSA verifies");
+	expect_sub(all, craft(HDR_HS, claims, SIGN_HS256), NOW, FS_TOKEN_OK,
+	    "u1", "HS256 verifies");
+	expect(all, craft("{\"alg\":\"none\"}", claims, SIGN_NOTHING),
+	    FS_TOKEN_BAD_ALG, "alg none is refused");
+	expect(all, craft("{\"alg\":\"none\"}", claims, SIGN_HS256),
+	    FS_TOKEN_BAD_ALG, "alg none with a signature is refused");
+	expect(all, craft("{\"alg\":\"HS512\"}", claims, SIGN_HS256),
+	    FS_TOKEN_BAD_ALG, "alg HS512 is refused");
+	expect(all, craft("{\"alg\":\"RS256\"}", claims, SIGN_HS256),
+	    FS_TOKEN_BAD_ALG, "alg RS256 is refused");
+	expect(all, craft("{\"alg\":\"eddsa\"}", claims, SIGN_ED25519),
+	    FS_TOKEN_BAD_ALG, "alg names are case-sensitive");
+	expect(all, craft("{\"alg\":\"HS256\\u0000\"}", claims, SIGN_HS256),
+	    FS_TOKEN_BAD_ALG, "alg with an embedded NUL is refused");
+	expect(all, craft("{\"alg\":256}", claims, SIGN_HS256),
+	    FS_TOKEN_BAD_ALG, "alg that is not a string is refused");
+	expect(all, craft("{\"typ\":\"JWT\"}", claims, SIGN_HS256),
+	    FS_TOKEN_MALFORMED, "header without alg");
+	expect(all, craft("{\"alg\":\"HS256\",\"crit\":[\"exp\"]}", claims,
+	    SIGN_HS256), FS_TOKEN_MALFORMED, "header with crit");
+	expect(ed_only, craft(HDR_HS, claims, SIGN_HS256), FS_TOKEN_BAD_ALG,
+	    "HS256 refused when only Ed25519 is configured");
+	expect(hs_only, ed(claims), FS_TOKEN_BAD_ALG,
+	    "EdDSA refused when only HS256 is configured");
+	expect(ed_only, craft_with(HDR_HS, claims, SIGN_HS256, ed_pk,
+	    sizeof(ed_pk)), FS_TOKEN_BAD_ALG,
+	    "HS256 keyed with the Ed25519 public key, only Ed25519 set");
+	expect(all, craft_with(HDR_HS, claims, SIGN_HS256, ed_pk,
+	    sizeof(ed_pk)), FS_TOKEN_BAD_SIGNATURE,
+	    "HS256 keyed with the Ed25519 public key, both keys set");
+	expect(all, craft(HDR_ED, claims, SIGN_HS256), FS_TOKEN_BAD_SIGNATURE,
+	    "EdDSA header over an HMAC");
+	expect(all, craft(HDR_ED, claims, SIGN_NOTHING), FS_TOKEN_BAD_SIGNATURE,
+	    "EdDSA with an empty signature");
+
+	snprintf(tok, sizeof(tok), "%s", ed(claims));
+	expect(all, swap_claims(tok, "{\"sub\":\"u2\",\"exp\":1800000000}"),
+	    FS_TOKEN_BAD_SIGNATURE, "EdDSA with tampered claims");
+	expect(all, flip(tok, 10), FS_TOKEN_BAD_SIGNATURE,
+	    "EdDSA with a tampered signature");
+	snprintf(tok, sizeof(tok), "%s", craft(HDR_HS, claims, SIGN_HS256));
+	expect(all, swap_claims(tok, "{\"sub\":\"u2\",\"exp\":1800000000}"),
+	    FS_TOKEN_BAD_SIGNATURE, "HS256 with tampered claims");
+	expect(all, flip(tok, 10), FS_TOKEN_BAD_SIGNATURE,
+	    "HS256 with a tampered signature");
+	/* 40 characters: canonical base64url of 30 bytes, whatever the MAC. */
+	tok[strlen(tok) - 3] = '\0';
+	expect(all, tok, FS_TOKEN_BAD_SIGNATURE, "HS256 with a short signature");
+	snprintf(tok, sizeof(tok), "%sAAAA", craft(HDR_HS, claims, SIGN_HS256));
+	expect(all, tok, FS_TOKEN_BAD_SIGNATURE, "HS256 with a long signature");
+	snprintf(tok, sizeof(tok), "%sAAAA", ed(claims));
+	expect(all, tok, FS_TOKEN_BAD_SIGNATURE, "EdDSA with a long signature");
+	snprintf(tok, sizeof(tok), "%s", ed(claims));
+	tok[strlen(tok) - 1] = '\0';
+	expect(all, tok, FS_TOKEN_MALFORMED, "EdDSA signature of 4n+1 chars");
+}
+
+static void
+test_times(const fs_token_keys *all)
+{
+	char claims[256];
+
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d}",
+	    NOW - FS_TOKEN_LEEWAY - 1);
+	expect(all, ed(claims), FS_TOKEN_EXPIRED, "expired beyond the leeway");
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d}",
+	    NOW - FS_TOKEN_LEEWAY);
+	expect(all, ed(claims), FS_TOKEN_EXPIRED, "expired at the leeway");
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d}",
+	    NOW - FS_TOKEN_LEEWAY + 1);
+	expect(all, ed(claims), FS_TOKEN_OK, "exp passed, but within the leeway");
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d.5}",
+	    NOW + 60);
+	expect(all, ed(claims), FS_TOKEN_OK, "fractional exp");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":1e300}"), FS_TOKEN_OK,
+	    "huge floating exp");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":18446744073709551615}"),
+	    FS_TOKEN_OK, "exp beyond int64");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":-1}"), FS_TOKEN_EXPIRED,
+	    "negative exp");
+	expect(all, ed("{\"sub\":\"u\"}"), FS_TOKEN_MALFORMED, "missing exp");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":\"1800000000\"}"),
+	    FS_TOKEN_MALFORMED, "exp as a string");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":null}"), FS_TOKEN_MALFORMED,
+	    "exp null");
+
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"nbf\":%d}", NOW + 600,
+	    NOW + FS_TOKEN_LEEWAY + 1);
+	expect(all, ed(claims), FS_TOKEN_NOT_YET_VALID, "nbf in the future");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"nbf\":%d}", NOW + 600,
+	    NOW + FS_TOKEN_LEEWAY);
+	expect(all, ed(claims), FS_TOKEN_OK, "nbf within the leeway");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"nbf\":\"soon\"}", NOW + 600);
+	expect(all, ed(claims), FS_TOKEN_MALFORMED, "nbf as a string");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"iat\":%d}", NOW + 600,
+	    NOW + FS_TOKEN_LEEWAY + 1);
+	expect(all, ed(claims), FS_TOKEN_NOT_YET_VALID, "iat in the future");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"iat\":%d}", NOW + 600, NOW - 5);
+	expect(all, ed(claims), FS_TOKEN_OK, "iat in the past");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"iat\":true}", NOW + 600);
+	expect(all, ed(claims), FS_TOKEN_MALFORMED, "iat as a boolean");
+}
+
+static void
+test_issuer_audience(fs_token_keys *all)
+{
+	char claims[256];
+	int i;
+	static const struct {
+		const char *iss_aud;
+		enum fs_token_status want;
+		const char *what;
+	} cases[] = {
+		{ "\"iss\":\"https://id.example\",\"aud\":\"flashsale\"",
+		    FS_TOKEN_OK, "iss and aud match" },
+		{ "\"iss\":\"https://id.example\",\"aud\":[\"a\",\"flashsale\"]",
+		    FS_TOKEN_OK, "aud array with ours" },
+		{ "\"iss\":\"https://id.example\",\"aud\":[\"a\",\"b\"]",
+		    FS_TOKEN_BAD_AUDIENCE, "aud array without ours" },
+		{ "\"iss\":\"https://id.example\",\"aud\":[]",
+		    FS_TOKEN_BAD_AUDIENCE, "empty aud array" },
+		{ "\"iss\":\"https://id.example\",\"aud\":\"flashsale2\"",
+		    FS_TOKEN_BAD_AUDIENCE, "wrong aud" },
+		{ "\"iss\":\"https://id.example\",\"aud\":[[\"flashsale\"]]",
+		    FS_TOKEN_BAD_AUDIENCE, "nested aud array" },
+		{ "\"iss\":\"https://id.example\",\"aud\":7",
+		    FS_TOKEN_BAD_AUDIENCE, "aud as a number" },
+		{ "\"iss\":\"https://id.example\"",
+		    FS_TOKEN_BAD_AUDIENCE, "missing aud" },
+		{ "\"iss\":\"https://id.example/\",\"aud\":\"flashsale\"",
+		    FS_TOKEN_BAD_ISSUER, "wrong iss" },
+		{ "\"iss\":1,\"aud\":\"flashsale\"",
+		    FS_TOKEN_BAD_ISSUER, "iss as a number" },
+		{ "\"aud\":\"flashsale\"", FS_TOKEN_BAD_ISSUER, "missing iss" },
+	};
+
+	check(fs_token_keys_set_claims(all, "https://id.example",
+	    "flashsale") == 0, "configure iss and aud");
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		snprintf(claims, sizeof(claims),
+		    "{\"sub\":\"u\",\"exp\":%d,%s}", NOW + 60,
+		    cases[i].iss_aud);
+		expect(all, ed(claims), cases[i].want, cases[i].what);
+	}
+	check(fs_token_keys_set_claims(all, "", "") == 0,
+	    "empty iss and aud mean not checked");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"iss\":\"anyone\"}", NOW + 60);
+	expect(all, ed(claims), FS_TOKEN_OK, "any iss when none configured");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u\",\"exp\":%d,\"aud\":\"flashsale\"}", NOW + 60);
+	expect(all, ed(claims), FS_TOKEN_BAD_AUDIENCE,
+	    "a token for an audience when none is configured");
+}
+
+static void
+test_subjects(const fs_token_keys *all)
+{
+	char claims[512], sub[8], max[FS_TOKEN_SUB_MAX + 2];
+	int i;
+	static const struct {
+		const char *sub;
+		enum fs_token_status want;
+		const char *what;
+	} cases[] = {
+		{ "\"user-1@x.y:|_~!#$%&()*+,/;<=>?[]^`{}\"", FS_TOKEN_OK,
+		    "sub of printable ASCII" },
+		{ "\"\"", FS_TOKEN_BAD_SUBJECT, "empty sub" },
+		{ "\"a b\"", FS_TOKEN_BAD_SUBJECT, "sub with a space" },
+		{ "\"a\\\"b\"", FS_TOKEN_BAD_SUBJECT, "sub with a double quote" },
+		{ "\"a'b\"", FS_TOKEN_BAD_SUBJECT, "sub with a single quote" },
+		{ "\"a\\\\b\"", FS_TOKEN_BAD_SUBJECT, "sub with a backslash" },
+		{ "\"a\\u0000b\"", FS_TOKEN_BAD_SUBJECT, "sub with a NUL" },
+		{ "\"a\\nb\"", FS_TOKEN_BAD_SUBJECT, "sub with a newline" },
+		{ "\"caf\xc3\xa9\"", FS_TOKEN_BAD_SUBJECT, "sub not ASCII" },
+		{ "123", FS_TOKEN_BAD_SUBJECT, "sub as a number" },
+		{ "null", FS_TOKEN_BAD_SUBJECT, "sub null" },
+	};
+
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		snprintf(claims, sizeof(claims), "{\"sub\":%s,\"exp\":%d}",
+		    cases[i].sub, NOW + 60);
+		expect(all, ed(claims), cases[i].want, cases[i].what);
+	}
+	snprintf(claims, sizeof(claims), "{\"exp\":%d}", NOW + 60);
+	expect(all, ed(claims), FS_TOKEN_BAD_SUBJECT, "missing sub");
+
+	memset(max, 'a', sizeof(max));
+	max[FS_TOKEN_SUB_MAX] = '\0';
+	snprintf(claims, sizeof(claims), "{\"sub\":\"%s\",\"exp\":%d}", max,
+	    NOW + 60);
+	expect_sub(all, ed(claims), NOW, FS_TOKEN_OK, max, "sub of 64 bytes");
+	max[FS_TOKEN_SUB_MAX] = 'a';
+	max[FS_TOKEN_SUB_MAX + 1] = '\0';
+	snprintf(claims, sizeof(claims), "{\"sub\":\"%s\",\"exp\":%d}", max,
+	    NOW + 60);
+	expect(all, ed(claims), FS_TOKEN_BAD_SUBJECT, "sub of 65 bytes");
+
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u1234567\",\"exp\":%d}",
+	    NOW + 60);
+	check(verify(all, ed(claims), strlen(ed(claims)), NOW, sub,
+	    sizeof(sub)) == FS_TOKEN_BAD_SUBJECT && sub[0] == '\0',
+	    "sub longer than the caller's buffer");
+}
+
+static void
+test_garbage(const fs_token_keys *all)
+{
+	char claims[256], tok[2 * FS_TOKEN_MAX], pad[FS_TOKEN_MAX];
+	char sub[FS_TOKEN_SUB_MAX + 1];
+	unsigned char noise[300];
+	size_t n, last_ok = 0, first_long = 0;
+
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d}", NOW + 60);
+	check(fs_token_verify(all, NULL, 10, NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_MISSING, "NULL token is MISSING");
+	expect(all, "", FS_TOKEN_MISSING, "empty token is MISSING");
+	expect(all, "abc", FS_TOKEN_MALFORMED, "one part");
+	expect(all, "abc.def", FS_TOKEN_MALFORMED, "two parts");
+	expect(all, "..", FS_TOKEN_MALFORMED, "empty parts");
+	snprintf(tok, sizeof(tok), "%s.AAAA.AAAA", ed(claims));
+	expect(all, tok, FS_TOKEN_MALFORMED, "five parts (JWE)");
+	expect(all, "bm90IGpzb24.e30.AAAA", FS_TOKEN_MALFORMED,
+	    "header that is not JSON");
+	expect(all, craft("[\"EdDSA\"]", claims, SIGN_ED25519),
+	    FS_TOKEN_MALFORMED, "header that is an array");
+	expect(all, craft("{\"alg\":\"EdDSA\"}x", claims, SIGN_ED25519),
+	    FS_TOKEN_MALFORMED, "header with trailing garbage");
+	expect(all, craft("{\"alg\":\"EdDSA\"}{}", claims, SIGN_ED25519),
+	    FS_TOKEN_MALFORMED, "header of two objects");
+	expect(all, craft("{\"alg\":\"EdDSA\"", claims, SIGN_ED25519),
+	    FS_TOKEN_MALFORMED, "truncated header");
+	expect(all, craft("{'alg':'EdDSA'}", claims, SIGN_ED25519),
+	    FS_TOKEN_MALFORMED, "header in single quotes (not strict JSON)");
+	expect(all, craft("{\"alg\":\"EdDSA\"} \r\n", claims, SIGN_ED25519),
+	    FS_TOKEN_OK, "header with trailing whitespace");
+	snprintf(tok, sizeof(tok), "%s", ed(claims));
+	memmove(strchr(tok, '.') + 1, strchr(tok, '.'), strlen(strchr(tok,
+	    '.')) + 1);
+	*strchr(tok, '.') = '=';
+	expect(all, tok, FS_TOKEN_MALFORMED, "padded header");
+	snprintf(tok, sizeof(tok), "%s", ed(claims));
+	*strrchr(tok, '.') = '!';
+	expect(all, tok, FS_TOKEN_MALFORMED, "a character outside base64url");
+
+	expect(all, ed("not json"), FS_TOKEN_MALFORMED, "claims not JSON");
+	expect(all, ed("[1,2]"), FS_TOKEN_MALFORMED, "claims an array");
+	expect(all, ed("\"sub\""), FS_TOKEN_MALFORMED, "claims a string");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":1800000000,}"),
+	    FS_TOKEN_MALFORMED, "claims with a trailing comma");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":1800000000,\"x\":\"\xff\"}"),
+	    FS_TOKEN_MALFORMED, "claims with invalid UTF-8");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":1800000000,\"x\":[[[[[[[[[[[["
+	    "]]]]]]]]]]]]}"), FS_TOKEN_MALFORMED, "claims nested too deep");
+	expect(all, ed("{\"sub\":\"u\",\"exp\":1800000000,\"x\":[[[[[[1]]]]]]}"),
+	    FS_TOKEN_OK, "claims nested within the limit");
+
+	randombytes_buf(noise, sizeof(noise));
+	check(verify(all, (const char *)noise, sizeof(noise), NOW, sub,
+	    sizeof(sub)) != FS_TOKEN_OK, "random bytes");
+	for (n = 0; n < sizeof(noise); n++)
+		noise[n] = (unsigned char)(noise[n] % 2 == 0 ? '.' : 'A' + n % 26);
+	check(verify(all, (const char *)noise, sizeof(noise), NOW, sub,
+	    sizeof(sub)) != FS_TOKEN_OK, "random dots and letters");
+
+	/* Grow a padding claim until the token passes FS_TOKEN_MAX. */
+	memset(pad, 'p', sizeof(pad));
+	for (n = 2800; n < 3200 && first_long == 0; n++) {
+		const char *t;
+
+		snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d,"
+		    "\"pad\":\"", NOW + 60);
+		snprintf(tok, sizeof(tok), "%s%.*s\"}", claims, (int)n, pad);
+		t = ed(tok);
+		if (strlen(t) <= FS_TOKEN_MAX && verify(all, t, strlen(t), NOW,
+		    sub, sizeof(sub)) == FS_TOKEN_OK)
+			last_ok = strlen(t);
+		if (strlen(t) > FS_TOKEN_MAX && verify(all, t, strlen(t), NOW,
+		    sub, sizeof(sub)) == FS_TOKEN_TOO_LONG)
+			first_long = strlen(t);
+	}
+	check(last_ok > FS_TOKEN_MAX - 4 && last_ok <= FS_TOKEN_MAX,
+	    "a valid token just under 4096 bytes verifies");
+	check(first_long > FS_TOKEN_MAX, "a token over 4096 bytes is TOO_LONG");
+}
+
+static void
+test_bearer(const fs_token_keys *all)
+{
+	char claims[256], tok[FS_TOKEN_MAX], value[FS_TOKEN_MAX + 32];
+
+	snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%d}", NOW + 60);
+	snprintf(tok, sizeof(tok), "%s", ed(claims));
+	snprintf(value, sizeof(value), "Bearer %s", tok);
+	expect_bearer(all, value, FS_TOKEN_OK, "Bearer <token>");
+	snprintf(value, sizeof(value), "bEARER   %s", tok);
+	expect_bearer(all, value, FS_TOKEN_OK, "scheme in any case, spaces");
+	snprintf(value, sizeof(value), " \tBearer %s \t", tok);
+	expect_bearer(all, value, FS_TOKEN_OK, "surrounding whitespace");
+	snprintf(value, sizeof(value), "Basic %s", tok);
+	expect_bearer(all, value, FS_TOKEN_MISSING, "Basic scheme");
+	snprintf(value, sizeof(value), "Bearer%s", tok);
+	expect_bearer(all, value, FS_TOKEN_MISSING, "no space after Bearer");
+	snprintf(value, sizeof(value), "Bearer\t%s", tok);
+	expect_bearer(all, value, FS_TOKEN_MISSING, "tab after Bearer");
+	expect_bearer(all, "Bearer", FS_TOKEN_MISSING, "Bearer alone");
+	expect_bearer(all, "Bearer    ", FS_TOKEN_MISSING, "Bearer and spaces");
+	expect_bearer(all, "", FS_TOKEN_MISSING, "empty header");
+	snprintf(value, sizeof(value), "Bearer %s x", tok);
+	expect_bearer(all, value, FS_TOKEN_MALFORMED, "two tokens");
+	snprintf(value, sizeof(value), "Bearer %s", flip(tok, 3));
+	expect_bearer(all, value, FS_TOKEN_BAD_SIGNATURE, "bad token");
+}
+
+static void
+test_mint(fs_token_keys *all, const fs_token_keys *ed_only)
+{
+	char tok[FS_TOKEN_MAX], claims[256], sub[FS_TOKEN_SUB_MAX + 1];
+
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256, "u1", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK, "mint HS256");
+	snprintf(claims, sizeof(claims),
+	    "{\"sub\":\"u1\",\"iat\":%d,\"exp\":%d}", NOW, NOW + 60);
+	check(strcmp(tok, craft(HDR_HS, claims, SIGN_HS256)) == 0,
+	    "mint writes the expected header, claims and HMAC");
+	expect_sub(all, tok, NOW, FS_TOKEN_OK, "u1", "minted HS256 verifies");
+	expect_sub(all, tok, NOW + 60 + FS_TOKEN_LEEWAY - 1, FS_TOKEN_OK, "u1",
+	    "minted HS256 verifies until exp and the leeway");
+	expect_sub(all, tok, NOW + 60 + FS_TOKEN_LEEWAY, FS_TOKEN_EXPIRED,
+	    NULL, "minted HS256 expires");
+
+	check(fs_token_mint(all, FS_TOKEN_ALG_EDDSA, "u2", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK, "mint EdDSA");
+	check(strcmp(tok, craft(HDR_ED, "{\"sub\":\"u2\",\"iat\":1700000000,"
+	    "\"exp\":1700000060}", SIGN_ED25519)) == 0,
+	    "mint writes the expected header, claims and signature");
+	expect_sub(all, tok, NOW, FS_TOKEN_OK, "u2", "minted EdDSA verifies");
+	expect_sub(ed_only, tok, NOW, FS_TOKEN_OK, "u2",
+	    "minted EdDSA verifies with the public key alone");
+
+	check(fs_token_keys_set_claims(all, "https://id.example",
+	    "flash\"sale") == 0, "configure iss and an aud to escape");
+	check(fs_token_mint(all, FS_TOKEN_ALG_EDDSA, "u3", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK, "mint with iss and aud");
+	check(fs_token_verify(all, tok, strlen(tok), NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_OK && strcmp(sub, "u3") == 0,
+	    "minted token with iss and aud verifies");
+	expect(ed_only, tok, FS_TOKEN_BAD_AUDIENCE,
+	    "minted token with aud refused where no aud is configured");
+	check(fs_token_keys_set_claims(all, NULL, NULL) == 0, "clear claims");
+
+	check(fs_token_mint(ed_only, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_ALG && tok[0] == '\0',
+	    "mint EdDSA without the secret key is BAD_ALG");
+	check(fs_token_mint(ed_only, FS_TOKEN_ALG_HS256, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_ALG,
+	    "mint HS256 without the secret is BAD_ALG");
+	check(fs_token_mint(all, FS_TOKEN_ALG__MAX, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_ALG, "mint with an unknown alg");
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256, "a b", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_SUBJECT, "mint refuses a bad sub");
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256,
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	    NOW, 60, tok, sizeof(tok)) == FS_TOKEN_BAD_SUBJECT,
+	    "mint refuses a sub of 65 bytes");
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256, NULL, NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_SUBJECT, "mint refuses a NULL sub");
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256, "u", NOW, 0, tok,
+	    sizeof(tok)) == FS_TOKEN_MALFORMED, "mint refuses ttl 0");
+	check(fs_token_mint(all, FS_TOKEN_ALG_HS256, "u", NOW, 60, tok, 100) ==
+	    FS_TOKEN_TOO_LONG && tok[0] == '\0',
+	    "mint into a short buffer is TOO_LONG");
+}
+
+static void
+test_keys(void)
+{
+	unsigned char pk2[crypto_sign_PUBLICKEYBYTES];
+	unsigned char sk2[crypto_sign_SECRETKEYBYTES];
+	char dir[] = "/tmp/test_token.XXXXXX", err[512], path[600];
+	char tok[FS_TOKEN_MAX], sub[FS_TOKEN_SUB_MAX + 1];
+	unsigned char long_key[FS_TOKEN_HS256_KEY_MAX + 1];
+	fs_token_keys *keys = fs_token_keys_new();
+
+	crypto_sign_keypair(pk2, sk2);
+	randombytes_buf(long_key, sizeof(long_key));
+	check(fs_token_keys_set(keys, NULL, NULL, NULL, 0) == -1,
+	    "set refuses no key at all");
+	check(fs_token_keys_set(keys, NULL, NULL, hs_key, 31) == -1,
+	    "set refuses an HS256 key of 31 bytes");
+	check(fs_token_keys_set(keys, NULL, NULL, long_key, 65) == -1,
+	    "set refuses an HS256 key of 65 bytes");
+	check(fs_token_keys_set(keys, pk2, ed_sk, NULL, 0) == -1,
+	    "set refuses a secret key of another public key");
+	check(fs_token_keys_set(keys, NULL, ed_sk, NULL, 0) == 0 &&
+	    fs_token_mint(keys, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK && fs_token_verify(keys, tok,
+	    strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_OK,
+	    "set with the secret key alone mints and verifies");
+
+	check(mkdtemp(dir) != NULL, "make a keys directory");
+	check(fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1 &&
+	    strstr(err, "no JWT key") != NULL, "load_dir of an empty dir");
+	check(write_file(dir, "jwt-hs256.key", hs_key, 31) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1 &&
+	    strstr(err, "exactly 32 bytes") != NULL,
+	    "load_dir refuses an HS256 key of 31 bytes");
+	check(write_file(dir, "jwt-hs256.key", long_key, 33) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1,
+	    "load_dir refuses an HS256 key of 33 bytes");
+	check(write_file(dir, "jwt-hs256.key", hs_key, 32) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == 0,
+	    "load_dir with the HS256 key alone");
+	check(fs_token_mint(keys, FS_TOKEN_ALG_HS256, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK && fs_token_verify(keys, tok,
+	    strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_OK,
+	    "the loaded HS256 key mints and verifies");
+	check(fs_token_mint(keys, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_ALG,
+	    "the earlier Ed25519 key is gone after load_dir");
+
+	check(write_file(dir, "jwt-ed25519.pub", ed_pk, 31) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1,
+	    "load_dir refuses a public key of 31 bytes");
+	check(write_file(dir, "jwt-ed25519.pub", ed_pk, 32) == 0 &&
+	    write_file(dir, "jwt-ed25519.key", sk2, 64) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1 &&
+	    strstr(err, "not the secret key") != NULL,
+	    "load_dir refuses a secret key of another public key");
+	check(write_file(dir, "jwt-ed25519.key", ed_sk, 64) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == 0 &&
+	    fs_token_mint(keys, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_OK && fs_token_verify(keys, tok,
+	    strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_OK,
+	    "load_dir with all three keys mints and verifies EdDSA");
+	remove_file(dir, "jwt-ed25519.key");
+	remove_file(dir, "jwt-hs256.key");
+	snprintf(path, sizeof(path), "%s/jwt-hs256.key", dir);
+	check(mkdir(path, 0700) == 0 &&
+	    fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == -1 &&
+	    strstr(err, "not a regular file") != NULL,
+	    "load_dir refuses a directory as a key file");
+	rmdir(path);
+	check(fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == 0 &&
+	    fs_token_mint(keys, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok,
+	    sizeof(tok)) == FS_TOKEN_BAD_ALG,
+	    "load_dir with the public key alone verifies but cannot mint");
+	remove_file(dir, "jwt-ed25519.pub");
+	rmdir(dir);
+	fs_token_keys_free(keys);
+	fs_token_keys_free(NULL);
+}
+
+int
+main(void)
+{
+	fs_token_keys *all, *ed_only, *hs_only;
+
+	if (sodium_init() < 0)
+		return 99;
+	crypto_sign_keypair(ed_pk, ed_sk);
+	randombytes_buf(hs_key, sizeof(hs_key));
+	all = fs_token_keys_new();
+	ed_only = fs_token_keys_new();
+	hs_only = fs_token_keys_new();
+	if (all == NULL || ed_only == NULL || hs_only == NULL ||
+	    fs_token_keys_set(all, ed_pk, ed_sk, hs_key, sizeof(hs_key)) ||
+	    fs_token_keys_set(ed_only, ed_pk, NULL, NULL, 0) ||
+	    fs_token_keys_set(hs_only, NULL, NULL, hs_key, sizeof(hs_key)))
+		return 99;
+
+	test_rfc8037();
+	test_rfc7515();
+	test_algorithms(all, ed_only, hs_only);
+	test_times(all);
+	test_issuer_audience(all);
+	test_subjects(all);
+	test_garbage(all);
+	test_bearer(all);
+	test_mint(all, ed_only);
+	test_keys();
+	check(strcmp(fs_token_strerror(FS_TOKEN_BAD_ALG),
+	    "algorithm not accepted") == 0 &&
+	    fs_token_strerror(FS_TOKEN__MAX) != NULL,
+	    "strerror names every status");
+
+	fs_token_keys_free(all);
+	fs_token_keys_free(ed_only);
+	fs_token_keys_free(hs_only);
+	return failed;
+}
