@@ -18,11 +18,16 @@ struct fs_fcgi {
 
 static volatile sig_atomic_t fcgi_stop;
 
+/*
+ * libfcgi retries an interrupted accept unless told that a shutdown is
+ * pending; FCGX_ShutdownPending only sets its flag, so it is safe here.
+ */
 static void
 on_stop(int sig)
 {
 	(void)sig;
 	fcgi_stop = 1;
+	FCGX_ShutdownPending();
 }
 
 fs_fcgi *
@@ -141,13 +146,14 @@ void
 fs_fcgi_answer(fs_fcgi *f, enum fs_http_status status, const char *headers, const char *json,
     size_t len)
 {
+	/* libfcgi's own printf knows no %zu. */
 	FCGX_FPrintF(f->req.out,
 	    "Status: %d %s\r\n"
 	    "Content-Type: application/json; charset=utf-8\r\n"
-	    "Content-Length: %zu\r\n"
+	    "Content-Length: %lu\r\n"
 	    "%s%s"
 	    "\r\n",
-	    fs_http_status_code(status), fs_http_status_text(status), len,
+	    fs_http_status_code(status), fs_http_status_text(status), (unsigned long)len,
 	    has_cache_control(headers) ? "" : "Cache-Control: no-store\r\n",
 	    headers != NULL ? headers : "");
 	if (len > 0)

@@ -1,0 +1,474 @@
+/*
+ * flashsale-admin: the operator's tool. Keys, sales, stock warming, figures
+ * and shopper tokens for the demo and the tests. Every command checks its
+ * input completely before it writes anything.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cfg.h"
+#include "pg.h"
+#include "reconcile.h"
+#include "redis.h"
+#include "sales.h"
+#include "token.h"
+#include "urlsig.h"
+
+static const char usage[] =
+    "usage: flashsale-admin COMMAND ...\n"
+    "  keys generate DIR                 new Ed25519 + HS256 token keys and URL key (mode 0600)\n"
+    "  sale create FILE.json             insert a sale and its items; prints their ids\n"
+    "  sale warm SALE_ID [--force]       load units left (and, with --force, holds) into Redis\n"
+    "  sale show SALE_ID                 PostgreSQL and Redis figures per item\n"
+    "  sale urls SALE_ID                 signed purchase path of every item\n"
+    "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
+    "                                    shopper tokens (with --count: \"ID-i TOKEN\" lines for\n"
+    "                                    i = 1..N; --age: issued that long ago, for tests)\n"
+    "  config                            the environment variables and their defaults\n"
+    "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis;\n"
+    "                                    prints every violation (--check: exit 1 on any)\n";
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Says what went wrong on standard error; returns the exit status 1. */
+static int
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("flashsale-admin: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int
+load_cfg(struct fs_cfg *cfg, unsigned need)
+{
+	if (fs_cfg_load(cfg, need) != 0)
+		return fail("%s", cfg->errstr);
+	return 0;
+}
+
+/* Writes a new secret file; refuses to replace one. */
+static int
+write_key(const char *dir, const char *name, const void *key, size_t len)
+{
+	char path[1024];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		return -1;
+	if (write(fd, key, len) != (ssize_t)len || fsync(fd) != 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int
+cmd_keys_generate(const char *dir)
+{
+	static const char *const names[] = { FS_TOKEN_ED25519_PUB_FILE, FS_TOKEN_ED25519_KEY_FILE,
+		FS_TOKEN_HS256_KEY_FILE, FS_URLSIG_KEY_FILE };
+	unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES], ed_sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char hs[32], url[crypto_auth_KEYBYTES];
+	const void *keys[] = { ed_pk, ed_sk, hs, url };
+	const size_t lens[] = { sizeof(ed_pk), sizeof(ed_sk), sizeof(hs), sizeof(url) };
+	char path[1024];
+	int rc = 1, written = 0;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return fail("cannot create %s", dir);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (access(path, F_OK) == 0)
+			return fail("%s exists; refusing to replace keys", path);
+	}
+	crypto_sign_keypair(ed_pk, ed_sk);
+	randombytes_buf(hs, sizeof(hs));
+	crypto_auth_keygen(url);
+	for (; written < 4; written++)
+		if (write_key(dir, names[written], keys[written], lens[written]) != 0)
+			break;
+	if (written == 4) {
+		printf("keys written to %s\n", dir);
+		rc = 0;
+	} else {
+		/* All or nothing: remove what this run wrote. */
+		fail("cannot write keys in %s", dir);
+		while (written-- > 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[written]);
+			unlink(path);
+		}
+	}
+	sodium_memzero(ed_sk, sizeof(ed_sk));
+	sodium_memzero(hs, sizeof(hs));
+	sodium_memzero(url, sizeof(url));
+	return rc;
+}
+
+static int
+cmd_sale_create(const char *file)
+{
+	struct fs_cfg cfg;
+	char out[32768], err[512];
+	fs_pg *pg = NULL;
+	char *json = NULL;
+	FILE *fp = NULL;
+	size_t n;
+	int rc = 1;
+
+	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_PG)) != 0)
+		return 1;
+	if ((fp = fopen(file, "r")) == NULL) {
+		fail("cannot open %s", file);
+		goto out;
+	}
+	if ((json = malloc(FS_SALES_JSON_MAX + 1)) == NULL)
+		goto out;
+	n = fread(json, 1, FS_SALES_JSON_MAX + 1, fp);
+	if (n > FS_SALES_JSON_MAX) {
+		fail("%s is too big", file);
+		goto out;
+	}
+	if ((pg = fs_pg_new(fs_cfg_get(&cfg, FS_CFG_PG))) == NULL)
+		goto out;
+	if (fs_sales_create(pg, json, n, out, sizeof(out), err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	printf("%s\n", out);
+	rc = 0;
+out:
+	if (fp != NULL)
+		fclose(fp);
+	free(json);
+	fs_pg_free(pg);
+	return rc;
+}
+
+/* Opens the two stores that sale commands read. */
+static int
+open_stores(struct fs_cfg *cfg, fs_pg **pg, fs_redis **r)
+{
+	if (load_cfg(cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_REDIS)) != 0)
+		return -1;
+	*pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG));
+	*r = fs_redis_new(fs_cfg_get(cfg, FS_CFG_REDIS));
+	if (*pg == NULL || *r == NULL) {
+		fail("%s", "out of memory or address too long");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cmd_sale_warm(uint64_t sale, int force)
+{
+	struct fs_cfg cfg;
+	fs_pg *pg = NULL;
+	fs_redis *r = NULL;
+	char err[512];
+	int rc = 1;
+
+	if (open_stores(&cfg, &pg, &r) != 0)
+		goto out;
+	if (fs_sales_warm(pg, r, sale, force, err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	printf("sale %" PRIu64 " loaded into Redis\n", sale);
+	rc = 0;
+out:
+	fs_pg_free(pg);
+	fs_redis_free(r);
+	return rc;
+}
+
+static int
+cmd_sale_show(uint64_t sale)
+{
+	struct fs_sales_figures *figs = NULL;
+	struct fs_cfg cfg;
+	fs_pg *pg = NULL;
+	fs_redis *r = NULL;
+	char err[512];
+	int n, rc = 1;
+
+	if (open_stores(&cfg, &pg, &r) != 0)
+		goto out;
+	if ((figs = calloc(FS_SALES_ITEMS_MAX, sizeof(*figs))) == NULL)
+		goto out;
+	if ((n = fs_sales_figures(pg, r, sale, figs, FS_SALES_ITEMS_MAX, err, sizeof(err))) < 0) {
+		fail("%s", err);
+		goto out;
+	}
+	printf("%-8s %-24s %9s %9s %9s %9s %11s %11s\n", "item", "name", "quantity", "sold",
+	    "pending", "paid", "redis_left", "redis_holds");
+	for (int i = 0; i < n; i++)
+		printf("%-8" PRIu64 " %-24.24s %9ld %9ld %9ld %9ld %11ld %11ld\n", figs[i].item,
+		    figs[i].name, figs[i].quantity, figs[i].sold, figs[i].pending, figs[i].paid,
+		    figs[i].redis_left, figs[i].redis_holds);
+	rc = 0;
+out:
+	free(figs);
+	fs_pg_free(pg);
+	fs_redis_free(r);
+	return rc;
+}
+
+static int
+cmd_sale_urls(uint64_t sale)
+{
+	char sale_s[24], query[512], err[256];
+	const char *p[1] = { sale_s };
+	fs_urlsig_key *key = NULL;
+	struct fs_cfg cfg;
+	PGresult *res = NULL;
+	fs_pg *pg = NULL;
+	int rc = 1;
+
+	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
+		return 1;
+	if ((key = fs_urlsig_key_new()) == NULL ||
+	    fs_urlsig_key_load_dir(key, fs_cfg_get(&cfg, FS_CFG_KEYS_DIR), err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((pg = fs_pg_new(fs_cfg_get(&cfg, FS_CFG_PG))) == NULL)
+		goto out;
+	res = fs_pg_exec(pg,
+	    "SELECT i.id, extract(epoch FROM s.starts_at)::bigint, extract(epoch FROM s.ends_at)::bigint "
+	    "FROM sales s JOIN items i ON i.sale_id = s.id WHERE s.id = $1 ORDER BY i.id",
+	    1, p);
+	if (res == NULL) {
+		fail("database: %s", pg->errstr);
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		fail("no sale %s (or it has no items)", sale_s);
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		uint64_t item = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+
+		if (fs_urlsig_sign(key, item, sale, (time_t)strtoll(PQgetvalue(res, i, 1), NULL, 10),
+			(time_t)strtoll(PQgetvalue(res, i, 2), NULL, 10), query, sizeof(query)) != 0) {
+			fail("%s", "cannot sign");
+			goto out;
+		}
+		printf("/api/flash-sales/items/%" PRIu64 "/purchase?%s\n", item, query);
+	}
+	rc = 0;
+out:
+	fs_urlsig_key_free(key);
+	PQclear(res);
+	fs_pg_free(pg);
+	return rc;
+}
+
+static int
+cmd_token_mint(int argc, char **argv)
+{
+	enum fs_token_alg alg = FS_TOKEN_ALG_EDDSA;
+	const char *user = NULL;
+	long ttl = 3600, count = 0, age = 0;
+	struct fs_cfg cfg;
+	fs_token_keys *keys = NULL;
+	char tok[FS_TOKEN_MAX + 1], sub[FS_TOKEN_SUB_MAX + 1], err[256];
+	enum fs_token_status st;
+	int rc = 1;
+
+	for (int i = 0; i < argc; i++) {
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+
+		if (val == NULL)
+			return fail("%s needs a value", opt);
+		i++;
+		if (strcmp(opt, "--user") == 0) {
+			user = val;
+		} else if (strcmp(opt, "--ttl") == 0 || strcmp(opt, "--count") == 0 ||
+		    strcmp(opt, "--age") == 0) {
+			long v;
+
+			errno = 0;
+			v = strtol(val, &end, 10);
+			if (errno != 0 || *end != '\0' || v <= 0 || v > 100000000)
+				return fail("%s must be a positive integer", opt);
+			*(opt[2] == 't' ? &ttl : opt[2] == 'c' ? &count : &age) = v;
+		} else if (strcmp(opt, "--alg") == 0) {
+			if (strcmp(val, "EdDSA") == 0)
+				alg = FS_TOKEN_ALG_EDDSA;
+			else if (strcmp(val, "HS256") == 0)
+				alg = FS_TOKEN_ALG_HS256;
+			else
+				return fail("unknown algorithm %s (EdDSA or HS256)", val);
+		} else {
+			return fail("unknown option %s", opt);
+		}
+	}
+	if (user == NULL)
+		return fail("%s", "token mint needs --user ID");
+	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
+		return 1;
+	if ((keys = fs_token_keys_new()) == NULL)
+		goto out;
+	if (fs_token_keys_load_dir(keys, fs_cfg_get(&cfg, FS_CFG_KEYS_DIR), err, sizeof(err)) != 0) {
+		fail("%s", err);
+		goto out;
+	}
+	if (fs_token_keys_set_claims(keys, fs_cfg_get(&cfg, FS_CFG_JWT_ISSUER),
+		fs_cfg_get(&cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
+		fail("%s", "issuer or audience too long");
+		goto out;
+	}
+	for (long i = count > 0 ? 1 : 0; i <= count; i++) {
+		if (count > 0)
+			snprintf(sub, sizeof(sub), "%s-%ld", user, i);
+		else
+			snprintf(sub, sizeof(sub), "%s", user);
+		if ((st = fs_token_mint(keys, alg, sub, time(NULL) - age, ttl, tok, sizeof(tok))) != FS_TOKEN_OK) {
+			fail("cannot mint: %s", fs_token_strerror(st));
+			goto out;
+		}
+		if (count > 0)
+			printf("%s %s\n", sub, tok);
+		else
+			printf("%s\n", tok);
+	}
+	rc = 0;
+out:
+	fs_token_keys_free(keys);
+	return rc;
+}
+
+static int
+cmd_config(void)
+{
+	for (int k = 0; k < FS_CFG__MAX; k++)
+		printf("%-28s %-22s %s\n", fs_cfg_name((enum fs_cfg_key)k),
+		    fs_cfg_default((enum fs_cfg_key)k) == NULL ? "(required)" :
+		    *fs_cfg_default((enum fs_cfg_key)k) == '\0' ? "(empty)" :
+								 fs_cfg_default((enum fs_cfg_key)k),
+		    fs_cfg_meaning((enum fs_cfg_key)k));
+	return 0;
+}
+
+/* Prints a violation found by the checker. */
+static void
+print_violation(void *arg, const char *line)
+{
+	(void)arg;
+	printf("VIOLATION %s\n", line);
+}
+
+static int
+cmd_reconcile(int argc, char **argv)
+{
+	struct fs_reconcile_summary sum;
+	struct fs_cfg cfg;
+	fs_pg *pg = NULL;
+	fs_redis *r = NULL;
+	uint64_t *sales = NULL;
+	char err[512];
+	int n = 0, check = argc == 2 && strcmp(argv[1], "--check") == 0, rc = 1, bad = 0;
+
+	if (argc < 1 || argc > 2 || (argc == 2 && !check))
+		return fail("%s", "usage: reconcile SALE_ID|--all [--check]");
+	if ((sales = calloc(FS_SALES_ITEMS_MAX * 100, sizeof(*sales))) == NULL)
+		return fail("%s", "out of memory");
+	if (strcmp(argv[0], "--all") != 0) {
+		if (fs_sales_parse_id(argv[0], &sales[0]) != 0) {
+			fail("%s", "expected a sale id (a positive integer) or --all");
+			goto out;
+		}
+		n = 1;
+	}
+	if (open_stores(&cfg, &pg, &r) != 0)
+		goto out;
+	if (n == 0 && (n = fs_reconcile_all_sales(pg, sales, FS_SALES_ITEMS_MAX * 100, err, sizeof(err))) < 0) {
+		fail("%s", err);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		int v = fs_reconcile_sale(pg, r, sales[i], print_violation, NULL, &sum, err, sizeof(err));
+
+		if (v < 0) {
+			fail("sale %" PRIu64 ": %s", sales[i], err);
+			goto out;
+		}
+		bad += v;
+		printf("sale %" PRIu64 ": %s (%ld items, %ld live orders, %ld holds, %ld unconfirmed%s)\n",
+		    sales[i], v == 0 ? "ok" : "VIOLATED", sum.items, sum.live, sum.holds, sum.unconfirmed,
+		    sum.in_redis ? "" : ", not in Redis");
+	}
+	printf("%d sales checked, %d violations\n", n, bad);
+	rc = check && bad > 0 ? 1 : 0;
+out:
+	free(sales);
+	fs_pg_free(pg);
+	fs_redis_free(r);
+	return rc;
+}
+
+/* A sale command's id argument. */
+static int
+sale_arg(int argc, char **argv, uint64_t *sale)
+{
+	if (argc < 4 || fs_sales_parse_id(argv[3], sale) != 0) {
+		fail("%s", "expected a sale id (a positive integer)");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t sale;
+
+	if (sodium_init() < 0)
+		return fail("%s", "libsodium failed to start");
+	if (argc >= 4 && strcmp(argv[1], "keys") == 0 && strcmp(argv[2], "generate") == 0 && argc == 4)
+		return cmd_keys_generate(argv[3]);
+	if (argc == 4 && strcmp(argv[1], "sale") == 0 && strcmp(argv[2], "create") == 0)
+		return cmd_sale_create(argv[3]);
+	if (argc >= 3 && strcmp(argv[1], "sale") == 0) {
+		if (sale_arg(argc, argv, &sale) != 0)
+			return 1;
+		if (strcmp(argv[2], "warm") == 0 &&
+		    (argc == 4 || (argc == 5 && strcmp(argv[4], "--force") == 0)))
+			return cmd_sale_warm(sale, argc == 5);
+		if (strcmp(argv[2], "show") == 0 && argc == 4)
+			return cmd_sale_show(sale);
+		if (strcmp(argv[2], "urls") == 0 && argc == 4)
+			return cmd_sale_urls(sale);
+	}
+	if (argc >= 3 && strcmp(argv[1], "token") == 0 && strcmp(argv[2], "mint") == 0)
+		return cmd_token_mint(argc - 3, argv + 3);
+	if (argc == 2 && strcmp(argv[1], "config") == 0)
+		return cmd_config();
+	if (argc >= 3 && strcmp(argv[1], "reconcile") == 0)
+		return cmd_reconcile(argc - 2, argv + 2);
+	fputs(usage, argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+	return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+}

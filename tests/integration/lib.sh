@@ -1,0 +1,91 @@
+# Helpers for the integration tests (sourced by suite.sh): TAP output,
+# HTTP through the edge or the origin, and direct looks into PostgreSQL,
+# Redis and Kafka to assert exact outcomes.
+
+tap_n=0
+tap_failed=0
+
+diag() { printf '# %s\n' "$*"; }
+
+ok() {
+	tap_n=$((tap_n + 1))
+	printf 'ok %d - %s\n' "$tap_n" "$1"
+}
+
+not_ok() {
+	tap_n=$((tap_n + 1))
+	tap_failed=$((tap_failed + 1))
+	printf 'not ok %d - %s\n' "$tap_n" "$1"
+	shift
+	for line in "$@"; do diag "  $line"; done
+}
+
+# is ACTUAL EXPECTED NAME: passes when the two strings are equal.
+is() {
+	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "expected: $2" "     got: $1"; fi
+}
+
+# check NAME CMD...: passes when the command succeeds.
+check() {
+	name=$1
+	shift
+	if out=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "command: $*" "$out"; fi
+}
+
+# refuse NAME CMD...: passes when the command fails.
+refuse() {
+	name=$1
+	shift
+	if out=$("$@" 2>&1); then not_ok "$name" "command succeeded: $*" "$out"; else ok "$name"; fi
+}
+
+admin() { "$FLASHSALE_BINDIR/flashsale-admin" "$@"; }
+
+psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$FLASHSALE_PG" -c "$1"; }
+
+redis() { redis-cli -s "$FLASHSALE_REDIS" "$@"; }
+
+# A new sale from a template's items, starting S seconds from now (may be
+# negative), with N units of one item. Prints "SALE ITEM".
+new_sale() {
+	starts=${1:--5}
+	qty=${2:-10}
+	window=${3:-600}
+	f=$FLASHSALE_STATE/sale-$$.json
+	cat >"$f" <<JSON
+{"name":"test sale","startsInSeconds":$starts,"durationSeconds":3600,
+ "paymentWindowSeconds":$window,
+ "items":[{"name":"Phone","priceMinor":1990000,"currency":"VND","quantity":$qty}]}
+JSON
+	ids=$(admin sale create "$f") || return 1
+	sale=$(printf '%s' "$ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
+	item=$(printf '%s' "$ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+	admin sale warm "$sale" >/dev/null || return 1
+	echo "$sale $item"
+}
+
+# The signed purchase path of a sale's first item.
+purchase_path() { admin sale urls "$1" | head -n 1; }
+
+# http METHOD PATH [TOKEN] [BASE]: prints "STATUS BODY" (BASE: origin by default).
+http() {
+	base=${4:-$FLASHSALE_ORIGIN_URL}
+	if [ -n "${3:-}" ]; then
+		curl -s -o "$FLASHSALE_STATE/body" -w '%{http_code}' -X "$1" \
+		    -H "Authorization: Bearer $3" "$base$2" >"$FLASHSALE_STATE/status"
+	else
+		curl -s -o "$FLASHSALE_STATE/body" -w '%{http_code}' -X "$1" "$base$2" \
+		    >"$FLASHSALE_STATE/status"
+	fi
+	printf '%s %s' "$(cat "$FLASHSALE_STATE/status")" "$(cat "$FLASHSALE_STATE/body")"
+}
+
+# Messages on the order topic (reads to the end, then exits).
+topic_messages() {
+	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
+}
+
+# The value of one JSON string or number member in a flat document.
+json_get() {
+	printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
