@@ -150,3 +150,274 @@ fs_kafka_produce_sync(fs_kafka_producer *p, const char *topic, const char *key, 
 	return d.status == RD_KAFKA_MSG_STATUS_NOT_PERSISTED ? FS_KAFKA_NOT_DELIVERED :
 							       FS_KAFKA_MAYBE_DELIVERED;
 }
+
+enum fs_kafka_delivery
+fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_kafka_msg *msgs,
+    size_t n)
+{
+	enum fs_kafka_delivery worst = FS_KAFKA_DELIVERED;
+	struct delivery *d;
+
+	if (n == 0)
+		return FS_KAFKA_DELIVERED;
+	if ((d = calloc(n, sizeof(*d))) == NULL) {
+		p->err = 1;
+		snprintf(p->errstr, sizeof(p->errstr), "produce: out of memory");
+		return FS_KAFKA_NOT_DELIVERED;
+	}
+	recreate_if_fatal(p);
+	for (size_t i = 0; i < n; i++) {
+		rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+		rd_kafka_resp_err_t err;
+
+		if (msgs[i].reason != NULL)
+			rd_kafka_header_add(h, "reason", -1, msgs[i].reason, -1);
+		d[i].status = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
+		err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+		    RD_KAFKA_V_KEY((void *)(uintptr_t)msgs[i].key, msgs[i].keylen),
+		    RD_KAFKA_V_VALUE((void *)(uintptr_t)msgs[i].value, msgs[i].len),
+		    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+		    RD_KAFKA_V_OPAQUE(&d[i]), RD_KAFKA_V_END);
+		if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			/* The headers are ours again only when the produce failed. */
+			rd_kafka_headers_destroy(h);
+			d[i].err = err;
+			d[i].done = 1;
+		}
+	}
+	/* Every report arrives within message.timeout.ms; d must outlive them. */
+	for (size_t i = 0; i < n; i++)
+		while (!d[i].done)
+			rd_kafka_poll(p->rk, 50);
+	for (size_t i = 0; i < n; i++) {
+		if (d[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			continue;
+		p->err = 1;
+		snprintf(p->errstr, sizeof(p->errstr), "delivery: %s", rd_kafka_err2str(d[i].err));
+		if (d[i].status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED)
+			worst = FS_KAFKA_MAYBE_DELIVERED;
+		else if (worst == FS_KAFKA_DELIVERED)
+			worst = FS_KAFKA_NOT_DELIVERED;
+	}
+	free(d);
+	if (worst == FS_KAFKA_DELIVERED)
+		p->err = 0;
+	return worst;
+}
+
+/* A new assignment starts with no partition known to be read to its end. */
+static void
+on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+    void *opaque)
+{
+	fs_kafka_consumer *c = opaque;
+
+	memset(c->at_eof, 0, sizeof(c->at_eof));
+	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
+		rd_kafka_assign(rk, parts);
+	else
+		rd_kafka_assign(rk, NULL);
+}
+
+fs_kafka_consumer *
+fs_kafka_consumer_new(const char *brokers, const char *group, const char *topic, int track_eof,
+    char *err, size_t errlen)
+{
+	rd_kafka_topic_partition_list_t *subs = NULL;
+	rd_kafka_conf_t *conf = NULL;
+	fs_kafka_consumer *c;
+	rd_kafka_resp_err_t e;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->track_eof = track_eof;
+	conf = rd_kafka_conf_new();
+	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
+	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
+	    /* Offsets move only after the database commit (fs_kafka_consumer_commit). */
+	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
+	    conf_set(conf, "auto.offset.reset", "earliest", err, errlen) != 0 ||
+	    conf_set(conf, "enable.partition.eof", track_eof ? "true" : "false", err, errlen) != 0 ||
+	    /* A member that died is replaced within seconds, not the default 45. */
+	    conf_set(conf, "session.timeout.ms", "6000", err, errlen) != 0 ||
+	    conf_set(conf, "heartbeat.interval.ms", "2000", err, errlen) != 0 ||
+	    conf_set(conf, "fetch.wait.max.ms", "100", err, errlen) != 0 ||
+	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
+	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
+	    conf_set(conf, "log_level", "3", err, errlen) != 0)
+		goto fail;
+	rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+	rd_kafka_conf_set_opaque(conf, c);
+	if ((c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL)
+		goto fail;
+	conf = NULL;
+	rd_kafka_poll_set_consumer(c->rk);
+	subs = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(subs, topic, RD_KAFKA_PARTITION_UA);
+	if ((e = rd_kafka_subscribe(c->rk, subs)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "subscribe %s: %s", topic, rd_kafka_err2str(e));
+		goto fail;
+	}
+	rd_kafka_topic_partition_list_destroy(subs);
+	return c;
+fail:
+	if (subs != NULL)
+		rd_kafka_topic_partition_list_destroy(subs);
+	if (conf != NULL)
+		rd_kafka_conf_destroy(conf);
+	if (c->rk != NULL)
+		rd_kafka_destroy(c->rk);
+	free(c);
+	return NULL;
+}
+
+void
+fs_kafka_consumer_free(fs_kafka_consumer *c)
+{
+	if (c == NULL)
+		return;
+	rd_kafka_consumer_close(c->rk);
+	rd_kafka_destroy(c->rk);
+	free(c);
+}
+
+rd_kafka_message_t *
+fs_kafka_consumer_poll(fs_kafka_consumer *c, int timeout_ms)
+{
+	rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+	int p;
+
+	if (m == NULL)
+		return NULL;
+	p = m->partition;
+	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+		if (p >= 0 && p < FS_KAFKA_PARTITIONS_MAX)
+			c->at_eof[p] = 1;
+		rd_kafka_message_destroy(m);
+		return NULL;
+	}
+	if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		c->err = 1;
+		snprintf(c->errstr, sizeof(c->errstr), "consume: %s", rd_kafka_message_errstr(m));
+		rd_kafka_message_destroy(m);
+		return NULL;
+	}
+	if (p >= 0 && p < FS_KAFKA_PARTITIONS_MAX)
+		c->at_eof[p] = 0;
+	return m;
+}
+
+int
+fs_kafka_consumer_commit(fs_kafka_consumer *c, rd_kafka_message_t *const *msgs, size_t n)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_resp_err_t err;
+
+	if (n == 0)
+		return 0;
+	list = rd_kafka_topic_partition_list_new(16);
+	for (size_t i = 0; i < n; i++) {
+		const char *topic = rd_kafka_topic_name(msgs[i]->rkt);
+		rd_kafka_topic_partition_t *tp =
+		    rd_kafka_topic_partition_list_find(list, topic, msgs[i]->partition);
+
+		if (tp == NULL)
+			tp = rd_kafka_topic_partition_list_add(list, topic, msgs[i]->partition);
+		if (msgs[i]->offset + 1 > tp->offset)
+			tp->offset = msgs[i]->offset + 1;
+	}
+	err = rd_kafka_commit(c->rk, list, 0);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		c->err = 1;
+		snprintf(c->errstr, sizeof(c->errstr), "commit: %s", rd_kafka_err2str(err));
+		return -1;
+	}
+	return 0;
+}
+
+int
+fs_kafka_consumer_caught_up(fs_kafka_consumer *c)
+{
+	rd_kafka_topic_partition_list_t *list = NULL;
+	int done;
+
+	if (rd_kafka_assignment(c->rk, &list) != RD_KAFKA_RESP_ERR_NO_ERROR || list == NULL)
+		return 0;
+	done = list->cnt > 0;
+	for (int i = 0; i < list->cnt && done; i++) {
+		int p = list->elems[i].partition;
+
+		done = p >= 0 && p < FS_KAFKA_PARTITIONS_MAX && c->at_eof[p];
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	return done;
+}
+
+long long
+fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, int timeout_ms,
+    char *err, size_t errlen)
+{
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_topic_partition_list_t *list = NULL;
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_topic_t *rkt = NULL;
+	rd_kafka_resp_err_t e;
+	rd_kafka_t *rk = NULL;
+	long long lag = -1, sum = 0;
+
+	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
+	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
+	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
+	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	if ((rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	if ((rkt = rd_kafka_topic_new(rk, topic, NULL)) == NULL ||
+	    (e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "metadata of %s: %s", topic,
+		    rkt == NULL ? "cannot name the topic" : rd_kafka_err2str(e));
+		goto out;
+	}
+	if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "topic %s: %s", topic,
+		    md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "not found");
+		goto out;
+	}
+	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+	for (int i = 0; i < md->topics[0].partition_cnt; i++)
+		rd_kafka_topic_partition_list_add(list, topic, md->topics[0].partitions[i].id);
+	/* Asking for the group's offsets does not join the group. */
+	if ((e = rd_kafka_committed(rk, list, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "committed offsets of %s: %s", group, rd_kafka_err2str(e));
+		goto out;
+	}
+	for (int i = 0; i < list->cnt; i++) {
+		int64_t lo, hi;
+
+		e = rd_kafka_query_watermark_offsets(rk, topic, list->elems[i].partition, &lo, &hi,
+		    timeout_ms);
+		if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, list->elems[i].partition,
+			    rd_kafka_err2str(e));
+			goto out;
+		}
+		sum += hi - (list->elems[i].offset >= 0 ? list->elems[i].offset : lo);
+	}
+	lag = sum;
+out:
+	if (list != NULL)
+		rd_kafka_topic_partition_list_destroy(list);
+	if (md != NULL)
+		rd_kafka_metadata_destroy(md);
+	if (rkt != NULL)
+		rd_kafka_topic_destroy(rkt);
+	rd_kafka_destroy(rk);
+	return lag;
+}

@@ -39,4 +39,62 @@ enum fs_kafka_delivery fs_kafka_produce_sync(fs_kafka_producer *, const char *to
 /* Waits up to timeout_ms for every queued message (on shutdown). */
 void fs_kafka_producer_flush(fs_kafka_producer *, int timeout_ms);
 
+/* One message of fs_kafka_produce_all; reason, when not NULL, travels as a header. */
+struct fs_kafka_msg {
+	const char *key;
+	size_t keylen;
+	const char *value;
+	size_t len;
+	const char *reason;
+};
+
+/*
+ * Sends n messages and waits for every delivery report: FS_KAFKA_DELIVERED
+ * only when the broker acknowledged all of them (dead letters).
+ */
+enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *topic,
+    const struct fs_kafka_msg *msgs, size_t n);
+
+#define FS_KAFKA_PARTITIONS_MAX 1024
+
+/*
+ * A consumer-group member that commits only when told to: auto commit is
+ * off, a new group starts at the earliest offset, and a commit names the
+ * exact offsets of the messages that the caller has finished with.
+ */
+typedef struct fs_kafka_consumer {
+	rd_kafka_t *rk;
+	int track_eof;	/* drain mode: partition EOF events are recorded */
+	unsigned char at_eof[FS_KAFKA_PARTITIONS_MAX];
+	int err;
+	char errstr[256];
+} fs_kafka_consumer;
+
+/*
+ * Joins group and subscribes to topic. With track_eof, the consumer knows
+ * when it has read every assigned partition to its end (caught_up).
+ */
+fs_kafka_consumer *fs_kafka_consumer_new(const char *brokers, const char *group, const char *topic,
+    int track_eof, char *err, size_t errlen);
+/* Leaves the group (committing nothing) and frees. */
+void fs_kafka_consumer_free(fs_kafka_consumer *);
+/*
+ * The next message within timeout_ms, or NULL (then err/errstr tell of a
+ * consumer error, if any). Free it with rd_kafka_message_destroy.
+ */
+rd_kafka_message_t *fs_kafka_consumer_poll(fs_kafka_consumer *, int timeout_ms);
+/*
+ * Commits synchronously, per partition, the offset after the last of the n
+ * messages: everything up to them is done. 0, or -1 with errstr set.
+ */
+int fs_kafka_consumer_commit(fs_kafka_consumer *, rd_kafka_message_t *const *msgs, size_t n);
+/* With track_eof: 1 once partitions are assigned and each is read to its end. */
+int fs_kafka_consumer_caught_up(fs_kafka_consumer *);
+/*
+ * How many messages of topic the group has not committed yet, over all
+ * partitions (without joining the group); -1 with err set on failure.
+ */
+long long fs_kafka_group_lag(const char *brokers, const char *group, const char *topic,
+    int timeout_ms, char *err, size_t errlen);
+
 #endif

@@ -89,3 +89,17 @@ topic_messages() {
 json_get() {
 	printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
+
+# Unconfirmed holds of every sale: orders the consumer has not recorded yet.
+unconfirmed_total() {
+	redis --scan --pattern 'fs:{*}:unconfirmed' | while read -r k; do redis ZCARD "$k"; done |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+
+# Polls (bounded, 30 s) until the consumer has recorded every held order.
+wait_consumer_idle() {
+	deadline=$(($(date +%s) + 30))
+	while [ "$(unconfirmed_total)" != 0 ] && [ "$(date +%s)" -le "$deadline" ]; do
+		sleep 0.1
+	done
+}

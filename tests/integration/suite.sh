@@ -38,13 +38,37 @@ fi
 eval "$("$stack" env)"
 
 . "$top_srcdir/tests/integration/lib.sh"
+
+# After every test file, at rest (the consumer has committed everything, a
+# bounded wait), invariants 1-5 must hold for every sale: one TAP case.
+invariants_hold_after() {
+	inv_deadline=$(($(date +%s) + 20))
+	while [ "$("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>/dev/null)" != 0 ] &&
+		[ "$(date +%s)" -lt "$inv_deadline" ]; do
+		sleep 0.2
+	done
+	inv_tries=0
+	until inv_out=$("$FLASHSALE_BINDIR/flashsale-admin" reconcile --all --check 2>&1); do
+		inv_tries=$((inv_tries + 1))
+		[ $inv_tries -lt 3 ] || break
+		sleep 1
+	done
+	if [ $inv_tries -lt 3 ]; then
+		ok "invariants 1-5 hold after $1"
+	else
+		not_ok "invariants 1-5 hold after $1" "$(printf '%s\n' "$inv_out" | grep -v ': ok (' | head -n 20)"
+	fi
+}
+
 for t in "$top_srcdir"/tests/integration/t_*.sh; do
 	case "${FLASHSALE_TEST_ONLY:-}" in
 	"") ;;
 	*) case "$t" in *"$FLASHSALE_TEST_ONLY"*) ;; *) continue ;; esac ;;
 	esac
-	diag "=== $(basename "$t")"
+	suite_file=$(basename "$t")
+	diag "=== $suite_file"
 	. "$t"
+	invariants_hold_after "$suite_file"
 done
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]

@@ -1,0 +1,623 @@
+/*
+ * flashsale-consumer: turns the order topic into rows in PostgreSQL.
+ *
+ *   flashsale-consumer            a group member that runs until SIGTERM
+ *   flashsale-consumer --drain    reads until caught up, then exits (cron)
+ *   flashsale-consumer --lag      prints how many messages the group has
+ *                                 not committed yet (0: all recorded)
+ *
+ * Messages are taken in batches (up to BATCH_MAX, or what BATCH_WAIT_MS
+ * brings) and recorded in one transaction. Only then do the batch's effects
+ * follow: dead letters for orders that ended FAILED, hold releases for
+ * them, confirmations for the rest, status pushes, and last the Kafka
+ * offsets. Every step is idempotent, so a failure anywhere simply runs the
+ * whole batch again (the database answers "duplicate" the second time):
+ * nothing is skipped, nothing is recorded twice.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "cfg.h"
+#include "kafka.h"
+#include "log.h"
+#include "orders.h"
+#include "pg.h"
+#include "push.h"
+#include "redis.h"
+#include "stock.h"
+#include "uuid.h"
+
+#define GROUP		"flashsale-consumer"
+#define BATCH_MAX	500	/* messages per transaction */
+#define BATCH_WAIT_MS	50	/* how long a batch waits to fill up */
+#define IDLE_POLL_MS	200	/* how long an empty poll waits */
+#define MESSAGE_MAX	1024	/* bytes in an order message */
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	5000
+#define ASSIGN_WAIT_S	60	/* --drain: how long to wait for partitions */
+
+/* What became of a message. */
+enum outcome {
+	OUTCOME_ORDER,		/* parsed into an order (see its status) */
+	OUTCOME_MALFORMED,	/* not an order message: dead letter */
+	OUTCOME__MAX
+};
+
+struct batch {
+	rd_kafka_message_t *msg[BATCH_MAX];
+	enum outcome outcome[BATCH_MAX];
+	struct fs_order order[BATCH_MAX];	/* outcome ORDER only */
+	size_t n;
+};
+
+struct counts {
+	unsigned long messages, pending, failed, rejected, duplicates, malformed, batches;
+};
+
+struct app {
+	struct fs_cfg cfg;
+	fs_pg *pg;
+	fs_redis *redis;
+	fs_stock *stock;
+	fs_push *push;
+	fs_kafka_consumer *consumer;
+	fs_kafka_producer *dlq;
+	char dlq_topic[600];
+	int drain;
+	struct counts total;
+	struct batch batch;
+	struct fs_order scratch[BATCH_MAX];
+};
+
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps ms milliseconds, waking early when a stop signal came. */
+static void
+pause_ms(long ms)
+{
+	while (ms > 0 && !stopping) {
+		long step = ms < 50 ? ms : 50;
+		struct timespec ts = { 0, step * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+}
+
+/* An integer member within [min, max]; 0 or -1. */
+static int
+member_int(json_object *doc, const char *name, int64_t min, int64_t max, int64_t *out)
+{
+	json_object *v;
+	int64_t n;
+
+	if (!json_object_object_get_ex(doc, name, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	errno = 0;
+	n = json_object_get_int64(v);
+	if (errno != 0 || n < min || n > max)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+/* A string member of 1..max bytes of printable ASCII (no quote, no backslash). */
+static const char *
+member_text(json_object *doc, const char *name, size_t max)
+{
+	json_object *v;
+	const char *s;
+	size_t len;
+
+	if (!json_object_object_get_ex(doc, name, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	s = json_object_get_string(v);
+	len = strlen(s);
+	if (len == 0 || len > max)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
+			return NULL;
+	return s;
+}
+
+/*
+ * Reads {"orderId","saleId","itemId","userId","reservedAt"} into o; -1 for
+ * anything else, which can never become an order.
+ */
+static int
+parse_order(const rd_kafka_message_t *m, struct fs_order *o)
+{
+	json_tokener *tok = NULL;
+	json_object *doc = NULL;
+	const char *id, *user;
+	int64_t sale, item, reserved;
+	int rc = -1;
+
+	memset(o, 0, sizeof(*o));
+	if (m->payload == NULL || m->len == 0 || m->len > MESSAGE_MAX)
+		return -1;
+	if ((tok = json_tokener_new_ex(4)) == NULL)
+		return -1;
+	doc = json_tokener_parse_ex(tok, m->payload, (int)m->len);
+	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != m->len ||
+	    !json_object_is_type(doc, json_type_object))
+		goto out;
+	if ((id = member_text(doc, "orderId", FS_ORDERS_ID_LEN)) == NULL ||
+	    fs_uuid_parse(id, strlen(id), NULL) != 0 ||
+	    (user = member_text(doc, "userId", FS_ORDERS_USER_MAX)) == NULL ||
+	    member_int(doc, "saleId", 1, INT64_MAX, &sale) != 0 ||
+	    member_int(doc, "itemId", 1, INT64_MAX, &item) != 0 ||
+	    /* Milliseconds since 1970, before the year 9999. */
+	    member_int(doc, "reservedAt", 1, INT64_C(253402300799999), &reserved) != 0)
+		goto out;
+	memcpy(o->id, id, FS_ORDERS_ID_LEN + 1);
+	snprintf(o->user, sizeof(o->user), "%s", user);
+	o->sale = (uint64_t)sale;
+	o->item = (uint64_t)item;
+	o->reserved_ms = reserved;
+	rc = 0;
+out:
+	json_object_put(doc);
+	json_tokener_free(tok);
+	return rc;
+}
+
+/* Takes messages until the batch is full or BATCH_WAIT_MS after the first. */
+static void
+collect(struct app *app, struct batch *b)
+{
+	int64_t deadline = 0;
+
+	b->n = 0;
+	while (b->n < BATCH_MAX && !stopping) {
+		int wait = IDLE_POLL_MS;
+		rd_kafka_message_t *m;
+
+		if (b->n > 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				break;
+			wait = (int)left;
+		}
+		m = fs_kafka_consumer_poll(app->consumer, wait);
+		if (m == NULL) {
+			if (app->consumer->err) {
+				fs_log_warn("%s", app->consumer->errstr);
+				app->consumer->err = 0;
+			}
+			if (b->n == 0)
+				break;
+			continue;
+		}
+		if (b->n == 0)
+			deadline = now_ms() + BATCH_WAIT_MS;
+		b->msg[b->n] = m;
+		b->outcome[b->n] =
+		    parse_order(m, &b->order[b->n]) == 0 ? OUTCOME_ORDER : OUTCOME_MALFORMED;
+		b->n++;
+	}
+}
+
+static void
+release_batch(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		rd_kafka_message_destroy(b->msg[i]);
+	b->n = 0;
+}
+
+/*
+ * Records the batch's orders. When the database refuses the batch for its
+ * data, each order is tried alone so that one bad order cannot hold up the
+ * others: the one that is refused alone is REJECTED. 0, or -1 to retry.
+ */
+static int
+record(struct app *app, struct batch *b)
+{
+	enum fs_orders_result r;
+	size_t map[BATCH_MAX], n = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->outcome[i] == OUTCOME_ORDER) {
+			app->scratch[n] = b->order[i];
+			map[n++] = i;
+		}
+	r = fs_orders_place_batch(app->pg, app->scratch, n);
+	if (r == FS_ORDERS_REFUSED) {
+		fs_log_warn("batch refused (%s); recording its orders one by one", app->pg->errstr);
+		for (size_t k = 0; k < n; k++) {
+			r = fs_orders_place_batch(app->pg, &app->scratch[k], 1);
+			if (r == FS_ORDERS_REFUSED) {
+				fs_log_error("order %s refused by the database: %s",
+				    app->scratch[k].id, app->pg->errstr);
+				app->scratch[k].status = FS_ORDER_REJECTED;
+				snprintf(app->scratch[k].failure, sizeof(app->scratch[k].failure),
+				    "REFUSED");
+				app->scratch[k].duplicate = 0;
+			} else if (r != FS_ORDERS_OK) {
+				break;
+			}
+		}
+	}
+	if (r != FS_ORDERS_OK && r != FS_ORDERS_REFUSED) {
+		fs_log_warn("recording %zu orders failed (%s): %s; will retry", n,
+		    fs_orders_strerror(r), app->pg->errstr);
+		return -1;
+	}
+	for (size_t k = 0; k < n; k++)
+		b->order[map[k]] = app->scratch[k];
+	return 0;
+}
+
+/* Why a message goes to the dead letters, or NULL when it does not. */
+static const char *
+dead_letter_reason(const struct batch *b, size_t i)
+{
+	const struct fs_order *o = &b->order[i];
+
+	if (b->outcome[i] == OUTCOME_MALFORMED)
+		return "MALFORMED";
+	if (o->status == FS_ORDER_FAILED || o->status == FS_ORDER_REJECTED)
+		return o->failure[0] != '\0' ? o->failure : "FAILED";
+	return NULL;
+}
+
+/*
+ * Sends every message that did not become a live order to <topic>.dlq, at
+ * least once (a redelivered batch sends its dead letters again). 0 or -1.
+ */
+static int
+dead_letters(struct app *app, const struct batch *b)
+{
+	struct fs_kafka_msg dl[BATCH_MAX];
+	size_t n = 0;
+	enum fs_kafka_delivery d;
+
+	for (size_t i = 0; i < b->n; i++) {
+		const char *reason = dead_letter_reason(b, i);
+
+		if (reason == NULL)
+			continue;
+		dl[n].key = b->msg[i]->key;
+		dl[n].keylen = b->msg[i]->key_len;
+		dl[n].value = b->msg[i]->payload;
+		dl[n].len = b->msg[i]->len;
+		dl[n].reason = reason;
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	if ((d = fs_kafka_produce_all(app->dlq, app->dlq_topic, dl, n)) != FS_KAFKA_DELIVERED) {
+		fs_log_warn("dead letters not delivered (%s); will retry", app->dlq->errstr);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Tells Redis what the database decided: a live order's hold is confirmed
+ * (the ghost sweeper leaves it alone), any other order's hold is released
+ * (release.lua frees a unit only while that order still holds it, so a
+ * repeat is harmless). 0, or -1 when Redis is away.
+ */
+static int
+settle_holds(struct app *app, const struct batch *b)
+{
+	const char *ids[BATCH_MAX];
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct fs_order *o = &b->order[i];
+		size_t n = 0;
+
+		if (b->outcome[i] != OUTCOME_ORDER)
+			continue;
+		if (!fs_orders_status_live(o->status)) {
+			if (fs_stock_release(app->stock, o->sale, o->item, o->id) < 0) {
+				/* An error reply (a record of another item) cannot heal. */
+				if (app->redis->ctx == NULL) {
+					fs_log_warn("%s; will retry", app->stock->errstr);
+					return -1;
+				}
+				fs_log_error("order %s: %s", o->id, app->stock->errstr);
+			}
+			continue;
+		}
+		/* Confirm the batch's live orders of this sale at once (first one only). */
+		for (size_t j = 0; j < i; j++)
+			if (b->outcome[j] == OUTCOME_ORDER &&
+			    fs_orders_status_live(b->order[j].status) &&
+			    b->order[j].sale == o->sale)
+				goto next;
+		for (size_t j = i; j < b->n; j++)
+			if (b->outcome[j] == OUTCOME_ORDER &&
+			    fs_orders_status_live(b->order[j].status) &&
+			    b->order[j].sale == o->sale)
+				ids[n++] = b->order[j].id;
+		if (fs_stock_confirm(app->stock, o->sale, ids, n) != 0) {
+			fs_log_warn("%s; will retry", app->stock->errstr);
+			return -1;
+		}
+next:;
+	}
+	return 0;
+}
+
+/* Pushes the status of every order recorded by this batch (best effort). */
+static void
+push_statuses(struct app *app, const struct batch *b)
+{
+	const struct fs_order *recorded[BATCH_MAX];
+	size_t n = 0, failed;
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct fs_order *o = &b->order[i];
+
+		if (b->outcome[i] == OUTCOME_ORDER && !o->duplicate &&
+		    o->status != FS_ORDER_REJECTED)
+			recorded[n++] = o;
+	}
+	if ((failed = fs_orders_publish(app->push, recorded, n)) > 0)
+		fs_log_warn("%zu of %zu status pushes failed (%s)", failed, n, app->push->errstr);
+}
+
+static void
+count(struct app *app, const struct batch *b)
+{
+	struct counts *c = &app->total;
+
+	c->batches++;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct fs_order *o = &b->order[i];
+
+		c->messages++;
+		if (b->outcome[i] == OUTCOME_MALFORMED)
+			c->malformed++;
+		else if (o->duplicate)
+			c->duplicates++;
+		else if (o->status == FS_ORDER_PENDING)
+			c->pending++;
+		else if (o->status == FS_ORDER_REJECTED)
+			c->rejected++;
+		else
+			c->failed++;
+	}
+}
+
+/* One pass over the batch; 0 when every effect is done, -1 to run it again. */
+static int
+process(struct app *app, struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->outcome[i] == OUTCOME_MALFORMED)
+			fs_log_warn("malformed message at %s [%" PRId32 "] offset %" PRId64
+				    ": to the dead letters",
+			    rd_kafka_topic_name(b->msg[i]->rkt), b->msg[i]->partition,
+			    b->msg[i]->offset);
+	int64_t t0 = now_ms(), t1, t2;
+
+	if (record(app, b) != 0)
+		return -1;
+	t1 = now_ms();
+	if (dead_letters(app, b) != 0 || settle_holds(app, b) != 0)
+		return -1;
+	t2 = now_ms();
+	push_statuses(app, b);
+	fs_log_debug("batch of %zu: recorded in %" PRId64 " ms, settled in %" PRId64
+		     " ms, pushed in %" PRId64 " ms",
+	    b->n, t1 - t0, t2 - t1, now_ms() - t2);
+	return 0;
+}
+
+/*
+ * Runs the batch until it is done, backing off between tries. Returns -1
+ * when a stop signal came first: the batch is abandoned uncommitted, and
+ * whoever reads the partitions next records it.
+ */
+static int
+process_until_done(struct app *app, struct batch *b)
+{
+	long backoff = BACKOFF_MIN_MS;
+
+	while (process(app, b) != 0) {
+		if (stopping)
+			return -1;
+		pause_ms(backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+	}
+	return 0;
+}
+
+static int
+run(struct app *app)
+{
+	struct batch *b = &app->batch;
+	int64_t started = now_ms(), assign_deadline = now_ms() + ASSIGN_WAIT_S * 1000;
+	int64_t last_report = now_ms(), first_ms = 0, last_ms = 0;
+
+	while (!stopping) {
+		collect(app, b);
+		if (b->n > 0 && first_ms == 0)
+			first_ms = now_ms();
+		if (b->n == 0) {
+			if (app->drain && fs_kafka_consumer_caught_up(app->consumer))
+				break;
+			if (app->drain && now_ms() > assign_deadline && app->total.messages == 0 &&
+			    !fs_kafka_consumer_caught_up(app->consumer)) {
+				fs_log_error("--drain: no partitions read to their end within %d s",
+				    ASSIGN_WAIT_S);
+				return -1;
+			}
+			continue;
+		}
+		if (process_until_done(app, b) != 0) {
+			release_batch(b);
+			break;
+		}
+		if (fs_kafka_consumer_commit(app->consumer, b->msg, b->n) != 0)
+			/* Harmless: whoever reads these again finds them recorded. */
+			fs_log_warn("%s", app->consumer->errstr);
+		count(app, b);
+		release_batch(b);
+		last_ms = now_ms();
+		if (now_ms() - last_report >= 10000) {
+			fs_log_info("%lu messages: %lu pending, %lu failed, %lu duplicates, %lu malformed",
+			    app->total.messages, app->total.pending, app->total.failed,
+			    app->total.duplicates, app->total.malformed);
+			last_report = now_ms();
+		}
+	}
+	if (app->drain) {
+		/* seconds: the whole run; busySeconds: first message to last commit. */
+		printf("{\"messages\":%lu,\"pending\":%lu,\"failed\":%lu,\"rejected\":%lu,"
+		       "\"duplicates\":%lu,\"malformed\":%lu,\"batches\":%lu,\"seconds\":%.3f,"
+		       "\"busySeconds\":%.3f}\n",
+		    app->total.messages, app->total.pending, app->total.failed, app->total.rejected,
+		    app->total.duplicates, app->total.malformed, app->total.batches,
+		    (double)(now_ms() - started) / 1000.0, (double)(last_ms - first_ms) / 1000.0);
+	}
+	return 0;
+}
+
+static int
+setup(struct app *app)
+{
+	char err[512];
+	int n;
+
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG) |
+		    FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	n = snprintf(app->dlq_topic, sizeof(app->dlq_topic), "%s.dlq",
+	    fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC));
+	if (n < 0 || (size_t)n >= sizeof(app->dlq_topic)) {
+		fs_log_error("FLASHSALE_KAFKA_TOPIC too long");
+		return -1;
+	}
+	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
+	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
+		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
+		return -1;
+	}
+	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
+		NULL ||
+	    app->stock->err) {
+		fs_log_error("stock: %s",
+		    app->stock != NULL ? app->stock->errstr : "out of memory");
+		return -1;
+	}
+	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
+	    sizeof(err))) == NULL) {
+		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+		return -1;
+	}
+	if ((app->dlq = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS), 10000,
+		 err, sizeof(err))) == NULL) {
+		fs_log_error("kafka producer: %s", err);
+		return -1;
+	}
+	if ((app->consumer = fs_kafka_consumer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
+		 GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), app->drain, err,
+		 sizeof(err))) == NULL) {
+		fs_log_error("kafka consumer: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+teardown(struct app *app)
+{
+	fs_kafka_consumer_free(app->consumer);
+	if (app->dlq != NULL)
+		fs_kafka_producer_flush(app->dlq, 5000);
+	fs_kafka_producer_free(app->dlq);
+	fs_push_free(app->push);
+	fs_stock_free(app->stock);
+	fs_redis_free(app->redis);
+	fs_pg_free(app->pg);
+}
+
+/* --lag: the group's backlog, for operators and the tests' "at rest". */
+static int
+print_lag(void)
+{
+	struct fs_cfg cfg;
+	char err[512];
+	long long lag;
+
+	if (fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0) {
+		fs_log_error("%s", cfg.errstr);
+		return 1;
+	}
+	if ((lag = fs_kafka_group_lag(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), GROUP,
+		 fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), 5000, err, sizeof(err))) < 0) {
+		fs_log_error("%s", err);
+		return 1;
+	}
+	printf("%lld\n", lag);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct app app;
+	struct sigaction sa;
+	int rc = 1;
+
+	fs_log_init("flashsale-consumer");
+	if (argc == 2 && strcmp(argv[1], "--lag") == 0)
+		return print_lag();
+	if (argc == 2 && strcmp(argv[1], "--drain") == 0) {
+		app.drain = 1;
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: flashsale-consumer [--drain | --lag]\n");
+		return 2;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+
+	if (setup(&app) == 0) {
+		fs_log_info("consuming %s as group %s%s", fs_cfg_get(&app.cfg, FS_CFG_KAFKA_TOPIC),
+		    GROUP, app.drain ? " until caught up" : "");
+		rc = run(&app) == 0 ? 0 : 1;
+		fs_log_info("stopping after %lu messages", app.total.messages);
+	}
+	teardown(&app);
+	return rc;
+}

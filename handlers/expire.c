@@ -1,0 +1,207 @@
+/*
+ * flashsale-expire: gives back the units that nobody will pay for.
+ *
+ * One run expires every overdue PENDING order (the units return after the
+ * commit), then sweeps the holds: ghosts (a hold whose order never reached
+ * the database, older than FLASHSALE_HOLD_MAX_AGE) and holds of orders that
+ * are closed already. It prints the counts as JSON.
+ *
+ * Started by cron (stdin is not a socket) it runs once. Started by
+ * spawn-fcgi it serves POST /api/flash-sales/admin/expire, for operators
+ * only: the X-Expire-Token header must equal FLASHSALE_EXPIRE_TOKEN (an
+ * empty token turns the endpoint off). Any number of runs may overlap.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <sodium.h>
+
+#include "cfg.h"
+#include "expiry.h"
+#include "fcgi.h"
+#include "log.h"
+#include "pg.h"
+#include "push.h"
+#include "redis.h"
+#include "stock.h"
+
+#define EXPIRE_PATH "/api/flash-sales/admin/expire"
+
+struct app {
+	struct fs_cfg cfg;
+	fs_pg *pg;
+	fs_redis *redis;
+	fs_stock *stock;
+	fs_push *push;
+	fs_expiry expiry;
+	unsigned char token_hash[crypto_generichash_BYTES];
+	int token_set;
+};
+
+static const char retry_header[] = "Retry-After: 5\r\n";
+
+/* True when fd 0 is a listening socket: spawn-fcgi started us. */
+static int
+under_fastcgi(void)
+{
+	int listening = 0;
+	socklen_t len = sizeof(listening);
+
+	return getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+}
+
+/* One whole run; writes the counts as JSON into out. 0, or -1 (errors logged). */
+static int
+run_once(struct app *app, char *out, size_t outlen)
+{
+	struct fs_expiry_counts counts;
+	int rc = 0;
+
+	memset(&counts, 0, sizeof(counts));
+	if (fs_expiry_expire(&app->expiry, &counts) != 0) {
+		fs_log_error("%s", app->expiry.errstr);
+		rc = -1;
+	}
+	/* The sweep runs even when the expiry failed: ghosts need no expiry. */
+	if (fs_expiry_sweep(&app->expiry, &counts) != 0) {
+		fs_log_error("%s", app->expiry.errstr);
+		rc = -1;
+	}
+	if (fs_expiry_counts_json(&counts, out, outlen) < 0)
+		snprintf(out, outlen, "{}");
+	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0)
+		fs_log_info("%s", out);
+	return rc;
+}
+
+/*
+ * Compares the request's token with the configured one through their
+ * hashes, so the comparison takes the same time whatever the lengths.
+ */
+static int
+token_ok(struct app *app, const char *given)
+{
+	unsigned char h[crypto_generichash_BYTES];
+
+	if (!app->token_set || given == NULL)
+		return 0;
+	crypto_generichash(h, sizeof(h), (const unsigned char *)given, strlen(given), NULL, 0);
+	return sodium_memcmp(h, app->token_hash, sizeof(h)) == 0;
+}
+
+static void
+handle(struct app *app, fs_fcgi *fcgi)
+{
+	const char *doc = fs_fcgi_param(fcgi, "DOCUMENT_URI");
+	char body[256];
+
+	if (doc == NULL || strcmp(doc, EXPIRE_PATH) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_NOT_FOUND, NULL, NULL);
+		return;
+	}
+	if (!fs_fcgi_method_is(fcgi, "POST")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
+		return;
+	}
+	if (!token_ok(app, fs_fcgi_param(fcgi, "HTTP_X_EXPIRE_TOKEN"))) {
+		fs_fcgi_error(fcgi, FS_ERR_FORBIDDEN, NULL, NULL);
+		return;
+	}
+	if (run_once(app, body, sizeof(body)) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, retry_header);
+		return;
+	}
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, strlen(body));
+}
+
+static int
+setup(struct app *app)
+{
+	const char *token;
+	char err[256];
+	long age;
+
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG)) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if ((age = fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE)) < 0) {
+		fs_log_error("FLASHSALE_HOLD_MAX_AGE must be a number of seconds");
+		return -1;
+	}
+	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
+	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
+		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
+		return -1;
+	}
+	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
+		NULL ||
+	    app->stock->err) {
+		fs_log_error("stock: %s",
+		    app->stock != NULL ? app->stock->errstr : "out of memory");
+		return -1;
+	}
+	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
+	    sizeof(err))) == NULL) {
+		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+		return -1;
+	}
+	token = fs_cfg_get(&app->cfg, FS_CFG_EXPIRE_TOKEN);
+	if (*token != '\0') {
+		crypto_generichash(app->token_hash, sizeof(app->token_hash),
+		    (const unsigned char *)token, strlen(token), NULL, 0);
+		app->token_set = 1;
+	}
+	fs_expiry_init(&app->expiry, app->pg, app->stock, app->push, age);
+	return 0;
+}
+
+static void
+teardown(struct app *app)
+{
+	fs_push_free(app->push);
+	fs_stock_free(app->stock);
+	fs_redis_free(app->redis);
+	fs_pg_free(app->pg);
+	sodium_memzero(app->cfg.value[FS_CFG_EXPIRE_TOKEN],
+	    sizeof(app->cfg.value[FS_CFG_EXPIRE_TOKEN]));
+}
+
+int
+main(void)
+{
+	static struct app app;
+	char body[256];
+	fs_fcgi *fcgi = NULL;
+	int rc = 1;
+
+	fs_log_init("flashsale-expire");
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return 1;
+	}
+	if (setup(&app) != 0)
+		goto out;
+	if (!under_fastcgi()) {
+		rc = run_once(&app, body, sizeof(body)) == 0 ? 0 : 1;
+		printf("%s\n", body);
+		goto out;
+	}
+	if (!app.token_set)
+		fs_log_warn("FLASHSALE_EXPIRE_TOKEN is empty: the endpoint refuses every request");
+	if ((fcgi = fs_fcgi_new()) == NULL) {
+		fs_log_error("fastcgi: cannot start");
+		goto out;
+	}
+	while (fs_fcgi_accept(fcgi) == 0)
+		handle(&app, fcgi);
+	fs_log_info("stopping");
+	rc = 0;
+out:
+	fs_fcgi_free(fcgi);
+	teardown(&app);
+	return rc;
+}

@@ -1,0 +1,449 @@
+/*
+ * flashsale-order: the shopper's view of one order.
+ *
+ *   GET  /api/flash-sales/orders/{orderId}          status
+ *   POST /api/flash-sales/orders/{orderId}/pay      PENDING -> PAID, inside the window
+ *   POST /api/flash-sales/orders/{orderId}/cancel   PENDING -> CANCELLED, the unit goes back
+ *   /_fs/auth/order-events                          nchan's authorization of the SSE
+ *                                                   subscriber (original URI in REQUEST_URI)
+ *
+ * Only the order's shopper sees it: any other caller gets 404, as for an
+ * order that does not exist. An order that Redis holds but PostgreSQL has
+ * not recorded yet is PROCESSING.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "cfg.h"
+#include "fcgi.h"
+#include "log.h"
+#include "orders.h"
+#include "pg.h"
+#include "push.h"
+#include "redis.h"
+#include "sales.h"
+#include "stock.h"
+#include "token.h"
+#include "uuid.h"
+
+#define PATH_PREFIX	"/api/flash-sales/orders/"
+#define AUTH_URI	"/_fs/auth/order-events"
+#define SALES_MAX	"64"	/* open sales looked at for a PROCESSING order */
+
+enum action { ACTION_STATUS, ACTION_PAY, ACTION_CANCEL, ACTION_EVENTS, ACTION__MAX };
+
+/* The path after the order id, and the method each action takes. */
+static const struct {
+	const char *suffix;
+	const char *method;
+	const char *allow;
+} actions[ACTION__MAX] = {
+	[ACTION_STATUS] = { "", "GET", "Allow: GET, HEAD\r\n" },
+	[ACTION_PAY] = { "/pay", "POST", "Allow: POST\r\n" },
+	[ACTION_CANCEL] = { "/cancel", "POST", "Allow: POST\r\n" },
+	[ACTION_EVENTS] = { "/events", "GET", "Allow: GET\r\n" },
+};
+
+struct app {
+	struct fs_cfg cfg;
+	fs_fcgi *fcgi;
+	fs_token_keys *keys;
+	fs_pg *pg;
+	fs_redis *redis;
+	fs_stock *stock;
+	fs_push *push;
+};
+
+static const char bearer_header[] =
+    "WWW-Authenticate: Bearer realm=\"flashsale\", error=\"invalid_token\"\r\n";
+static const char retry_header[] = "Retry-After: 1\r\n";
+
+/*
+ * Splits /api/flash-sales/orders/{id}[/pay|/cancel|/events][?query] into
+ * the id and the action; -1 for any other path.
+ */
+static int
+parse_path(const char *path, char id[FS_ORDERS_ID_LEN + 1], enum action *action)
+{
+	size_t plen = sizeof(PATH_PREFIX) - 1, rest;
+
+	if (path == NULL || strncmp(path, PATH_PREFIX, plen) != 0)
+		return -1;
+	path += plen;
+	if (strlen(path) < FS_ORDERS_ID_LEN || fs_uuid_parse(path, FS_ORDERS_ID_LEN, NULL) != 0)
+		return -1;
+	memcpy(id, path, FS_ORDERS_ID_LEN);
+	id[FS_ORDERS_ID_LEN] = '\0';
+	path += FS_ORDERS_ID_LEN;
+	rest = strcspn(path, "?");
+	for (int a = 0; a < ACTION__MAX; a++)
+		if (strlen(actions[a].suffix) == rest &&
+		    strncmp(path, actions[a].suffix, rest) == 0) {
+			*action = (enum action)a;
+			return 0;
+		}
+	return -1;
+}
+
+/* The access_token query parameter (URL-safe JWT characters only), or NULL. */
+static const char *
+query_token(const char *uri, size_t *len)
+{
+	static const char jwt_chars[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
+	const char *q = strchr(uri, '?');
+
+	while (q != NULL) {
+		q++;
+		if (strncmp(q, "access_token=", 13) == 0) {
+			q += 13;
+			*len = strcspn(q, "&");
+			return (*len > 0 && strspn(q, jwt_chars) >= *len) ? q : NULL;
+		}
+		q = strchr(q, '&');
+	}
+	return NULL;
+}
+
+/* The caller's user id from the bearer token (or, for events, access_token). */
+static int
+authenticate(struct app *app, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
+{
+	const char *auth = fs_fcgi_param(app->fcgi, "HTTP_AUTHORIZATION"), *uri, *tok;
+	size_t len;
+
+	if (auth != NULL && *auth != '\0')
+		return fs_token_verify_bearer(app->keys, auth, strlen(auth), time(NULL), user,
+			   FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ?
+			   0 :
+			   -1;
+	if (!allow_query || (uri = fs_fcgi_param(app->fcgi, "REQUEST_URI")) == NULL ||
+	    (tok = query_token(uri, &len)) == NULL)
+		return -1;
+	return fs_token_verify(app->keys, tok, len, time(NULL), user,
+	    FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ? 0 : -1;
+}
+
+/*
+ * Looks for the order among the holds of the open sales: PROCESSING when
+ * the caller holds it. 1 found, 0 not found, -1 a store failed.
+ */
+static int
+find_processing(struct app *app, struct fs_order *o)
+{
+	char key[FS_STOCK_KEY_MAX], user[FS_ORDERS_USER_MAX + 1], *end;
+	PGresult *res;
+	redisReply *r;
+	int found = 0;
+
+	/* A hold lives from the purchase until the consumer records it. */
+	res = fs_pg_exec(app->pg,
+	    "SELECT id FROM sales WHERE starts_at <= now() + interval '1 minute' "
+	    "AND ends_at > now() - interval '1 hour' ORDER BY id DESC LIMIT $1",
+	    1, (const char *[]){ SALES_MAX });
+	if (res == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(res) && !found; i++) {
+		uint64_t sale;
+		long long window = 600;
+
+		if (fs_sales_parse_id(PQgetvalue(res, i, 0), &sale) != 0)
+			continue;
+		fs_stock_key(key, FS_STOCK_KEY_ORDERS, sale, 0);
+		if ((r = fs_redis_argv(app->redis, 3, (const char *[]){ "HGET", key, o->id },
+		    NULL)) == NULL) {
+			PQclear(res);
+			return -1;
+		}
+		/* "<user> <item> <reservedAtMs>": the caller's hold only. */
+		if (r->type == REDIS_REPLY_STRING && sscanf(r->str, "%64s", user) == 1 &&
+		    strcmp(user, o->user) == 0) {
+			const char *p = r->str + strlen(user);
+
+			o->sale = sale;
+			o->item = strtoull(p, &end, 10);
+			o->reserved_ms = strtoll(end, NULL, 10);
+			found = 1;
+		}
+		freeReplyObject(r);
+		if (!found)
+			continue;
+		fs_stock_key(key, FS_STOCK_KEY_SALE, sale, 0);
+		if ((r = fs_redis_argv(app->redis, 3, (const char *[]){ "HGET", key, "window" },
+		    NULL)) != NULL) {
+			if (r->type == REDIS_REPLY_STRING)
+				window = strtoll(r->str, NULL, 10);
+			freeReplyObject(r);
+		}
+		o->status = FS_ORDER_PROCESSING;
+		o->expires_ms = o->reserved_ms + window * 1000;
+	}
+	PQclear(res);
+	return found;
+}
+
+/* The caller's order, from PostgreSQL or else Redis; FS_ORDERS_NOT_FOUND when neither. */
+static enum fs_orders_result
+find_order(struct app *app, struct fs_order *o)
+{
+	enum fs_orders_result r = fs_orders_get(app->pg, o);
+	int found;
+
+	if (r != FS_ORDERS_NOT_FOUND)
+		return r;
+	if ((found = find_processing(app, o)) < 0)
+		return FS_ORDERS_TRANSIENT;
+	return found ? FS_ORDERS_OK : FS_ORDERS_NOT_FOUND;
+}
+
+static void
+answer_order(struct app *app, const struct fs_order *o)
+{
+	char body[FS_ORDERS_DOC_MAX];
+	int n = fs_orders_document(o, body, sizeof(body));
+
+	if (n < 0) {
+		fs_fcgi_error(app->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	fs_fcgi_answer(app->fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
+}
+
+/* 409 with the order's id and status, so the page can show why. */
+static void
+answer_conflict(struct app *app, enum fs_http_error e, const struct fs_order *o)
+{
+	char extra[128];
+
+	snprintf(extra, sizeof(extra), "\"orderId\":\"%s\",\"status\":\"%s\"", o->id,
+	    fs_orders_status_name(o->status));
+	fs_fcgi_error(app->fcgi, e, extra, NULL);
+}
+
+static void
+answer_failure(struct app *app, enum fs_orders_result r)
+{
+	if (r == FS_ORDERS_NOT_FOUND) {
+		fs_fcgi_error(app->fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		return;
+	}
+	fs_log_warn("order lookup failed: %s (%s)", fs_orders_strerror(r), app->pg->errstr);
+	fs_fcgi_error(app->fcgi, FS_ERR_TRY_AGAIN, NULL, retry_header);
+}
+
+static void
+publish(struct app *app, const struct fs_order *o)
+{
+	const struct fs_order *list[1] = { o };
+
+	if (fs_orders_publish(app->push, list, 1) != 0)
+		fs_log_warn("status push for %s failed: %s", o->id, app->push->errstr);
+}
+
+/* PENDING -> PAID; a second payment of a PAID order answers PAID again. */
+static void
+pay(struct app *app, struct fs_order *o)
+{
+	enum fs_orders_result r = fs_orders_pay(app->pg, o);
+
+	if (r == FS_ORDERS_NOT_FOUND) {
+		r = find_order(app, o);
+		if (r == FS_ORDERS_OK) {
+			answer_conflict(app, FS_ERR_ORDER_PROCESSING, o);
+			return;
+		}
+	}
+	if (r != FS_ORDERS_OK) {
+		answer_failure(app, r);
+		return;
+	}
+	if (o->status != FS_ORDER_PAID) {
+		/* EXPIRED, CANCELLED, FAILED, or PENDING past its window. */
+		answer_conflict(app, FS_ERR_ORDER_NOT_PENDING, o);
+		return;
+	}
+	if (o->changed) {
+		fs_log_info("order %s paid by %s", o->id, o->user);
+		publish(app, o);
+	}
+	answer_order(app, o);
+}
+
+/* PENDING -> CANCELLED, then (committed) the unit goes back. */
+static void
+cancel(struct app *app, struct fs_order *o)
+{
+	enum fs_orders_result r = fs_orders_cancel(app->pg, o);
+
+	if (r == FS_ORDERS_NOT_FOUND) {
+		r = find_order(app, o);
+		if (r == FS_ORDERS_OK) {
+			answer_conflict(app, FS_ERR_ORDER_PROCESSING, o);
+			return;
+		}
+	}
+	if (r != FS_ORDERS_OK) {
+		answer_failure(app, r);
+		return;
+	}
+	if (o->status != FS_ORDER_CANCELLED) {
+		answer_conflict(app, FS_ERR_ORDER_NOT_PENDING, o);
+		return;
+	}
+	/*
+	 * Also on a repeated cancel: release frees the unit only while this
+	 * order holds it, so a release lost the first time happens now.
+	 */
+	if (fs_stock_release(app->stock, o->sale, o->item, o->id) < 0)
+		fs_log_warn("order %s cancelled; release failed (%s): the sweep repairs it", o->id,
+		    app->stock->errstr);
+	if (o->changed) {
+		fs_log_info("order %s cancelled by %s", o->id, o->user);
+		publish(app, o);
+	}
+	answer_order(app, o);
+}
+
+/* nchan's subrequest: 204 lets the subscriber in, 403 refuses. */
+static void
+authorize_events(struct app *app)
+{
+	const char *uri = fs_fcgi_param(app->fcgi, "REQUEST_URI");
+	struct fs_order o;
+	enum action action;
+
+	memset(&o, 0, sizeof(o));
+	if (parse_path(uri, o.id, &action) != 0 || action != ACTION_EVENTS ||
+	    authenticate(app, 1, o.user) != 0 || find_order(app, &o) != FS_ORDERS_OK) {
+		fs_fcgi_answer(app->fcgi, FS_HTTP_FORBIDDEN, NULL, "", 0);
+		return;
+	}
+	fs_fcgi_answer(app->fcgi, FS_HTTP_NO_CONTENT, NULL, "", 0);
+}
+
+static void
+handle(struct app *app)
+{
+	const char *doc = fs_fcgi_param(app->fcgi, "DOCUMENT_URI");
+	struct fs_order o;
+	enum action action;
+	enum fs_orders_result r;
+
+	if (doc != NULL && strcmp(doc, AUTH_URI) == 0) {
+		authorize_events(app);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	if (parse_path(doc, o.id, &action) != 0 || action == ACTION_EVENTS) {
+		fs_fcgi_error(app->fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		return;
+	}
+	if (!fs_fcgi_method_is(app->fcgi, actions[action].method) &&
+	    !(action == ACTION_STATUS && fs_fcgi_method_is(app->fcgi, "HEAD"))) {
+		fs_fcgi_error(app->fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, actions[action].allow);
+		return;
+	}
+	if (authenticate(app, 0, o.user) != 0) {
+		fs_fcgi_error(app->fcgi, FS_ERR_UNAUTHENTICATED, NULL, bearer_header);
+		return;
+	}
+	switch (action) {
+	case ACTION_PAY:
+		pay(app, &o);
+		return;
+	case ACTION_CANCEL:
+		cancel(app, &o);
+		return;
+	default:
+		if ((r = find_order(app, &o)) != FS_ORDERS_OK)
+			answer_failure(app, r);
+		else
+			answer_order(app, &o);
+		return;
+	}
+}
+
+static int
+setup(struct app *app)
+{
+	char err[256];
+
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG) |
+		    FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if ((app->keys = fs_token_keys_new()) == NULL ||
+	    fs_token_keys_load_dir(app->keys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
+		sizeof(err)) != 0) {
+		fs_log_error("keys: %s", app->keys != NULL ? err : "out of memory");
+		return -1;
+	}
+	if (fs_token_keys_set_claims(app->keys, fs_cfg_get(&app->cfg, FS_CFG_JWT_ISSUER),
+		fs_cfg_get(&app->cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
+		fs_log_error("FLASHSALE_JWT_ISSUER or FLASHSALE_JWT_AUDIENCE too long");
+		return -1;
+	}
+	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
+	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
+		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
+		return -1;
+	}
+	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
+		NULL ||
+	    app->stock->err) {
+		fs_log_error("stock: %s",
+		    app->stock != NULL ? app->stock->errstr : "out of memory");
+		return -1;
+	}
+	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
+	    sizeof(err))) == NULL) {
+		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+		return -1;
+	}
+	if ((app->fcgi = fs_fcgi_new()) == NULL) {
+		fs_log_error("fastcgi: cannot start");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+teardown(struct app *app)
+{
+	fs_fcgi_free(app->fcgi);
+	fs_push_free(app->push);
+	fs_stock_free(app->stock);
+	fs_redis_free(app->redis);
+	fs_pg_free(app->pg);
+	fs_token_keys_free(app->keys);
+}
+
+int
+main(void)
+{
+	static struct app app;
+	int rc = 1;
+
+	fs_log_init("flashsale-order");
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return 1;
+	}
+	if (setup(&app) == 0) {
+		while (fs_fcgi_accept(app.fcgi) == 0)
+			handle(&app);
+		fs_log_info("stopping");
+		rc = 0;
+	}
+	teardown(&app);
+	return rc;
+}

@@ -1,0 +1,396 @@
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "push.h"
+
+#define REQUEST_MAX (FS_PUSH_URL_MAX + FS_PUSH_CHANNEL_MAX + FS_PUSH_BODY_MAX + 256)
+#define OUT_MAX (FS_PUSH_PIPELINE * REQUEST_MAX)
+
+static void set_err(fs_push *, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+set_err(fs_push *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->err = 1;
+	va_start(ap, fmt);
+	vsnprintf(p->errstr, sizeof(p->errstr), fmt, ap);
+	va_end(ap);
+}
+
+fs_push *
+fs_push_new(const char *base, char *err, size_t errlen)
+{
+	const char *host, *colon, *slash;
+	char *end;
+	size_t hostlen;
+	long port;
+	fs_push *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->fd = -1;
+	if (*base == '\0')
+		return p;
+	if (strncmp(base, "http://", 7) != 0) {
+		snprintf(err, errlen, "push URL must start with http://");
+		goto fail;
+	}
+	host = base + 7;
+	if ((colon = strchr(host, ':')) == NULL) {
+		snprintf(err, errlen, "push URL needs an explicit port");
+		goto fail;
+	}
+	hostlen = (size_t)(colon - host);
+	if (hostlen == 0 || hostlen >= sizeof(p->host)) {
+		snprintf(err, errlen, "push URL host too long or empty");
+		goto fail;
+	}
+	memcpy(p->host, host, hostlen);
+	p->host[hostlen] = '\0';
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno != 0 || end == colon + 1 || port < 1 || port > 65535 ||
+	    (*end != '/' && *end != '\0')) {
+		snprintf(err, errlen, "push URL port is not a number from 1 to 65535");
+		goto fail;
+	}
+	p->port = (int)port;
+	slash = end;
+	if (strlen(slash) >= sizeof(p->path)) {
+		snprintf(err, errlen, "push URL path too long");
+		goto fail;
+	}
+	strcpy(p->path, slash);
+	/* "/pub/" and "/pub" name the same place. */
+	while (p->path[0] != '\0' && p->path[strlen(p->path) - 1] == '/')
+		p->path[strlen(p->path) - 1] = '\0';
+	{
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, p->host, &a) != 1) {
+			snprintf(err, errlen, "push URL host must be a numeric IPv4 address");
+			goto fail;
+		}
+	}
+	if ((p->out = malloc(OUT_MAX)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	p->enabled = 1;
+	return p;
+fail:
+	free(p);
+	return NULL;
+}
+
+static void
+drop(fs_push *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+}
+
+void
+fs_push_free(fs_push *p)
+{
+	if (p == NULL)
+		return;
+	drop(p);
+	free(p->out);
+	free(p);
+}
+
+/* Waits until fd is ready for events; 0, or -1 on timeout or error. */
+static int
+wait_fd(int fd, short events)
+{
+	struct pollfd pfd = { fd, events, 0 };
+	int n;
+
+	do
+		n = poll(&pfd, 1, FS_PUSH_TIMEOUT_MS);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : -1;
+}
+
+static int
+connect_now(fs_push *p)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(int);
+	int one = 1, soerr = 0;
+
+	if (p->fd >= 0)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)p->port);
+	inet_pton(AF_INET, p->host, &sa.sin_addr);
+	if ((p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+		set_err(p, "push socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (errno != EINPROGRESS || wait_fd(p->fd, POLLOUT) != 0 ||
+		    getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0) {
+			set_err(p, "push connect %s:%d: %s", p->host, p->port,
+			    soerr != 0 ? strerror(soerr) : "timed out");
+			drop(p);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+send_all(fs_push *p, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(p->fd, buf, len, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (wait_fd(p->fd, POLLOUT) != 0)
+				return -1;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The value of a header in a NUL-terminated header block, or NULL. */
+static const char *
+header_value(const char *head, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (const char *line = strstr(head, "\r\n"); line != NULL; line = strstr(line, "\r\n")) {
+		line += 2;
+		if (strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+			line += nlen + 1;
+			while (*line == ' ' || *line == '\t')
+				line++;
+			return line;
+		}
+	}
+	return NULL;
+}
+
+/* Reads more of the answers into p->in; 1 read, 0 closed, -1 error. */
+static int
+fill(fs_push *p)
+{
+	for (;;) {
+		ssize_t n = recv(p->fd, p->in + p->inlen, FS_PUSH_REPLY_MAX - p->inlen, 0);
+
+		if (n > 0) {
+			p->inlen += (size_t)n;
+			return 1;
+		}
+		if (n == 0 || errno == ECONNRESET || errno == EPIPE)
+			return 0;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if (wait_fd(p->fd, POLLIN) != 0) {
+				set_err(p, "push: no answer within %d ms", FS_PUSH_TIMEOUT_MS);
+				return -1;
+			}
+		} else if (errno != EINTR) {
+			set_err(p, "push recv: %s", strerror(errno));
+			return -1;
+		}
+	}
+}
+
+/*
+ * Takes one answer off the connection: its status, and its body when a
+ * Content-Length says how long it is (then the connection can carry the
+ * next answer: *keep). Returns the status, 0 when the peer closed before
+ * answering anything (a kept-alive connection that the server dropped),
+ * -1 on errors.
+ */
+static int
+read_answer(fs_push *p, int *keep)
+{
+	const char *cl, *conn;
+	char *eoh, *end;
+	size_t total;
+	long clen;
+	int status, got;
+
+	*keep = 0;
+	for (;;) {
+		p->in[p->inlen] = '\0';
+		if ((eoh = strstr(p->in, "\r\n\r\n")) != NULL)
+			break;
+		if (p->inlen == FS_PUSH_REPLY_MAX) {
+			set_err(p, "push: answer headers too big");
+			return -1;
+		}
+		if ((got = fill(p)) <= 0) {
+			if (got == 0 && p->inlen == 0)
+				return 0;
+			if (got == 0)
+				set_err(p, "push: connection closed mid-answer");
+			return -1;
+		}
+	}
+	if (strncmp(p->in, "HTTP/1.", 7) != 0 || p->inlen < 12 || p->in[8] != ' ') {
+		set_err(p, "push: not an HTTP answer");
+		return -1;
+	}
+	status = (int)strtol(p->in + 9, NULL, 10);
+	*eoh = '\0';
+	cl = header_value(p->in, "Content-Length");
+	conn = header_value(p->in, "Connection");
+	clen = cl != NULL ? strtol(cl, &end, 10) : -1;
+	total = (size_t)(eoh + 4 - p->in) + (size_t)(clen > 0 ? clen : 0);
+	if (clen < 0 || total > FS_PUSH_REPLY_MAX ||
+	    (conn != NULL && strncasecmp(conn, "close", 5) == 0)) {
+		/* Cannot tell where the next answer starts: this connection is done. */
+		p->inlen = 0;
+		return status;
+	}
+	while (p->inlen < total)
+		if (fill(p) <= 0)
+			return status;
+	memmove(p->in, p->in + total, p->inlen - total);
+	p->inlen -= total;
+	*keep = 1;
+	return status;
+}
+
+static const char channel_chars[] =
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-";
+
+/* Renders one request into out; its length, or 0 when the message is unfit. */
+static size_t
+render(fs_push *p, const struct fs_push_msg *m, char *out, size_t outlen)
+{
+	size_t clen = strlen(m->channel);
+	int n;
+
+	if (clen == 0 || clen > FS_PUSH_CHANNEL_MAX ||
+	    strspn(m->channel, channel_chars) != clen) {
+		set_err(p, "push: bad channel id");
+		return 0;
+	}
+	if (m->len > FS_PUSH_BODY_MAX) {
+		set_err(p, "push: message too big (over %d bytes)", FS_PUSH_BODY_MAX);
+		return 0;
+	}
+	n = snprintf(out, outlen,
+	    "POST %s/%s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%.*s",
+	    p->path, m->channel, p->host, p->port, m->len, (int)m->len, m->body);
+	if (n < 0 || (size_t)n >= outlen) {
+		set_err(p, "push: request too big");
+		return 0;
+	}
+	return (size_t)n;
+}
+
+
+/*
+ * Sends the k requests in req and reads their answers. Returns how many
+ * were published, or -1 when a kept-alive connection turned out to be
+ * closed before anything was answered (the caller may send them again).
+ */
+static int
+exchange(fs_push *p, const char *req, size_t len, size_t k)
+{
+	int fresh = p->fd < 0, keep = 1, ok = 0;
+
+	if (connect_now(p) != 0)
+		return 0;
+	if (send_all(p, req, len) != 0) {
+		set_err(p, "push send: %s", strerror(errno));
+		drop(p);
+		return fresh ? 0 : -1;
+	}
+	for (size_t got = 0; got < k; got++) {
+		int status = read_answer(p, &keep);
+
+		if (status == 0 && got == 0 && !fresh) {
+			drop(p);
+			return -1;
+		}
+		if (status >= 200 && status <= 299)
+			ok++;
+		else if (status > 0)
+			set_err(p, "push: publisher answered %d", status);
+		else if (status == 0)
+			set_err(p, "push: connection closed");
+		if (status <= 0 || !keep) {
+			drop(p);
+			break;
+		}
+	}
+	return ok;
+}
+
+size_t
+fs_push_publish_many(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+{
+	size_t failed = 0;
+	char *req = p->out;
+
+	if (!p->enabled)
+		return 0;
+	for (size_t i = 0; i < n; i += FS_PUSH_PIPELINE) {
+		size_t k = n - i < FS_PUSH_PIPELINE ? n - i : FS_PUSH_PIPELINE, len = 0, sent = 0;
+		int ok;
+
+		for (size_t j = 0; j < k; j++) {
+			size_t one = render(p, &msgs[i + j], req + len, OUT_MAX - len);
+
+			if (one == 0) {
+				failed++;
+				continue;
+			}
+			len += one;
+			sent++;
+		}
+		if (sent == 0)
+			continue;
+		p->inlen = 0;
+		/* A kept-alive connection that the server closed gets one fresh try. */
+		if ((ok = exchange(p, req, len, sent)) < 0)
+			ok = exchange(p, req, len, sent);
+		failed += sent - (size_t)(ok < 0 ? 0 : ok);
+	}
+	if (failed == 0)
+		p->err = 0;
+	return failed;
+}
+
+int
+fs_push_publish(fs_push *p, const char *channel, const char *body, size_t len)
+{
+	struct fs_push_msg m = { channel, body, len };
+
+	return fs_push_publish_many(p, &m, 1) == 0 ? 0 : -1;
+}

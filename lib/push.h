@@ -1,0 +1,60 @@
+/*
+ * Push driver: publishes a small JSON document to an nchan publisher
+ * location, <base URL>/<channel>, with HTTP/1.1 POST over a loopback TCP
+ * connection that is kept alive between messages. Every wait is bounded;
+ * a failure costs a message, never the caller: the shopper's page can
+ * always ask for the order's status.
+ */
+#ifndef FS_PUSH_H
+#define FS_PUSH_H
+
+#include <stddef.h>
+
+#define FS_PUSH_URL_MAX		256	/* bytes in the base URL */
+#define FS_PUSH_CHANNEL_MAX	64	/* bytes in a channel id: [A-Za-z0-9-] */
+#define FS_PUSH_BODY_MAX	1024	/* bytes in a published document */
+#define FS_PUSH_REPLY_MAX	4096	/* bytes of the publisher's answer we read */
+#define FS_PUSH_TIMEOUT_MS	200	/* per connect, write and read */
+
+#define FS_PUSH_PIPELINE	32	/* requests in flight on the connection */
+
+/* One message for fs_push_publish_many. */
+struct fs_push_msg {
+	const char *channel;
+	const char *body;
+	size_t len;
+};
+
+typedef struct fs_push {
+	char host[64];
+	int port;
+	char path[FS_PUSH_URL_MAX];
+	int fd;		/* the kept-alive connection, or -1 */
+	int enabled;	/* 0: an empty base URL, publishing does nothing */
+	char in[FS_PUSH_REPLY_MAX + 1];	/* answers read but not yet parsed */
+	size_t inlen;
+	char *out;	/* FS_PUSH_PIPELINE rendered requests */
+	int err;
+	char errstr[128];
+} fs_push;
+
+/*
+ * base: "http://HOST:PORT/PATH" with a numeric IPv4 host (loopback), or ""
+ * to publish nothing. NULL when the URL is malformed or too long (errstr
+ * of the caller's choosing: err, errlen).
+ */
+fs_push *fs_push_new(const char *base, char *err, size_t errlen);
+void fs_push_free(fs_push *);
+/*
+ * POSTs body (len bytes, JSON) to <base>/<channel>. 0 when the publisher
+ * answered 2xx (or publishing is off), -1 with err/errstr set otherwise.
+ */
+int fs_push_publish(fs_push *, const char *channel, const char *body, size_t len);
+/*
+ * Publishes n messages, FS_PUSH_PIPELINE requests at a time on the one
+ * connection (HTTP/1.1 pipelining), so that a batch costs a few round
+ * trips. Returns how many failed (0: all published), errstr the last reason.
+ */
+size_t fs_push_publish_many(fs_push *, const struct fs_push_msg *msgs, size_t n);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * The invariants of DESIGN.md, checked against the stores as they are:
+ *  1. per item, live orders <= quantity and sold == live orders;
+ *  2. no shopper with two live orders in a sale;
+ *  4/5. per item, Redis units left + holds == quantity (a unit released
+ *     twice shows here), and the holds are exactly the live orders plus
+ *     the ones still on their way (unconfirmed, with no closed order).
+ * Redis is read first, in one MULTI, then PostgreSQL: an order confirmed
+ * in between is already in the database when it is looked for. Meant for
+ * a stack at rest; under traffic a change between the reads can show as a
+ * passing violation.
+ */
+#ifndef FS_RECONCILE_H
+#define FS_RECONCILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pg.h"
+#include "redis.h"
+
+/* Called once per violation with a one-line description. */
+typedef void fs_reconcile_report(void *arg, const char *line);
+
+struct fs_reconcile_summary {
+	long items;
+	long live;		/* PENDING + PAID orders */
+	long holds;		/* holds in Redis */
+	long unconfirmed;	/* of them, not yet confirmed by the consumer */
+	int in_redis;		/* the sale is loaded into Redis */
+};
+
+/*
+ * Checks one sale; returns the number of violations (each reported), or -1
+ * with err set when a store could not be read or the sale is unknown.
+ */
+int fs_reconcile_sale(fs_pg *, fs_redis *, uint64_t sale, fs_reconcile_report *, void *arg,
+    struct fs_reconcile_summary *, char *err, size_t errlen);
+/* The ids of every sale, in order, into sales (room for max): the count, or -1. */
+int fs_reconcile_all_sales(fs_pg *, uint64_t *sales, int max, char *err, size_t errlen);
+
+#endif

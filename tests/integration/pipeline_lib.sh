@@ -1,0 +1,95 @@
+# Helpers of the order pipeline tests (t_3*_pipeline*.sh), sourced by each
+# of them after lib.sh. Names start with p_ so that they cannot clash with
+# the other test files, which share the shell.
+
+# p_until SECONDS EXPECTED CMD...: runs CMD every 0.2 s until it prints
+# EXPECTED; fails after SECONDS. $p_out holds the last output.
+p_until() {
+	p_deadline=$(($(date +%s) + $1))
+	p_expect=$2
+	shift 2
+	while :; do
+		p_out=$("$@" 2>/dev/null)
+		[ "$p_out" = "$p_expect" ] && return 0
+		[ "$(date +%s)" -ge "$p_deadline" ] && return 1
+		sleep 0.2
+	done
+}
+
+# The consumer group has committed every message: all recorded, all settled.
+p_caught_up() { p_until "${1:-30}" 0 "$FLASHSALE_BINDIR/flashsale-consumer" --lag; }
+
+p_consumer_pid() { cat "$FLASHSALE_STATE/run/flashsale-consumer.pid" 2>/dev/null; }
+
+p_tok() { admin token mint --user "$1"; }
+
+p_stock() { redis GET "fs:{$1}:stock:$2"; }
+
+p_sold() { psql_q "SELECT sold FROM items WHERE id = $1"; }
+
+p_status() { psql_q "SELECT status FROM orders WHERE id = '$1'"; }
+
+# p_count SQL_WHERE: orders matching the condition.
+p_count() { psql_q "SELECT count(*) FROM orders WHERE $1"; }
+
+# One line per dead letter: "reason=CODE|payload".
+p_dead_letters() {
+	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC.dlq" -e -q -f '%h|%s\n' 2>/dev/null
+}
+
+# p_produce KEY JSON: one message straight onto the order topic.
+p_produce() {
+	printf '%s\t%s\n' "$1" "$2" |
+		kcat -P -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -K '\t' 2>/dev/null
+}
+
+# The order message the purchase handler would publish.
+p_message() { # ORDER SALE ITEM USER RESERVED_MS
+	printf '{"orderId":"%s","saleId":%s,"itemId":%s,"userId":"%s","reservedAt":%s}' "$1" "$2" "$3" "$4" "$5"
+}
+
+p_uuid() { cat /proc/sys/kernel/random/uuid; }
+
+p_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# p_reserve SALE ITEM USER ORDER MS: a hold taken through lua/reserve.lua
+# directly, as if the purchase never reached Kafka. Prints the script's answer.
+p_reserve() {
+	redis EVAL "$(cat "$top_srcdir/lua/reserve.lua")" 5 "fs:{$1}:stock:$2" "fs:{$1}:holders" \
+	    "fs:{$1}:orders" "fs:{$1}:unconfirmed" "fs:{$1}:sale" "$3" "$4" "$2" "$5" | head -n 1
+}
+
+# A run of the expiry as cron starts it: prints its JSON counts.
+p_expire() { "$FLASHSALE_BINDIR/flashsale-expire" 2>>"$FLASHSALE_STATE/log/expire-tests.log"; }
+
+# A run of the expiry through the operator endpoint: prints its JSON counts.
+p_expire_http() {
+	curl -s -X POST -H "X-Expire-Token: $FLASHSALE_EXPIRE_TOKEN" \
+	    "$FLASHSALE_ORIGIN_URL/api/flash-sales/admin/expire"
+}
+
+# p_sum FIELD FILE...: the sum of a JSON number member over one-line files.
+p_sum() {
+	p_field=$1
+	shift
+	cat "$@" | sed -n "s/.*\"$p_field\":\([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# p_buy_all PATH USER_PREFIX N DIR: N shoppers buy at once (100 in flight).
+# DIR gets tokens ("sub token" lines) and statuses (one per shopper).
+p_buy_all() {
+	mkdir -p "$4"
+	admin token mint --user "$2" --count "$3" >"$4/tokens"
+	: >"$4/curl.cfg"
+	while read -r _sub _tok; do
+		[ -s "$4/curl.cfg" ] && echo next >>"$4/curl.cfg"
+		# Options after "next" are per transfer: every one names its own.
+		printf 'url = "%s%s"\nrequest = "POST"\nheader = "Authorization: Bearer %s"\noutput = "/dev/null"\nsilent\nwrite-out = "%%{http_code}\\n"\n' \
+		    "$FLASHSALE_ORIGIN_URL" "$1" "$_tok" >>"$4/curl.cfg"
+	done <"$4/tokens"
+	curl -s -Z --parallel-max 100 -K "$4/curl.cfg" >"$4/statuses" 2>/dev/null
+	grep -c '^202$' "$4/statuses"
+}
+
+# The token of a shopper from a p_buy_all directory.
+p_token_of() { awk -v u="$2" '$1 == u { print $2 }' "$1/tokens"; }

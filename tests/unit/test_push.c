@@ -1,0 +1,315 @@
+/*
+ * Unit test of lib/push against a fake publisher forked on a loopback port:
+ * URL checks, pipelining on one kept-alive connection, servers that close,
+ * fail, stay silent or drop an idle connection, and bounded input.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "push.h"
+
+enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE };
+
+static int failed;
+static char log_path[64];
+
+static void
+check(int ok, const char *what)
+{
+	printf("%s - %s\n", ok ? "ok" : "not ok", what);
+	if (!ok)
+		failed = 1;
+}
+
+/* A connection's unread bytes: pipelined requests arrive together. */
+struct conn {
+	char buf[65536];
+	size_t have;
+};
+
+/* Reads one request; appends "<conn> <request line>|<body>" to the log. 0, or -1 at EOF. */
+static int
+serve_one(int fd, struct conn *c, int conn, FILE *log)
+{
+	char *eoh, *cl, *eol;
+	size_t need, head;
+
+	for (;;) {
+		ssize_t n;
+
+		c->buf[c->have] = '\0';
+		if ((eoh = strstr(c->buf, "\r\n\r\n")) != NULL)
+			break;
+		if (c->have == sizeof(c->buf) - 1 ||
+		    (n = read(fd, c->buf + c->have, sizeof(c->buf) - 1 - c->have)) <= 0)
+			return -1;
+		c->have += (size_t)n;
+	}
+	head = (size_t)(eoh + 4 - c->buf);
+	*eoh = '\0';
+	cl = strstr(c->buf, "Content-Length: ");
+	need = head + (cl != NULL ? strtoul(cl + 16, NULL, 10) : 0);
+	while (c->have < need) {
+		ssize_t n = read(fd, c->buf + c->have, sizeof(c->buf) - 1 - c->have);
+
+		if (n <= 0)
+			return -1;
+		c->have += (size_t)n;
+	}
+	eol = strstr(c->buf, "\r\n");
+	fprintf(log, "%d %.*s|%.*s\n", conn, (int)(eol - c->buf), c->buf, (int)(need - head),
+	    c->buf + head);
+	fflush(log);
+	memmove(c->buf, c->buf + need, c->have - need);
+	c->have -= need;
+	return 0;
+}
+
+/* The fake publisher: serves until killed. */
+static void
+server(int lfd, enum mode mode)
+{
+	static const char ok[] = "HTTP/1.1 201 Created\r\nContent-Length: 18\r\n\r\nqueued messages: 1";
+	static const char close_ok[] = "HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\n";
+	static const char error[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
+	static struct conn c;
+	FILE *log = fopen(log_path, "w");
+	int conn = 0;
+
+	if (log == NULL)
+		_exit(1);
+	for (;;) {
+		int fd = accept(lfd, NULL, NULL);
+
+		if (fd < 0)
+			continue;
+		conn++;
+		c.have = 0;
+		while (serve_one(fd, &c, conn, log) == 0) {
+			if (mode == MODE_SILENT)
+				continue;
+			if (mode == MODE_ERROR && write(fd, error, sizeof(error) - 1) < 0)
+				break;
+			if (mode == MODE_CLOSE) {
+				if (write(fd, close_ok, sizeof(close_ok) - 1) < 0)
+					break;
+				break;
+			}
+			if ((mode == MODE_KEEP || mode == MODE_DROP_IDLE) &&
+			    write(fd, ok, sizeof(ok) - 1) < 0)
+				break;
+			if (mode == MODE_DROP_IDLE) {
+				/* Answered; then the idle connection is closed, as a server's timeout does. */
+				usleep(50000);
+				break;
+			}
+		}
+		close(fd);
+	}
+}
+
+/* Starts a fake publisher; returns its pid and writes its base URL. */
+static pid_t
+start(enum mode mode, char url[64])
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	pid_t pid;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 16) != 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len) != 0)
+		abort();
+	snprintf(url, 64, "http://127.0.0.1:%d/pub/", ntohs(sa.sin_port));
+	if ((pid = fork()) == 0)
+		server(lfd, mode);
+	close(lfd);
+	return pid;
+}
+
+static void
+stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Lines in the server's log, and how many distinct connections they came on. */
+static int
+logged(int *conns)
+{
+	char line[4096];
+	FILE *fp = fopen(log_path, "r");
+	int n = 0, last = 0;
+
+	*conns = 0;
+	if (fp == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		int c = atoi(line);
+
+		n++;
+		if (c != last)
+			(*conns)++;
+		last = c;
+	}
+	fclose(fp);
+	return n;
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+test_urls(void)
+{
+	char err[128], big[400];
+	fs_push *p;
+
+	p = fs_push_new("", err, sizeof(err));
+	check(p != NULL && !p->enabled && fs_push_publish(p, "abc", "{}", 2) == 0,
+	    "an empty URL publishes nothing, successfully");
+	fs_push_free(p);
+	check(fs_push_new("ftp://127.0.0.1:1/pub", err, sizeof(err)) == NULL,
+	    "refuses a non-http URL");
+	check(fs_push_new("http://127.0.0.1/pub", err, sizeof(err)) == NULL,
+	    "refuses a URL without port");
+	check(fs_push_new("http://127.0.0.1:99999/pub", err, sizeof(err)) == NULL,
+	    "refuses port 99999");
+	check(fs_push_new("http://localhost:80/pub", err, sizeof(err)) == NULL,
+	    "refuses a host name");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	memcpy(big, "http://127.0.0.1:80/", 20);
+	check(fs_push_new(big, err, sizeof(err)) == NULL, "refuses an overlong URL");
+	fs_push_free(NULL);
+}
+
+static void
+test_pipelining(void)
+{
+	struct fs_push_msg msgs[100];
+	char url[64], chan[100][40], body[100][64], err[128], line[4096];
+	fs_push *p;
+	pid_t pid = start(MODE_KEEP, url);
+	int conns, n, right = 1;
+	FILE *fp;
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(chan[i], sizeof(chan[i]), "order-%03d", i);
+		snprintf(body[i], sizeof(body[i]), "{\"n\":%d}", i);
+		msgs[i].channel = chan[i];
+		msgs[i].body = body[i];
+		msgs[i].len = strlen(body[i]);
+	}
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && fs_push_publish_many(p, msgs, 100) == 0, "100 messages published");
+	check(fs_push_publish(p, "one-more", "{}", 2) == 0, "and one more on the same connection");
+	n = logged(&conns);
+	check(n == 101 && conns == 1, "the publisher got 101 requests on one connection");
+	if ((fp = fopen(log_path, "r")) != NULL) {
+		for (int i = 0; i < 100 && fgets(line, sizeof(line), fp) != NULL; i++) {
+			char want[200];
+
+			snprintf(want, sizeof(want), "1 POST /pub/%s HTTP/1.1|%s\n", chan[i],
+			    body[i]);
+			right &= strcmp(line, want) == 0;
+		}
+		fclose(fp);
+	}
+	check(right, "each request: POST <base>/<channel> with its body, in order");
+	check(fs_push_publish(p, "../etc", "{}", 2) == -1,
+	    "refuses a channel with other characters");
+	{
+		char huge[FS_PUSH_BODY_MAX + 1];
+
+		memset(huge, 'x', sizeof(huge));
+		check(fs_push_publish(p, "abc", huge, sizeof(huge)) == -1 &&
+			strstr(p->errstr, "too big"),
+		    "refuses a body over FS_PUSH_BODY_MAX");
+	}
+	fs_push_free(p);
+	stop(pid);
+}
+
+static void
+test_servers(void)
+{
+	char url[64], err[128];
+	fs_push *p;
+	pid_t pid;
+	int conns;
+	double t;
+
+	pid = start(MODE_CLOSE, url);
+	p = fs_push_new(url, err, sizeof(err));
+	for (int i = 0; i < 5; i++)
+		check(fs_push_publish(p, "abc", "{}", 2) == 0,
+		    "a server that closes after each answer");
+	check(logged(&conns) == 5 && conns == 5, "five requests on five connections");
+	fs_push_free(p);
+	stop(pid);
+
+	pid = start(MODE_DROP_IDLE, url);
+	p = fs_push_new(url, err, sizeof(err));
+	check(fs_push_publish(p, "abc", "{}", 2) == 0, "first message on a fresh connection");
+	usleep(200000);
+	check(fs_push_publish(p, "abc", "{}", 2) == 0,
+	    "after the server dropped the idle connection, a new one");
+	check(logged(&conns) == 2 && conns == 2,
+	    "two requests, two connections, nothing sent twice");
+	fs_push_free(p);
+	stop(pid);
+
+	pid = start(MODE_ERROR, url);
+	p = fs_push_new(url, err, sizeof(err));
+	check(fs_push_publish(p, "abc", "{}", 2) == -1 && strstr(p->errstr, "500") != NULL,
+	    "a 500 answer is a failure that says 500");
+	fs_push_free(p);
+	stop(pid);
+
+	pid = start(MODE_SILENT, url);
+	p = fs_push_new(url, err, sizeof(err));
+	t = now();
+	check(fs_push_publish(p, "abc", "{}", 2) == -1, "a silent server is a failure");
+	check(now() - t < 1.0, "which costs less than a second");
+	fs_push_free(p);
+	stop(pid);
+
+	/* The port of a server that is gone: nothing listens there now. */
+	p = fs_push_new(url, err, sizeof(err));
+	check(fs_push_publish(p, "abc", "{}", 2) == -1, "no server: a failure, at once");
+	fs_push_free(p);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(log_path, sizeof(log_path), "/tmp/test_push.%ld.log", (long)getpid());
+	test_urls();
+	test_pipelining();
+	test_servers();
+	unlink(log_path);
+	return failed;
+}
