@@ -1,0 +1,193 @@
+/*
+ * flashsale-signin: POST /api/flash-sales/signin, for the demo only.
+ *
+ * Gives a shopper a token for the user id in the body ({"userId":"..."}),
+ * or for a random one when there is none. Production tokens come from the
+ * shop's own identity provider: unless FLASHSALE_DEMO_SIGNIN is 1 this
+ * program answers 404 to everything and needs no key.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+#include <sodium.h>
+
+#include "cfg.h"
+#include "fcgi.h"
+#include "log.h"
+#include "token.h"
+
+/* How long a demo token lasts: a sale and its payment window fit in it. */
+#define TOKEN_TTL_S (6 * 3600)
+#define USER_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+struct app {
+	struct fs_cfg cfg;
+	fs_fcgi *fcgi;
+	fs_token_keys *keys;	/* NULL when the sign-in is off */
+};
+
+/* 1 to FS_TOKEN_SUB_MAX characters of [A-Za-z0-9._-]. */
+static int
+valid_user_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= FS_TOKEN_SUB_MAX && strspn(s, USER_ID_CHARS) == n;
+}
+
+static void
+random_user_id(char out[FS_TOKEN_SUB_MAX + 1])
+{
+	unsigned char r[6];
+	char hex[sizeof(r) * 2 + 1];
+
+	randombytes_buf(r, sizeof(r));
+	sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+	snprintf(out, FS_TOKEN_SUB_MAX + 1, "shopper-%s", hex);
+}
+
+/*
+ * The user id the body asks for, or a random one for an empty body or one
+ * without "userId". 0, or -1 when the body is malformed or the id invalid.
+ */
+static int
+requested_user(const char *body, size_t len, char out[FS_TOKEN_SUB_MAX + 1])
+{
+	json_tokener *tok = NULL;
+	json_object *doc = NULL, *v;
+	int rc = -1;
+
+	if (strspn(body, " \t\r\n") == len) {
+		random_user_id(out);
+		return 0;
+	}
+	if ((tok = json_tokener_new_ex(8)) == NULL)
+		goto fail;
+	doc = json_tokener_parse_ex(tok, body, (int)len);
+	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != len || !json_object_is_type(doc, json_type_object))
+		goto fail;
+	if (!json_object_object_get_ex(doc, "userId", &v) || json_object_is_type(v, json_type_null)) {
+		random_user_id(out);
+		rc = 0;
+		goto fail;
+	}
+	if (!json_object_is_type(v, json_type_string) || !valid_user_id(json_object_get_string(v)))
+		goto fail;
+	snprintf(out, FS_TOKEN_SUB_MAX + 1, "%s", json_object_get_string(v));
+	rc = 0;
+fail:
+	json_object_put(doc);
+	if (tok != NULL)
+		json_tokener_free(tok);
+	return rc;
+}
+
+static void
+handle(struct app *app)
+{
+	char user[FS_TOKEN_SUB_MAX + 1], token[FS_TOKEN_MAX + 1], expires[32], answer[FS_TOKEN_MAX + 256];
+	enum fs_token_status ts;
+	const char *body;
+	struct tm tm;
+	time_t now;
+	size_t len;
+	int n;
+
+	if (app->keys == NULL) {
+		fs_fcgi_error(app->fcgi, FS_ERR_NOT_FOUND, NULL, NULL);
+		return;
+	}
+	if (!fs_fcgi_method_is(app->fcgi, "POST")) {
+		fs_fcgi_error(app->fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
+		return;
+	}
+	switch (fs_fcgi_read_body(app->fcgi, &body, &len)) {
+	case FS_FCGI_BODY_OK:
+		break;
+	case FS_FCGI_BODY_TOO_BIG:
+		fs_fcgi_error(app->fcgi, FS_ERR_PAYLOAD_TOO_LARGE, NULL, NULL);
+		return;
+	default:
+		fs_fcgi_error(app->fcgi, FS_ERR_BAD_REQUEST, NULL, NULL);
+		return;
+	}
+	if (strlen(body) != len || requested_user(body, len, user) != 0) {
+		fs_fcgi_error(app->fcgi, FS_ERR_BAD_REQUEST,
+		    "\"detail\":\"userId must be 1 to 64 characters of A-Z a-z 0-9 . _ -\"", NULL);
+		return;
+	}
+	now = time(NULL);
+	ts = fs_token_mint(app->keys, FS_TOKEN_ALG_EDDSA, user, now, TOKEN_TTL_S, token, sizeof(token));
+	if (ts != FS_TOKEN_OK) {
+		fs_log_error("cannot mint a token: %s", fs_token_strerror(ts));
+		fs_fcgi_error(app->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	now += TOKEN_TTL_S;
+	gmtime_r(&now, &tm);
+	strftime(expires, sizeof(expires), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	/* The user id and the token are plain ASCII without quotes: no escaping. */
+	n = snprintf(answer, sizeof(answer), "{\"token\":\"%s\",\"userId\":\"%s\",\"expiresAt\":\"%s\"}",
+	    token, user, expires);
+	sodium_memzero(token, sizeof(token));
+	fs_fcgi_answer(app->fcgi, FS_HTTP_OK, NULL, answer, (size_t)n);
+	sodium_memzero(answer, sizeof(answer));
+}
+
+static int
+setup(struct app *app)
+{
+	char err[256] = "FLASHSALE_JWT_ISSUER or FLASHSALE_JWT_AUDIENCE is too long";
+
+	if (fs_cfg_load(&app->cfg, 0) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if (strcmp(fs_cfg_get(&app->cfg, FS_CFG_DEMO_SIGNIN), "1") == 0) {
+		if (*fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR) == '\0') {
+			fs_log_error("FLASHSALE_KEYS_DIR is not set (the demo sign-in signs tokens)");
+			return -1;
+		}
+		if ((app->keys = fs_token_keys_new()) == NULL ||
+		    fs_token_keys_load_dir(app->keys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
+			sizeof(err)) != 0 ||
+		    fs_token_keys_set_claims(app->keys, fs_cfg_get(&app->cfg, FS_CFG_JWT_ISSUER),
+			fs_cfg_get(&app->cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
+			fs_log_error("keys: %s", app->keys == NULL ? "out of memory" : err);
+			return -1;
+		}
+		fs_log_info("demo sign-in enabled");
+	}
+	if ((app->fcgi = fs_fcgi_new()) == NULL) {
+		fs_log_error("fastcgi: cannot start");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(void)
+{
+	static struct app app;
+	int rc = 1;
+
+	fs_log_init("flashsale-signin");
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return 1;
+	}
+	if (setup(&app) == 0) {
+		while (fs_fcgi_accept(app.fcgi) == 0)
+			handle(&app);
+		fs_log_info("stopping");
+		rc = 0;
+	}
+	fs_fcgi_free(app.fcgi);
+	fs_token_keys_free(app.keys);
+	return rc;
+}

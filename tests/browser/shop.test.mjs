@@ -1,0 +1,392 @@
+/*
+ * The shopper's page in Debian's Chromium, through the edge (Varnish):
+ * the countdown runs, the purchase URLs appear at the start instant, a buy
+ * is reserved with its payment countdown, and a payment made elsewhere
+ * turns the page to "paid" live (Server-Sent Events). A second shopper, on
+ * a phone-sized screen in Vietnamese and without EventSource (so polling),
+ * sees the first item sold out, buys the second and pays on the page.
+ *
+ * Prints TAP lines ("ok - ...", "not ok - ...", "# ...") for
+ * tests/integration/t_50_browser.sh to relay; exits 0 when all passed.
+ *
+ * Environment: FLASHSALE_EDGE_URL, FS_TEST_SALE, FS_TEST_START_MS (the
+ * sale's start, ms since the epoch), FS_TEST_ITEMS ("item1,item2", one
+ * unit each), FS_TEST_WINDOW_S (payment window), FLASHSALE_ARTIFACTS
+ * (where screenshots go).
+ */
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const EDGE = process.env.FLASHSALE_EDGE_URL;
+const SALE = process.env.FS_TEST_SALE;
+const START = Number(process.env.FS_TEST_START_MS);
+const [ITEM1, ITEM2] = (process.env.FS_TEST_ITEMS || "").split(",");
+const WINDOW_S = Number(process.env.FS_TEST_WINDOW_S || 600);
+const ARTIFACTS = process.env.FLASHSALE_ARTIFACTS || "tests/artifacts";
+const SHOTS = join(ARTIFACTS, "browser");
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+	"--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"];
+
+let failed = 0;
+const ok = (name) => console.log(`ok - ${name}`);
+const notOk = (name, why) => {
+	failed++;
+	console.log(`not ok - ${name}`);
+	/* Playwright's messages carry terminal colours. */
+	for (const line of String(why || "").replace(/\x1b\[[0-9;]*m/g, "").split("\n"))
+		if (line)
+			console.log(`# ${line}`);
+};
+const diag = (s) => console.log(`# ${s}`);
+const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* Runs a step; a throw (a timeout) fails it and the steps that need it. */
+async function step(name, fn) {
+	try {
+		const r = await fn();
+		if (r === false)
+			notOk(name, "the check did not hold (details above)");
+		else
+			ok(name);
+		return r !== false;
+	} catch (e) {
+		notOk(name, e && e.message ? e.message.split("\n").slice(0, 6).join("\n") : e);
+		return false;
+	}
+}
+
+async function shopper(label, opts) {
+	const dir = mkdtempSync(join(tmpdir(), `fs-chromium-${label}-`));
+	const ctx = await chromium.launchPersistentContext(dir, {
+		executablePath: "/usr/bin/chromium",
+		headless: true,
+		args: ARGS,
+		viewport: opts.viewport,
+		locale: opts.locale,
+		deviceScaleFactor: opts.scale || 1,
+		isMobile: !!opts.mobile,
+		hasTouch: !!opts.mobile,
+	});
+	if (opts.noEventSource)
+		await ctx.addInitScript(() => { delete window.EventSource; });
+	const page = ctx.pages()[0] || (await ctx.newPage());
+	const log = { reveals: [], errors: [], edge: [] };
+	page.on("request", (r) => {
+		if (r.url().includes("/reveal"))
+			log.reveals.push(Date.now());
+	});
+	page.on("response", (r) => {
+		if (r.url().includes(`/api/flash-sales/sales/${SALE}`))
+			log.edge.push(r.headers()["via"] || "");
+	});
+	page.on("pageerror", (e) => log.errors.push(e.message));
+	return { label, ctx, page, log, dir };
+}
+
+async function close(s) {
+	if (!s)
+		return;
+	await s.ctx.close().catch(() => {});
+	rmSync(s.dir, { recursive: true, force: true });
+}
+
+async function shot(s, name) {
+	const path = join(SHOTS, name);
+	await s.page.screenshot({ path, fullPage: true });
+	diag(`screenshot ${path}`);
+}
+
+async function signIn(s, user) {
+	await s.page.fill("#user-id", user);
+	await s.page.click("#signin-button");
+	await s.page.waitForSelector("#whoami:not([hidden])", { timeout: 10000 });
+	const who = await s.page.textContent("#who");
+	if (who !== user)
+		throw new Error(`signed in as ${who}, wanted ${user}`);
+}
+
+const item = (id) => `.item[data-item-id="${id}"]`;
+
+/*
+ * Every outcome of Buy, on a sale that is on: the origin's answers are
+ * replayed by the browser (page.route) where the real system cannot be made
+ * to give them on demand (busy, signed out, already purchased, expired);
+ * the cancel is real.
+ */
+async function outcomes(saleId, items) {
+	const [one, two] = items.split(",");
+	let s = null;
+	try {
+		s = await shopper("c", { viewport: { width: 1280, height: 860 }, locale: "en-GB" });
+		const canned = [];
+		await s.page.route(`**/api/flash-sales/items/${one}/purchase?**`, (route) => {
+			const next = canned.shift();
+			return next ? route.fulfill(next) : route.continue();
+		});
+		const json = (status, body, headers) => ({
+			status, headers: Object.assign({ "Content-Type": "application/json" }, headers || {}),
+			body: JSON.stringify(body),
+		});
+		const ghost = "01900000-0000-7000-8000-0000000000ee";
+		await s.page.route(`**/api/flash-sales/orders/${ghost}**`, (route) =>
+			route.request().url().includes("/events")
+				? route.fulfill({ status: 503, body: "" })
+				: route.fulfill(json(200, { orderId: ghost, itemId: Number(one), status: "EXPIRED",
+					expiresAt: new Date(Date.now() - 1000).toISOString() })));
+		await s.page.goto(`${EDGE}/?sale=${saleId}&lang=en`);
+		await s.page.waitForSelector(`${item(one)} .buy:not([disabled])`, { timeout: 10000 });
+		const buy = () => s.page.click(`${item(one)} .buy`);
+		const outcome = (kind, timeout) =>
+			s.page.waitForSelector(`${item(one)}[data-outcome="${kind}"]`, { timeout: timeout || 5000 });
+
+		await step("Buy while signed out asks to sign in", async () => {
+			await buy();
+			await outcome("signed_out");
+		});
+		await signIn(s, `carol-${saleId}`);
+		await step("a busy answer (503, Retry-After: 2) says try again and holds the button 2 s", async () => {
+			canned.push(json(503, { error: "TRY_AGAIN", message: "busy" }, { "Retry-After": "2" }));
+			await buy();
+			await outcome("retry");
+			const label = await s.page.textContent(`${item(one)} .buy`);
+			const disabled = await s.page.$eval(`${item(one)} .buy`, (b) => b.disabled);
+			await shot(s, "08-try-again.png");
+			await outcome("retry_now", 4000);
+			const after = await s.page.$eval(`${item(one)} .buy`, (b) => b.disabled);
+			diag(`button "${label}", disabled ${disabled}, then disabled ${after}`);
+			return /Try again in [12] s/.test(label) && disabled && !after;
+		});
+		await step("an expired token (401) signs the shopper out", async () => {
+			canned.push(json(401, { error: "UNAUTHENTICATED", message: "expired" }));
+			await buy();
+			await outcome("signed_out");
+			await s.page.waitForSelector("#signin:not([hidden])", { timeout: 2000 });
+		});
+		await signIn(s, `carol-${saleId}`);
+		await step("sold out (410) says so", async () => {
+			canned.push(json(410, { error: "SOLD_OUT", message: "gone" }));
+			await buy();
+			await outcome("sold_out");
+			return (await s.page.getAttribute(item(one), "data-state")) === "sold_out";
+		});
+		await s.page.evaluate(() => location.reload());
+		await s.page.waitForSelector(`${item(one)} .buy:not([disabled])`, { timeout: 10000 });
+		await step("already purchased (409) links to the existing order, which shows as expired", async () => {
+			canned.push(json(409, { error: "ALREADY_PURCHASED", message: "have one", orderId: ghost }));
+			await buy();
+			await s.page.waitForSelector(`${item(one)} .outcome a.order-link`, { timeout: 5000 });
+			const href = await s.page.getAttribute(`${item(one)} .outcome a.order-link`, "href");
+			await s.page.waitForSelector(`#order[data-status="EXPIRED"]`, { timeout: 10000 });
+			await shot(s, "09-already-expired.png");
+			diag(`link ${href}`);
+			return href.includes(`order=${ghost}`);
+		});
+		await s.page.evaluate(() => {
+			for (const k of Object.keys(localStorage))
+				if (k.startsWith("fs.order."))
+					localStorage.removeItem(k);
+			location.replace(location.pathname + location.search.replace(/&order=[^&]*/, ""));
+		});
+		await s.page.waitForSelector(`${item(two)} .buy:not([disabled])`, { timeout: 10000 });
+		await step("a real order is cancelled with the two-step Cancel button", async () => {
+			await s.page.click(`${item(two)} .buy`);
+			await s.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
+				{ timeout: 10000 });
+			await s.page.click("#cancel");
+			const armed = await s.page.textContent("#cancel");
+			await s.page.click("#cancel");
+			await s.page.waitForSelector(`#order[data-status="CANCELLED"]`, { timeout: 20000 });
+			await shot(s, "10-cancelled.png");
+			return /again/i.test(armed);
+		});
+	} finally {
+		await close(s);
+	}
+}
+
+/* deploy/demo's URL: the page opens on a sale that starts about a minute later. */
+async function demo(url) {
+	mkdirSync(SHOTS, { recursive: true });
+	let s = null;
+	try {
+		s = await shopper("demo", { viewport: { width: 1280, height: 860 }, locale: "vi-VN" });
+		await s.page.goto(url);
+		await step("deploy/demo's URL opens the sale page counting down", async () => {
+			await s.page.waitForSelector("#countdown:not([hidden])", { timeout: 10000 });
+			const left = Number(await s.page.getAttribute("#countdown", "data-left"));
+			const items = await s.page.$$eval(".item", (l) => l.length);
+			diag(`demo sale starts in ${left} s with ${items} items`);
+			return left >= 30 && left <= 75 && items >= 2;
+		});
+		await shot(s, "00-demo.png");
+	} finally {
+		await close(s);
+	}
+}
+
+async function main() {
+	if (process.env.FS_TEST_DEMO_URL)
+		return demo(process.env.FS_TEST_DEMO_URL);
+	if (process.env.FS_TEST_OUTCOMES_SALE)
+		return outcomes(process.env.FS_TEST_OUTCOMES_SALE, process.env.FS_TEST_OUTCOMES_ITEMS || "");
+	if (!EDGE || !SALE || !START || !ITEM1 || !ITEM2) {
+		notOk("browser test environment", "FLASHSALE_EDGE_URL, FS_TEST_SALE, FS_TEST_START_MS, FS_TEST_ITEMS");
+		return;
+	}
+	mkdirSync(SHOTS, { recursive: true });
+	let a = null, b = null;
+	try {
+		a = await shopper("a", { viewport: { width: 1280, height: 860 }, locale: "en-GB" });
+		b = await shopper("b", {
+			viewport: { width: 390, height: 844 }, locale: "vi-VN", scale: 2, mobile: true,
+			noEventSource: true,
+		});
+		const url = `${EDGE}/?sale=${SALE}`;
+		await a.page.goto(`${url}&lang=en`);
+		await b.page.goto(`${url}&lang=vi`);
+
+		/* Before the start. */
+		const counting = await step("the countdown runs on the page before the start", async () => {
+			await a.page.waitForSelector("#countdown:not([hidden])", { timeout: 10000 });
+			const phase = await a.page.getAttribute("body", "data-phase");
+			if (phase !== "upcoming")
+				throw new Error(`phase ${phase}; the sale started too early for the test`);
+			const first = Number(await a.page.getAttribute("#countdown", "data-left"));
+			await sleep(2100);
+			const second = Number(await a.page.getAttribute("#countdown", "data-left"));
+			const want = Math.ceil((START - Date.now()) / 1000);
+			diag(`countdown ${first} s then ${second} s; the start is ${want} s away`);
+			return second < first && Math.abs(second - want) <= 1;
+		});
+		await step("the page shows the server clock offset", async () => {
+			await a.page.waitForFunction(() => document.getElementById("clock").dataset.offsetMs !== undefined &&
+				!/Syncing/.test(document.getElementById("clock").textContent), null, { timeout: 5000 });
+			diag(`clock: ${await a.page.textContent("#clock")}`);
+		});
+		await step("every Buy button is inert before the start", async () => {
+			const states = await a.page.$$eval(".item .buy", (bs) => bs.map((x) => x.disabled));
+			return states.length === 2 && states.every(Boolean);
+		});
+		await step("the page and the sale document come through the edge (Via: varnish)", async () =>
+			a.log.edge.length > 0 && a.log.edge.every((v) => /varnish/i.test(v)));
+		await step("shopper one signs in with the demo sign-in", () => signIn(a, `alice-${SALE}`));
+		await step("shopper two signs in on a phone-sized screen, in Vietnamese", async () => {
+			await signIn(b, `bob-${SALE}`);
+			return (await b.page.getAttribute("html", "lang")) === "vi";
+		});
+		if (counting) {
+			await shot(a, "01-countdown.png");
+			await shot(b, "01-countdown-phone-vi.png");
+		}
+
+		/* The start instant. */
+		const revealed = await step("the purchase URL is revealed at the start and Buy comes alive", async () => {
+			await a.page.waitForSelector(`${item(ITEM1)} .buy:not([disabled])`,
+				{ timeout: Math.max(5000, START - Date.now() + 8000) });
+			const late = Date.now() - START;
+			const early = a.log.reveals.filter((t) => t < START - 1000);
+			diag(`Buy enabled ${late} ms after the start; ${a.log.reveals.length} reveal request(s)`);
+			if (early.length > 0)
+				throw new Error(`${early.length} reveal request(s) more than 1 s before the start`);
+			return late >= -1000 && late < 3000;
+		});
+		if (revealed)
+			await shot(a, "02-on-sale.png");
+		await b.page.waitForSelector(`${item(ITEM1)} .buy:not([disabled])`, { timeout: 8000 }).catch(() => {});
+
+		/* Buy: reserved with the payment countdown. */
+		const reserved = revealed && await step("Buy reserves the unit and shows the payment countdown", async () => {
+			await a.page.click(`${item(ITEM1)} .buy`);
+			await a.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
+				{ timeout: 10000 });
+			await a.page.waitForSelector("#pay-box:not([hidden])", { timeout: 5000 });
+			const text = await a.page.textContent("#pay-countdown");
+			const left = Number(await a.page.getAttribute("#pay-countdown", "data-left"));
+			const outcome = await a.page.getAttribute(item(ITEM1), "data-outcome");
+			diag(`pay within ${text}; item outcome ${outcome}`);
+			if (!/^\d\d:\d\d$/.test(text) || left > WINDOW_S || left < WINDOW_S - 15)
+				throw new Error(`payment countdown ${text} (${left} s) for a ${WINDOW_S} s window`);
+			await sleep(1600);
+			const later = Number(await a.page.getAttribute("#pay-countdown", "data-left"));
+			return later < left && (outcome === "reserved" || outcome === "processing");
+		});
+		if (reserved)
+			await shot(a, "03-reserved.png");
+
+		/* The second shopper: the first item is sold out. */
+		await step("a second shopper sees the first item sold out", async () => {
+			await b.page.click(`${item(ITEM1)} .buy`, { timeout: 2000 }).catch(() => {});
+			await b.page.waitForSelector(`${item(ITEM1)}[data-state="sold_out"]`, { timeout: 15000 });
+			const text = await b.page.textContent(`${item(ITEM1)} .badge`);
+			diag(`shopper two sees "${text}"`);
+		});
+		await shot(b, "04-sold-out-phone-vi.png");
+
+		/* A payment made elsewhere reaches the page live. */
+		const live = reserved && await step("the order page listens live (Server-Sent Events)", async () => {
+			await a.page.waitForSelector(`#order[data-live="sse"]`, { timeout: 10000 });
+		});
+		if (reserved) {
+			const auth = await a.page.evaluate(() => JSON.parse(localStorage.getItem("fs.auth")));
+			const orderId = await a.page.evaluate(() => {
+				const k = Object.keys(localStorage).find((x) => x.startsWith("fs.order."));
+				return k ? JSON.parse(localStorage.getItem(k)).orderId : null;
+			});
+			const paid = await step("the order is paid (POST .../pay, as from another device)", async () => {
+				/* 409 ORDER_PROCESSING until the consumer has recorded it. */
+				for (let i = 0; i < 30; i++) {
+					const r = await fetch(`${EDGE}/api/flash-sales/orders/${orderId}/pay`, {
+						method: "POST", headers: { Authorization: `Bearer ${auth.token}` },
+					});
+					const body = await r.text();
+					if (r.status === 200)
+						return true;
+					if (r.status !== 409 && r.status !== 503)
+						throw new Error(`pay answered ${r.status} ${body}`);
+					await sleep(500);
+				}
+				throw new Error("pay did not succeed within 15 s");
+			});
+			if (paid) {
+				await step("the page changes to paid live, by the stream", async () => {
+					await a.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 8000 });
+					const source = await a.page.getAttribute("#order", "data-source");
+					diag(`PAID arrived by ${source}`);
+					return !live || source === "sse";
+				});
+				await shot(a, "05-paid.png");
+			}
+		}
+
+		/* The second shopper buys the other item and pays on the page, polling. */
+		const bReserved = await step("shopper two (no EventSource) buys the second item", async () => {
+			await b.page.click(`${item(ITEM2)} .buy`);
+			await b.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
+				{ timeout: 10000 });
+			await b.page.waitForSelector(`#order[data-live="poll"]`, { timeout: 10000 });
+		});
+		if (bReserved) {
+			await shot(b, "06-reserved-phone-vi.png");
+			await step("the Pay button on the page pays the order", async () => {
+				await b.page.click("#pay");
+				await b.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 20000 });
+			});
+			await shot(b, "07-paid-phone-vi.png");
+		}
+		check(a.log.errors.length + b.log.errors.length === 0, "no script errors on the page",
+			[...a.log.errors, ...b.log.errors].join("\n"));
+	} finally {
+		await close(a);
+		await close(b);
+	}
+}
+
+main().then(() => {
+	process.exit(failed === 0 ? 0 : 1);
+}, (e) => {
+	notOk("browser test", e && e.stack ? e.stack : e);
+	process.exit(1);
+});
