@@ -11,7 +11,7 @@ fire_all() {
 		printf "url = \"%s\"\nrequest = \"POST\"\nheader = \"Authorization: Bearer %s\"\n", base, $2
 		print "output = \"/dev/null\"\nsilent\nwrite-out = \"%{http_code}\\n\""
 	}' "$2" >"$cfg"
-	curl -s -Z --parallel-max 200 -K "$cfg" >"$3"
+	curl -s --no-progress-meter -Z --parallel-max 200 -K "$cfg" >"$3"
 }
 
 count_of() { grep -c "^$1\$" "$2"; }
@@ -145,10 +145,7 @@ redis_calls() {
 		sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/\1 \2/p'
 }
 # The consumer confirms recorded orders in Redis: let it finish first.
-deadline=$(($(date +%s) + 30))
-while [ "$(redis ZCARD "fs:{$sale}:unconfirmed")" != 0 ] && [ "$(date +%s)" -le "$deadline" ]; do
-	sleep 0.1
-done
+wait_consumer_idle
 fcgi_count() { grep -c 'upstream=unix:.*flashsale-purchase' "$FLASHSALE_STATE/log/nginx-access.log"; }
 calls_before=$(redis_calls)
 fcgi_before=$(fcgi_count)
