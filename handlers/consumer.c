@@ -300,6 +300,7 @@ dead_letters(struct app *app, const struct batch *b)
 	struct fs_kafka_msg dl[BATCH_MAX];
 	size_t n = 0;
 	enum fs_kafka_delivery d;
+	char err[256];
 
 	for (size_t i = 0; i < b->n; i++) {
 		const char *reason = dead_letter_reason(b, i);
@@ -315,8 +316,9 @@ dead_letters(struct app *app, const struct batch *b)
 	}
 	if (n == 0)
 		return 0;
-	if ((d = fs_kafka_produce_all(app->dlq, app->dlq_topic, dl, n)) != FS_KAFKA_DELIVERED) {
-		fs_log_warn("dead letters not delivered (%s); will retry", app->dlq->errstr);
+	if ((d = fs_kafka_produce_all(app->dlq, app->dlq_topic, dl, n, err, sizeof(err))) !=
+	    FS_KAFKA_DELIVERED) {
+		fs_log_warn("dead letters not delivered (%s); will retry", err);
 		return -1;
 	}
 	return 0;
@@ -540,7 +542,7 @@ setup(struct app *app)
 		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
 		return -1;
 	}
-	if ((app->dlq = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS), 10000,
+	if ((app->dlq = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS), 10000, 5,
 		 err, sizeof(err))) == NULL) {
 		fs_log_error("kafka producer: %s", err);
 		return -1;
@@ -558,8 +560,6 @@ static void
 teardown(struct app *app)
 {
 	fs_kafka_consumer_free(app->consumer);
-	if (app->dlq != NULL)
-		fs_kafka_producer_flush(app->dlq, 5000);
 	fs_kafka_producer_free(app->dlq);
 	fs_push_free(app->push);
 	fs_stock_free(app->stock);

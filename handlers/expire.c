@@ -93,8 +93,9 @@ token_ok(struct app *app, const char *given)
 }
 
 static void
-handle(struct app *app, fs_fcgi *fcgi)
+handle(fs_fcgi *fcgi, void *arg)
 {
+	struct app *app = arg;
 	const char *doc = fs_fcgi_param(fcgi, "DOCUMENT_URI");
 	char body[256];
 
@@ -118,7 +119,7 @@ handle(struct app *app, fs_fcgi *fcgi)
 }
 
 static int
-setup(struct app *app)
+setup_app(struct app *app)
 {
 	const char *token;
 	char err[256];
@@ -160,8 +161,10 @@ setup(struct app *app)
 }
 
 static void
-teardown(struct app *app)
+teardown(void *arg)
 {
+	struct app *app = arg;
+
 	fs_push_free(app->push);
 	fs_stock_free(app->stock);
 	fs_redis_free(app->redis);
@@ -170,38 +173,40 @@ teardown(struct app *app)
 	    sizeof(app->cfg.value[FS_CFG_EXPIRE_TOKEN]));
 }
 
+static int
+setup(void *arg)
+{
+	struct app *app = arg;
+
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return -1;
+	}
+	if (setup_app(app) != 0)
+		return -1;
+	if (!app->token_set)
+		fs_log_warn("FLASHSALE_EXPIRE_TOKEN is empty: the endpoint refuses every request");
+	return 1;
+}
+
 int
 main(void)
 {
+	static const struct fs_fcgi_service service = {
+		"flashsale-expire", setup, teardown, NULL, NULL, handle
+	};
 	static struct app app;
 	char body[256];
-	fs_fcgi *fcgi = NULL;
 	int rc = 1;
 
+	if (under_fastcgi())
+		return fs_fcgi_serve(&service, &app);
+	/* Run by cron: one pass, its counts on standard output. */
 	fs_log_init("flashsale-expire");
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return 1;
-	}
-	if (setup(&app) != 0)
-		goto out;
-	if (!under_fastcgi()) {
+	if (sodium_init() >= 0 && setup_app(&app) == 0) {
 		rc = run_once(&app, body, sizeof(body)) == 0 ? 0 : 1;
 		printf("%s\n", body);
-		goto out;
 	}
-	if (!app.token_set)
-		fs_log_warn("FLASHSALE_EXPIRE_TOKEN is empty: the endpoint refuses every request");
-	if ((fcgi = fs_fcgi_new()) == NULL) {
-		fs_log_error("fastcgi: cannot start");
-		goto out;
-	}
-	while (fs_fcgi_accept(fcgi) == 0)
-		handle(&app, fcgi);
-	fs_log_info("stopping");
-	rc = 0;
-out:
-	fs_fcgi_free(fcgi);
 	teardown(&app);
 	return rc;
 }

@@ -330,7 +330,7 @@ authorize_events(struct app *app)
 }
 
 static void
-handle(struct app *app)
+answer(struct app *app)
 {
 	const char *doc = fs_fcgi_param(app->fcgi, "DOCUMENT_URI");
 	struct fs_order o;
@@ -372,7 +372,7 @@ handle(struct app *app)
 }
 
 static int
-setup(struct app *app)
+setup_app(struct app *app)
 {
 	char err[256];
 
@@ -409,17 +409,14 @@ setup(struct app *app)
 		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
 		return -1;
 	}
-	if ((app->fcgi = fs_fcgi_new()) == NULL) {
-		fs_log_error("fastcgi: cannot start");
-		return -1;
-	}
 	return 0;
 }
 
 static void
-teardown(struct app *app)
+teardown(void *arg)
 {
-	fs_fcgi_free(app->fcgi);
+	struct app *app = arg;
+
 	fs_push_free(app->push);
 	fs_stock_free(app->stock);
 	fs_redis_free(app->redis);
@@ -427,23 +424,33 @@ teardown(struct app *app)
 	fs_token_keys_free(app->keys);
 }
 
+/* This program runs one worker thread: the request in hand is the app's. */
+static void
+handle(fs_fcgi *fcgi, void *arg)
+{
+	struct app *app = arg;
+
+	app->fcgi = fcgi;
+	answer(app);
+}
+
+static int
+setup(void *arg)
+{
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return -1;
+	}
+	return setup_app(arg) == 0 ? 1 : -1;
+}
+
 int
 main(void)
 {
+	static const struct fs_fcgi_service service = {
+		"flashsale-order", setup, teardown, NULL, NULL, handle
+	};
 	static struct app app;
-	int rc = 1;
 
-	fs_log_init("flashsale-order");
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return 1;
-	}
-	if (setup(&app) == 0) {
-		while (fs_fcgi_accept(app.fcgi) == 0)
-			handle(&app);
-		fs_log_info("stopping");
-		rc = 0;
-	}
-	teardown(&app);
-	return rc;
+	return fs_fcgi_serve(&service, &app);
 }

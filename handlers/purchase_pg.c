@@ -148,7 +148,7 @@ buy(struct app *app, uint64_t sale, uint64_t item, const char *user)
 }
 
 static void
-handle(struct app *app)
+answer(struct app *app)
 {
 	const char *auth, *query;
 	char user[FS_TOKEN_SUB_MAX + 1];
@@ -187,7 +187,7 @@ handle(struct app *app)
 }
 
 static int
-setup(struct app *app)
+setup_app(struct app *app)
 {
 	char err[256];
 
@@ -213,40 +213,46 @@ setup(struct app *app)
 	/* Connected before the first shopper; a failure here is retried per request. */
 	if (fs_pg_connect(app->pg) != 0)
 		fs_log_warn("database: %s", app->pg->errstr);
-	if ((app->fcgi = fs_fcgi_new()) == NULL) {
-		fs_log_error("fastcgi: cannot start");
-		return -1;
-	}
 	return 0;
 }
 
 static void
-teardown(struct app *app)
+teardown(void *arg)
 {
-	fs_fcgi_free(app->fcgi);
+	struct app *app = arg;
+
 	fs_pg_free(app->pg);
 	fs_token_keys_free(app->keys);
 	fs_urlsig_key_free(app->url_key);
 }
 
+/* This program runs one worker thread: the request in hand is the app's. */
+static void
+handle(fs_fcgi *fcgi, void *arg)
+{
+	struct app *app = arg;
+
+	app->fcgi = fcgi;
+	answer(app);
+}
+
+static int
+setup(void *arg)
+{
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return -1;
+	}
+	return setup_app(arg) == 0 ? 1 : -1;
+}
+
 int
 main(void)
 {
+	static const struct fs_fcgi_service service = {
+		"flashsale-purchase-pg", setup, teardown, NULL, NULL, handle
+	};
 	static struct app app;
-	int rc = 1;
 
-	fs_log_init("flashsale-purchase-pg");
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return 1;
-	}
-	if (setup(&app) != 0)
-		goto out;
-	while (fs_fcgi_accept(app.fcgi) == 0)
-		handle(&app);
-	fs_log_info("stopping");
-	rc = 0;
-out:
-	teardown(&app);
-	return rc;
+	return fs_fcgi_serve(&service, &app);
 }

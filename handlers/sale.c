@@ -388,7 +388,7 @@ answer_reveal(struct app *app, const struct sale_data *d)
 }
 
 static void
-handle(struct app *app)
+answer(struct app *app)
 {
 	const struct sale_data *d;
 	enum doc_kind kind;
@@ -428,7 +428,7 @@ handle(struct app *app)
 }
 
 static int
-setup(struct app *app)
+setup_app(struct app *app)
 {
 	char err[256];
 	const char *redis;
@@ -458,42 +458,48 @@ setup(struct app *app)
 			fs_log_error("out of memory");
 			return -1;
 		}
-	if ((app->fcgi = fs_fcgi_new()) == NULL) {
-		fs_log_error("fastcgi: cannot start");
-		return -1;
-	}
 	return 0;
 }
 
 static void
-teardown(struct app *app)
+teardown(void *arg)
 {
+	struct app *app = arg;
+
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		free(app->cache[i].items);
-	fs_fcgi_free(app->fcgi);
 	fs_redis_free(app->redis);
 	fs_pg_free(app->pg);
 	fs_urlsig_key_free(app->url_key);
 }
 
+/* This program runs one worker thread: the request in hand is the app's. */
+static void
+handle(fs_fcgi *fcgi, void *arg)
+{
+	struct app *app = arg;
+
+	app->fcgi = fcgi;
+	answer(app);
+}
+
+static int
+setup(void *arg)
+{
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
+		return -1;
+	}
+	return setup_app(arg) == 0 ? 1 : -1;
+}
+
 int
 main(void)
 {
+	static const struct fs_fcgi_service service = {
+		"flashsale-sale", setup, teardown, NULL, NULL, handle
+	};
 	static struct app app;
-	int rc = 1;
 
-	fs_log_init("flashsale-sale");
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return 1;
-	}
-	if (setup(&app) != 0)
-		goto out;
-	while (fs_fcgi_accept(app.fcgi) == 0)
-		handle(&app);
-	fs_log_info("stopping");
-	rc = 0;
-out:
-	teardown(&app);
-	return rc;
+	return fs_fcgi_serve(&service, &app);
 }

@@ -88,7 +88,7 @@ fail:
 }
 
 static void
-handle(struct app *app)
+answer(struct app *app)
 {
 	char user[FS_TOKEN_SUB_MAX + 1], token[FS_TOKEN_MAX + 1], expires[32], answer[FS_TOKEN_MAX + 256];
 	enum fs_token_status ts;
@@ -140,7 +140,7 @@ handle(struct app *app)
 }
 
 static int
-setup(struct app *app)
+setup_app(struct app *app)
 {
 	char err[256] = "FLASHSALE_JWT_ISSUER or FLASHSALE_JWT_AUDIENCE is too long";
 
@@ -163,31 +163,44 @@ setup(struct app *app)
 		}
 		fs_log_info("demo sign-in enabled");
 	}
-	if ((app->fcgi = fs_fcgi_new()) == NULL) {
-		fs_log_error("fastcgi: cannot start");
+	return 0;
+}
+
+static void
+teardown(void *arg)
+{
+	struct app *app = arg;
+
+	fs_token_keys_free(app->keys);
+}
+
+/* This program runs one worker thread: the request in hand is the app's. */
+static void
+handle(fs_fcgi *fcgi, void *arg)
+{
+	struct app *app = arg;
+
+	app->fcgi = fcgi;
+	answer(app);
+}
+
+static int
+setup(void *arg)
+{
+	if (sodium_init() < 0) {
+		fs_log_error("libsodium failed to start");
 		return -1;
 	}
-	return 0;
+	return setup_app(arg) == 0 ? 1 : -1;
 }
 
 int
 main(void)
 {
+	static const struct fs_fcgi_service service = {
+		"flashsale-signin", setup, teardown, NULL, NULL, handle
+	};
 	static struct app app;
-	int rc = 1;
 
-	fs_log_init("flashsale-signin");
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return 1;
-	}
-	if (setup(&app) == 0) {
-		while (fs_fcgi_accept(app.fcgi) == 0)
-			handle(&app);
-		fs_log_info("stopping");
-		rc = 0;
-	}
-	fs_fcgi_free(app.fcgi);
-	fs_token_keys_free(app.keys);
-	return rc;
+	return fs_fcgi_serve(&service, &app);
 }

@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +12,33 @@
 #include <fcgiapp.h>
 
 #include "fcgi.h"
+#include "log.h"
 
 struct fs_fcgi {
 	FCGX_Request req;
-	int in_request;
 	char body[FS_FCGI_BODY_MAX + 1];
+};
+
+/* One worker thread: its request, its wake-up, its context. */
+struct worker {
+	fs_fcgi fcgi;
+	pthread_t tid;
+	sem_t go;
+	int quit;
+	int index;
+	void *ctx;
+	struct pool *pool;
+};
+
+/* The workers, and a stack of the idle ones that the acceptor hands work to. */
+struct pool {
+	const struct fs_fcgi_service *svc;
+	struct worker *w;
+	int n;
+	pthread_mutex_t mu;
+	sem_t idle_count;
+	int *idle;
+	int nidle;
 };
 
 static volatile sig_atomic_t fcgi_stop;
@@ -30,64 +55,148 @@ on_stop(int sig)
 	FCGX_ShutdownPending();
 }
 
-fs_fcgi *
-fs_fcgi_new(void)
-{
-	struct sigaction sa;
-	fs_fcgi *f = NULL;
-
-	if (FCGX_Init() != 0)
-		goto fail;
-	if ((f = calloc(1, sizeof(*f))) == NULL)
-		goto fail;
-	if (FCGX_InitRequest(&f->req, 0, 0) != 0)
-		goto fail;
-	/* No SA_RESTART: a stop signal must interrupt the blocking accept. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	return f;
-fail:
-	free(f);
-	return NULL;
-}
-
-void
-fs_fcgi_free(fs_fcgi *f)
-{
-	if (f == NULL)
-		return;
-	if (f->in_request)
-		FCGX_Finish_r(&f->req);
-	FCGX_Free(&f->req, 1);
-	free(f);
-}
-
 int
 fs_fcgi_stopping(void)
 {
 	return fcgi_stop != 0;
 }
 
-int
-fs_fcgi_accept(fs_fcgi *f)
+/* sem_wait that a signal does not cut short. */
+static void
+sem_take(sem_t *s)
 {
-	if (f->in_request) {
-		FCGX_Finish_r(&f->req);
-		f->in_request = 0;
+	while (sem_wait(s) != 0 && errno == EINTR)
+		;
+}
+
+static void
+pool_put_idle(struct pool *p, int index)
+{
+	pthread_mutex_lock(&p->mu);
+	p->idle[p->nidle++] = index;
+	pthread_mutex_unlock(&p->mu);
+	sem_post(&p->idle_count);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (;;) {
+		sem_take(&w->go);
+		if (w->quit)
+			break;
+		w->pool->svc->handle(&w->fcgi, w->ctx);
+		FCGX_Finish_r(&w->fcgi.req);
+		pool_put_idle(w->pool, w->index);
 	}
-	while (!fcgi_stop) {
-		if (FCGX_Accept_r(&f->req) == 0) {
-			f->in_request = 1;
-			return 0;
+	return NULL;
+}
+
+/* Starts n workers; returns how many started. */
+static int
+pool_start(struct pool *p, void *app, int n)
+{
+	int started = 0;
+
+	if ((p->w = calloc((size_t)n, sizeof(*p->w))) == NULL ||
+	    (p->idle = calloc((size_t)n, sizeof(*p->idle))) == NULL)
+		return 0;
+	pthread_mutex_init(&p->mu, NULL);
+	sem_init(&p->idle_count, 0, 0);
+	for (; started < n; started++) {
+		struct worker *w = &p->w[started];
+
+		w->index = started;
+		w->pool = p;
+		w->ctx = p->svc->thread_new != NULL ? p->svc->thread_new(app) : app;
+		if (w->ctx == NULL || FCGX_InitRequest(&w->fcgi.req, 0, 0) != 0)
+			break;
+		sem_init(&w->go, 0, 0);
+		if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+			sem_destroy(&w->go);
+			break;
 		}
-		/* An interrupted accept returns -1; loop to re-check the flag. */
+		pool_put_idle(p, started);
 	}
-	return -1;
+	p->n = started;
+	return started;
+}
+
+/* Waits until every worker is idle, then ends them all. */
+static void
+pool_stop(struct pool *p)
+{
+	for (int i = 0; i < p->n; i++)
+		sem_take(&p->idle_count);
+	for (int i = 0; i < p->n; i++) {
+		p->w[i].quit = 1;
+		sem_post(&p->w[i].go);
+	}
+	for (int i = 0; i < p->n; i++) {
+		pthread_join(p->w[i].tid, NULL);
+		sem_destroy(&p->w[i].go);
+		FCGX_Free(&p->w[i].fcgi.req, 1);
+		if (p->svc->thread_free != NULL && p->w[i].ctx != NULL)
+			p->svc->thread_free(p->w[i].ctx);
+	}
+}
+
+int
+fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
+{
+	struct pool pool = { .svc = svc };
+	struct sigaction sa;
+	sigset_t stops;
+	int n, i, rc = 1;
+
+	fs_log_init(svc->name);
+	/* Only this thread takes the stop signals: block them before any thread exists. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	if (FCGX_Init() != 0 || FCGX_IsCGI()) {
+		fs_log_error("fastcgi: standard input is not a FastCGI socket (run under spawn-fcgi)");
+		goto out;
+	}
+	if ((n = svc->setup(app)) < 1)
+		goto out;
+	if (pool_start(&pool, app, n) != n) {
+		fs_log_error("fastcgi: started %d of %d workers", pool.n, n);
+		goto stop;
+	}
+	/* No SA_RESTART: a stop signal must interrupt the blocking accept. */
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
+	while (!fcgi_stop) {
+		if (sem_wait(&pool.idle_count) != 0)
+			continue;
+		pthread_mutex_lock(&pool.mu);
+		i = pool.idle[--pool.nidle];
+		pthread_mutex_unlock(&pool.mu);
+		if (fcgi_stop || FCGX_Accept_r(&pool.w[i].fcgi.req) != 0) {
+			pool_put_idle(&pool, i);
+			continue;
+		}
+		sem_post(&pool.w[i].go);
+	}
+	fs_log_info("stopping: finishing the requests in hand");
+	rc = 0;
+stop:
+	pool_stop(&pool);
+	free(pool.w);
+	free(pool.idle);
+out:
+	svc->teardown(app);
+	return rc;
 }
 
 const char *
@@ -171,13 +280,4 @@ fs_fcgi_error(fs_fcgi *f, enum fs_http_error e, const char *extra, const char *h
 		n = fs_http_error_body(e, NULL, body, sizeof(body));
 	}
 	fs_fcgi_answer(f, fs_http_error_status(e), headers, body, (size_t)n);
-}
-
-void
-fs_fcgi_finish(fs_fcgi *f)
-{
-	if (f->in_request) {
-		FCGX_Finish_r(&f->req);
-		f->in_request = 0;
-	}
 }

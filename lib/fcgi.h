@@ -1,7 +1,8 @@
 /*
- * FastCGI driver: accepts requests on the socket that spawn-fcgi hands over
- * (fd 0), reads parameters and bounded bodies, writes JSON answers, and
- * stops accepting on SIGTERM/SIGINT so the request in hand can finish.
+ * FastCGI driver: serves the socket that spawn-fcgi hands over (fd 0) with
+ * a pool of worker threads, reads parameters and bounded bodies, writes
+ * JSON answers, and on SIGTERM/SIGINT stops accepting, lets every request
+ * in hand finish, then returns.
  */
 #ifndef FS_FCGI_H
 #define FS_FCGI_H
@@ -17,11 +18,23 @@ typedef struct fs_fcgi fs_fcgi;
 
 enum fs_fcgi_body { FS_FCGI_BODY_OK, FS_FCGI_BODY_TOO_BIG, FS_FCGI_BODY_ERROR };
 
-/* Sets up libfcgi and the stop signals. Free with fs_fcgi_free. */
-fs_fcgi *fs_fcgi_new(void);
-void fs_fcgi_free(fs_fcgi *);
-/* Waits for the next request; 0 when one arrived, -1 when stopping. */
-int fs_fcgi_accept(fs_fcgi *);
+/*
+ * A FastCGI program. setup runs once with the stop signals blocked (threads
+ * it starts inherit that) and returns how many worker threads to run, or -1.
+ * thread_new gives each worker its context (NULL hook: the app itself);
+ * handle answers one request in that context; teardown runs last.
+ */
+struct fs_fcgi_service {
+	const char *name;
+	int (*setup)(void *app);
+	void (*teardown)(void *app);
+	void *(*thread_new)(void *app);
+	void (*thread_free)(void *ctx);
+	void (*handle)(fs_fcgi *, void *ctx);
+};
+
+/* Serves until SIGTERM/SIGINT; returns the process exit status. */
+int fs_fcgi_serve(const struct fs_fcgi_service *, void *app);
 /* True once SIGTERM or SIGINT arrived. */
 int fs_fcgi_stopping(void);
 /* A FastCGI parameter of the current request, or NULL. */
@@ -37,7 +50,5 @@ enum fs_fcgi_body fs_fcgi_read_body(fs_fcgi *, const char **body, size_t *len);
 void fs_fcgi_answer(fs_fcgi *, enum fs_http_status, const char *headers, const char *json, size_t len);
 /* Answers {"error":...}; extra as in fs_http_error_body. */
 void fs_fcgi_error(fs_fcgi *, enum fs_http_error, const char *extra, const char *headers);
-/* Ends the current request (flushes it to the web server). */
-void fs_fcgi_finish(fs_fcgi *);
 
 #endif

@@ -1,30 +1,42 @@
 #include "config.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kafka.h"
 
-/* What one synchronous send learns from its delivery report. */
+/* A group of messages one caller waits for; the reports count it down. */
+struct batch {
+	pthread_cond_t done;
+	size_t remaining;
+};
+
+/* What one message learns from its delivery report. */
 struct delivery {
-	int done;
+	struct batch *batch;
 	rd_kafka_resp_err_t err;
 	rd_kafka_msg_status_t status;
 };
 
+/* Runs on the poller thread (or in a flush): wakes the caller of the batch. */
 static void
 on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
+	fs_kafka_producer *p = opaque;
 	struct delivery *d = m->_private;
 
 	(void)rk;
-	(void)opaque;
 	if (d == NULL)
 		return;
+	pthread_mutex_lock(&p->mu);
 	d->err = m->err;
 	d->status = rd_kafka_message_status(m);
-	d->done = 1;
+	if (--d->batch->remaining == 0)
+		pthread_cond_signal(&d->batch->done);
+	pthread_mutex_unlock(&p->mu);
 }
 
 static int
@@ -34,18 +46,19 @@ conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, 
 }
 
 static rd_kafka_t *
-producer_create(const char *brokers, int timeout_ms, char *err, size_t errlen)
+producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	char timeout[16];
+	char timeout[16], linger[16];
 	rd_kafka_t *rk;
 
-	snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
-	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
+	snprintf(timeout, sizeof(timeout), "%d", p->timeout_ms);
+	snprintf(linger, sizeof(linger), "%d", p->linger_ms);
+	if (conf_set(conf, "bootstrap.servers", p->brokers, err, errlen) != 0 ||
 	    conf_set(conf, "acks", "all", err, errlen) != 0 ||
 	    conf_set(conf, "enable.idempotence", "true", err, errlen) != 0 ||
-	    /* One purchase in hand per process: batching would only add delay. */
-	    conf_set(conf, "linger.ms", "0", err, errlen) != 0 ||
+	    /* Orders from concurrent purchases share one produce request. */
+	    conf_set(conf, "linger.ms", linger, err, errlen) != 0 ||
 	    conf_set(conf, "message.timeout.ms", timeout, err, errlen) != 0 ||
 	    /* The same item always lands on the same partition, as Java clients do. */
 	    conf_set(conf, "partitioner", "murmur2_random", err, errlen) != 0 ||
@@ -56,13 +69,51 @@ producer_create(const char *brokers, int timeout_ms, char *err, size_t errlen)
 		return NULL;
 	}
 	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+	rd_kafka_conf_set_opaque(conf, p);
 	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen)) == NULL)
 		rd_kafka_conf_destroy(conf);
 	return rk;
 }
 
+/*
+ * An idempotent producer that hit a fatal error refuses every later message:
+ * replace it. Messages still queued on the old one are purged, so their
+ * callers hear "not delivered" (or "maybe", when in flight) and retry.
+ */
+static void
+recreate_if_fatal(fs_kafka_producer *p)
+{
+	char reason[256], err[256];
+	rd_kafka_t *rk;
+
+	if (rd_kafka_fatal_error(p->rk, reason, sizeof(reason)) == RD_KAFKA_RESP_ERR_NO_ERROR)
+		return;
+	if ((rk = producer_create(p, err, sizeof(err))) == NULL)
+		return;
+	pthread_rwlock_wrlock(&p->swap);
+	rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	while (rd_kafka_outq_len(p->rk) > 0)
+		rd_kafka_poll(p->rk, 100);
+	rd_kafka_destroy(p->rk);
+	p->rk = rk;
+	pthread_rwlock_unlock(&p->swap);
+}
+
+/* Serves delivery reports as they come, so callers only wait on a condition. */
+static void *
+poll_reports(void *arg)
+{
+	fs_kafka_producer *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		rd_kafka_poll(p->rk, 100);
+		recreate_if_fatal(p);
+	}
+	return NULL;
+}
+
 fs_kafka_producer *
-fs_kafka_producer_new(const char *brokers, int timeout_ms, char *err, size_t errlen)
+fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms, char *err, size_t errlen)
 {
 	fs_kafka_producer *p;
 
@@ -76,11 +127,22 @@ fs_kafka_producer_new(const char *brokers, int timeout_ms, char *err, size_t err
 	}
 	strcpy(p->brokers, brokers);
 	p->timeout_ms = timeout_ms;
-	if ((p->rk = producer_create(brokers, timeout_ms, err, errlen)) == NULL) {
-		free(p);
-		return NULL;
+	p->linger_ms = linger_ms;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_rwlock_init(&p->swap, NULL);
+	if ((p->rk = producer_create(p, err, errlen)) == NULL)
+		goto fail;
+	if (pthread_create(&p->poller, NULL, poll_reports, p) != 0) {
+		snprintf(err, errlen, "cannot start the delivery report thread");
+		rd_kafka_destroy(p->rk);
+		goto fail;
 	}
 	return p;
+fail:
+	pthread_rwlock_destroy(&p->swap);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+	return NULL;
 }
 
 void
@@ -88,120 +150,95 @@ fs_kafka_producer_free(fs_kafka_producer *p)
 {
 	if (p == NULL)
 		return;
-	if (p->rk != NULL)
-		rd_kafka_destroy(p->rk);
+	atomic_store(&p->stop, 1);
+	pthread_join(p->poller, NULL);
+	/* Whatever is still queued gets its chance; flush serves the reports. */
+	rd_kafka_flush(p->rk, 5000);
+	rd_kafka_destroy(p->rk);
+	pthread_rwlock_destroy(&p->swap);
+	pthread_mutex_destroy(&p->mu);
 	free(p);
 }
 
 void
-fs_kafka_producer_flush(fs_kafka_producer *p, int timeout_ms)
+fs_kafka_producer_warm(fs_kafka_producer *p, const char *topic)
 {
-	rd_kafka_flush(p->rk, timeout_ms);
-}
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_topic_t *rkt;
 
-/*
- * An idempotent producer that hit a fatal error refuses every later message:
- * replace it (messages already acknowledged are safe in the broker).
- */
-static void
-recreate_if_fatal(fs_kafka_producer *p)
-{
-	char reason[256], err[256];
-	rd_kafka_t *rk;
-
-	if (rd_kafka_fatal_error(p->rk, reason, sizeof(reason)) == RD_KAFKA_RESP_ERR_NO_ERROR)
-		return;
-	if ((rk = producer_create(p->brokers, p->timeout_ms, err, sizeof(err))) == NULL)
-		return;
-	rd_kafka_destroy(p->rk);
-	p->rk = rk;
-}
-
-enum fs_kafka_delivery
-fs_kafka_produce_sync(fs_kafka_producer *p, const char *topic, const char *key, size_t keylen,
-    const char *value, size_t len)
-{
-	struct delivery d = { 0, RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_MSG_STATUS_NOT_PERSISTED };
-	rd_kafka_resp_err_t err;
-
-	recreate_if_fatal(p);
-	err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
-	    RD_KAFKA_V_KEY((void *)(uintptr_t)key, keylen),
-	    RD_KAFKA_V_VALUE((void *)(uintptr_t)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-	    RD_KAFKA_V_OPAQUE(&d), RD_KAFKA_V_END);
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		p->err = 1;
-		snprintf(p->errstr, sizeof(p->errstr), "produce: %s", rd_kafka_err2str(err));
-		return FS_KAFKA_NOT_DELIVERED;
+	pthread_rwlock_rdlock(&p->swap);
+	if ((rkt = rd_kafka_topic_new(p->rk, topic, NULL)) != NULL) {
+		if (rd_kafka_metadata(p->rk, 0, rkt, &md, p->timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR)
+			rd_kafka_metadata_destroy(md);
+		rd_kafka_topic_destroy(rkt);
 	}
-	/*
-	 * librdkafka reports every message within message.timeout.ms, so the
-	 * report, not our clock, decides; d lives on this stack, so we must not
-	 * return before it arrived.
-	 */
-	while (!d.done)
-		rd_kafka_poll(p->rk, 50);
-	if (d.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-		p->err = 0;
-		return FS_KAFKA_DELIVERED;
-	}
-	p->err = 1;
-	snprintf(p->errstr, sizeof(p->errstr), "delivery: %s", rd_kafka_err2str(d.err));
-	return d.status == RD_KAFKA_MSG_STATUS_NOT_PERSISTED ? FS_KAFKA_NOT_DELIVERED :
-							       FS_KAFKA_MAYBE_DELIVERED;
+	pthread_rwlock_unlock(&p->swap);
 }
 
 enum fs_kafka_delivery
 fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_kafka_msg *msgs,
-    size_t n)
+    size_t n, char *err, size_t errlen)
 {
 	enum fs_kafka_delivery worst = FS_KAFKA_DELIVERED;
-	struct delivery *d;
+	struct delivery one, *d = n == 1 ? &one : calloc(n, sizeof(*d));
+	struct batch batch;
 
 	if (n == 0)
 		return FS_KAFKA_DELIVERED;
-	if ((d = calloc(n, sizeof(*d))) == NULL) {
-		p->err = 1;
-		snprintf(p->errstr, sizeof(p->errstr), "produce: out of memory");
+	if (d == NULL) {
+		snprintf(err, errlen, "produce: out of memory");
 		return FS_KAFKA_NOT_DELIVERED;
 	}
-	recreate_if_fatal(p);
+	pthread_cond_init(&batch.done, NULL);
+	batch.remaining = n;
+	pthread_rwlock_rdlock(&p->swap);
 	for (size_t i = 0; i < n; i++) {
-		rd_kafka_headers_t *h = rd_kafka_headers_new(1);
-		rd_kafka_resp_err_t err;
+		rd_kafka_headers_t *h = NULL;
+		rd_kafka_resp_err_t e;
 
-		if (msgs[i].reason != NULL)
-			rd_kafka_header_add(h, "reason", -1, msgs[i].reason, -1);
+		d[i].batch = &batch;
+		d[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
 		d[i].status = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
-		err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+		if (msgs[i].reason != NULL) {
+			h = rd_kafka_headers_new(1);
+			rd_kafka_header_add(h, "reason", -1, msgs[i].reason, -1);
+		}
+		e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
 		    RD_KAFKA_V_KEY((void *)(uintptr_t)msgs[i].key, msgs[i].keylen),
 		    RD_KAFKA_V_VALUE((void *)(uintptr_t)msgs[i].value, msgs[i].len),
 		    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 		    RD_KAFKA_V_OPAQUE(&d[i]), RD_KAFKA_V_END);
-		if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
 			/* The headers are ours again only when the produce failed. */
-			rd_kafka_headers_destroy(h);
-			d[i].err = err;
-			d[i].done = 1;
+			if (h != NULL)
+				rd_kafka_headers_destroy(h);
+			pthread_mutex_lock(&p->mu);
+			d[i].err = e;
+			batch.remaining--;
+			pthread_mutex_unlock(&p->mu);
 		}
 	}
-	/* Every report arrives within message.timeout.ms; d must outlive them. */
-	for (size_t i = 0; i < n; i++)
-		while (!d[i].done)
-			rd_kafka_poll(p->rk, 50);
+	pthread_rwlock_unlock(&p->swap);
+	/*
+	 * librdkafka reports every message within message.timeout.ms, so the
+	 * reports, not our clock, decide; d must outlive them.
+	 */
+	pthread_mutex_lock(&p->mu);
+	while (batch.remaining > 0)
+		pthread_cond_wait(&batch.done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	pthread_cond_destroy(&batch.done);
 	for (size_t i = 0; i < n; i++) {
 		if (d[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			continue;
-		p->err = 1;
-		snprintf(p->errstr, sizeof(p->errstr), "delivery: %s", rd_kafka_err2str(d[i].err));
+		snprintf(err, errlen, "delivery: %s", rd_kafka_err2str(d[i].err));
 		if (d[i].status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED)
 			worst = FS_KAFKA_MAYBE_DELIVERED;
 		else if (worst == FS_KAFKA_DELIVERED)
 			worst = FS_KAFKA_NOT_DELIVERED;
 	}
-	free(d);
-	if (worst == FS_KAFKA_DELIVERED)
-		p->err = 0;
+	if (d != &one)
+		free(d);
 	return worst;
 }
 

@@ -1,10 +1,14 @@
 /*
- * Kafka driver (librdkafka): an idempotent producer that waits for the
- * broker's acknowledgement of each message, and a consumer-group member.
+ * Kafka driver (librdkafka): an idempotent producer that any number of
+ * threads share, each waiting for the broker's acknowledgement of its own
+ * messages while concurrent messages travel in one batch; and a
+ * consumer-group member.
  */
 #ifndef FS_KAFKA_H
 #define FS_KAFKA_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <librdkafka/rdkafka.h>
@@ -18,28 +22,16 @@ enum fs_kafka_delivery {
 
 typedef struct fs_kafka_producer {
 	rd_kafka_t *rk;
+	pthread_rwlock_t swap; /* held to write while rk is replaced after a fatal error */
+	pthread_mutex_t mu;    /* guards the delivery reports */
+	pthread_t poller;      /* serves the delivery reports */
+	atomic_int stop;
 	char brokers[512];
 	int timeout_ms;
-	int err;
-	char errstr[256];
+	int linger_ms;
 } fs_kafka_producer;
 
-/*
- * A producer with acks=all and enable.idempotence=true. timeout_ms bounds
- * how long a message may wait for its acknowledgement (message.timeout.ms).
- */
-fs_kafka_producer *fs_kafka_producer_new(const char *brokers, int timeout_ms, char *err, size_t errlen);
-void fs_kafka_producer_free(fs_kafka_producer *);
-/*
- * Sends one message and waits for its delivery report, which librdkafka
- * gives within timeout_ms; the answer is final.
- */
-enum fs_kafka_delivery fs_kafka_produce_sync(fs_kafka_producer *, const char *topic, const char *key,
-    size_t keylen, const char *value, size_t len);
-/* Waits up to timeout_ms for every queued message (on shutdown). */
-void fs_kafka_producer_flush(fs_kafka_producer *, int timeout_ms);
-
-/* One message of fs_kafka_produce_all; reason, when not NULL, travels as a header. */
+/* One message; reason, when not NULL, travels as a header (dead letters). */
 struct fs_kafka_msg {
 	const char *key;
 	size_t keylen;
@@ -49,11 +41,24 @@ struct fs_kafka_msg {
 };
 
 /*
- * Sends n messages and waits for every delivery report: FS_KAFKA_DELIVERED
- * only when the broker acknowledged all of them (dead letters).
+ * A producer with acks=all and enable.idempotence=true. timeout_ms bounds
+ * how long a message may wait for its acknowledgement (message.timeout.ms);
+ * linger_ms how long it waits for company (linger.ms).
+ */
+fs_kafka_producer *fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms,
+    char *err, size_t errlen);
+/* Flushes what is queued (up to 5 s) and frees. */
+void fs_kafka_producer_free(fs_kafka_producer *);
+/* Fetches the topic's metadata now, so the first message does not wait for it. */
+void fs_kafka_producer_warm(fs_kafka_producer *, const char *topic);
+/*
+ * Sends n messages and waits for every delivery report, which librdkafka
+ * gives within timeout_ms: FS_KAFKA_DELIVERED only when the broker
+ * acknowledged all of them. The answer is final; err says why it failed.
+ * Thread-safe.
  */
 enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *topic,
-    const struct fs_kafka_msg *msgs, size_t n);
+    const struct fs_kafka_msg *msgs, size_t n, char *err, size_t errlen);
 
 #define FS_KAFKA_PARTITIONS_MAX 1024
 

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,19 @@ fs_redis_reset(fs_redis *r)
 	r->ctx = NULL;
 }
 
+/*
+ * True when the server closed the connection since its last answer (say,
+ * it restarted): the socket reads as hung up or readable while idle. Seen
+ * before a command is sent, so no command is ever lost or sent twice.
+ */
+static int
+went_away(redisContext *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
 static int
 connect_now(fs_redis *r)
 {
@@ -56,7 +70,7 @@ connect_now(fs_redis *r)
 	const char *colon;
 	long port;
 
-	if (r->ctx != NULL && r->ctx->err == 0)
+	if (r->ctx != NULL && r->ctx->err == 0 && !went_away(r->ctx))
 		return 0;
 	fs_redis_reset(r);
 	if (r->addr[0] == '/') {

@@ -6,8 +6,11 @@
 # The caller sets prog (its name), repo (the source tree) and these, each
 # with a default: FLASHSALE_BINDIR (the build tree: the repo), BENCH_STATE
 # (a new /tmp/fs-bench-$prog.XXXXXX, removed after a successful run),
-# BENCH_PORT_BASE (44080), BENCH_PROCS (the purchase handler's processes,
-# 4), BENCH_KEEP (1: leave the stack running). It calls bench_init, then
+# BENCH_PORT_BASE (44080), BENCH_PROCS (processes of the single-threaded
+# responders: the trivial one and the PostgreSQL-only design, 4),
+# BENCH_PURCHASE_PROCS (the purchase handler's, each with
+# FLASHSALE_PURCHASE_THREADS workers: the stack's default),
+# BENCH_KEEP (1: leave the stack running). It calls bench_init, then
 # bench_stack_up; bench_cleanup (installed as the EXIT trap) stops what
 # was started, by PID.
 
@@ -90,7 +93,8 @@ bench_init() {
 stack() {
 	FLASHSALE_STATE=$STATE FLASHSALE_PORT_BASE=$BASE FLASHSALE_BINDIR=$BINDIR \
 		FLASHSALE_DATADIR=$repo FLASHSALE_BENCH=1 FLASHSALE_RATE_PER_IP=off \
-		FLASHSALE_PURCHASE_PROCS=$PROCS "$repo/deploy/stack" "$@"
+		FLASHSALE_PURCHASE_PROCS=${BENCH_PURCHASE_PROCS:-${FLASHSALE_PURCHASE_PROCS:-}} \
+		"$repo/deploy/stack" "$@"
 }
 
 bench_stack_up() {
