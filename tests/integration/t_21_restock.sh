@@ -1,0 +1,42 @@
+# A unit that comes back (here: a cancel) clears the sold-out answers of
+# nginx and of every purchase process at once: purchases resume within a
+# second, with no restart and no operator.
+
+set -- $(new_sale -5 2)
+sale=$1 item=$2
+path=$(purchase_path "$sale")
+t1=$(admin token mint --user "rs1-$sale")
+t2=$(admin token mint --user "rs2-$sale")
+t3=$(admin token mint --user "rs3-$sale")
+first=$(http POST "$path" "$t1")
+is "${first%% *} $(http POST "$path" "$t2" | cut -d' ' -f1)" "202 202" "the two units sell"
+oid=$(json_get "${first#* }" orderId)
+deadline=$(($(date +%s) + 10))
+by=""
+while [ "$(date +%s)" -le "$deadline" ]; do
+	by=$(curl -s -o /dev/null -D - -X POST -H "Authorization: Bearer $t3" "$FLASHSALE_ORIGIN_URL$path" |
+		tr -d '\r' | sed -n 's/^X-Flashsale-Answered-By: //Ip')
+	[ "$by" = nginx ] && break
+done
+is "$by" "nginx" "sold out: nginx answers 410 from the marker"
+wait_consumer_idle
+ans=$(http POST "/api/flash-sales/orders/$oid/cancel" "$t1")
+t0=$(date +%s%N)
+is "$(json_get "${ans#* }" status)" "CANCELLED" "the first shopper cancels"
+is "$(redis GET "fs:{$sale}:stock:$item")" "1" "the unit is back in Redis"
+# A shopper presses Buy again and again (bounded): how long until a 202?
+n=0
+st=""
+while [ $n -lt 300 ]; do
+	st=$(http POST "$path" "$t3" | cut -d' ' -f1)
+	[ "$st" = 202 ] && break
+	n=$((n + 1))
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+is "$st" "202" "purchases resume after the cancel"
+diag "a purchase succeeded $ms ms after the cancel answered ($n sold-out answers before it)"
+if [ "$ms" -le 2500 ]; then ok "they resume within the marker cache's second (+ slack): $ms ms"; else
+	not_ok "they resume within the marker cache's second (+ slack)" "took $ms ms"
+fi
+is "$(ls "$FLASHSALE_SOLDOUT_DIR" | grep -c "^$item\$")" "1" \
+    "the last unit sold again: the marker is back"
