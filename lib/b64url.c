@@ -39,11 +39,19 @@ fs_b64url_encode(char *out, size_t outmax, const void *bin, size_t binlen,
 	return FS_B64URL_OK;
 }
 
+/* Whether c is in the URL-safe alphabet. */
+static int
+b64url_char_ok(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
 enum fs_b64url_status
 fs_b64url_decode(void *out, size_t outmax, const char *in, size_t inlen,
     size_t *outlen)
 {
-	size_t need, binlen;
+	size_t need, binlen, i;
 
 	*outlen = 0;
 	/* One character left over carries only 6 bits: never a whole byte. */
@@ -53,9 +61,16 @@ fs_b64url_decode(void *out, size_t outmax, const char *in, size_t inlen,
 	if (need > outmax)
 		return FS_B64URL_TOO_BIG;
 	/*
-	 * Without an ignore set and with b64_end NULL, libsodium refuses any
-	 * character outside the alphabet ('=' and whitespace included) and
-	 * non-zero trailing bits.
+	 * libsodium 1.0.18 decodes every byte from 0x80 up as '_' (found by
+	 * tests/fuzz/fuzz_b64url), which would give one token or signature
+	 * many spellings: the alphabet is checked here.
+	 */
+	for (i = 0; i < inlen; i++)
+		if (!b64url_char_ok((unsigned char)in[i]))
+			return FS_B64URL_MALFORMED;
+	/*
+	 * Without an ignore set and with b64_end NULL, libsodium refuses '='
+	 * and whitespace, and non-zero trailing bits.
 	 */
 	if (sodium_base642bin(out, outmax, in, inlen, NULL, &binlen, NULL,
 	    sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0)
