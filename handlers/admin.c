@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "cfg.h"
+#include "keys.h"
 #include "pg.h"
 #include "reconcile.h"
 #include "redis.h"
@@ -234,53 +235,50 @@ out:
 	return rc;
 }
 
+/* Prints a purchase path on its own line. */
+static void
+print_path(void *arg, uint64_t item, const char *path)
+{
+	(void)arg;
+	(void)item;
+	printf("%s\n", path);
+}
+
 static int
 cmd_sale_urls(uint64_t sale)
 {
-	char sale_s[24], query[512], err[256];
-	const char *p[1] = { sale_s };
+	struct fs_sale s = { 0 };
 	fs_urlsig_key *key = NULL;
 	struct fs_cfg cfg;
-	PGresult *res = NULL;
 	fs_pg *pg = NULL;
+	char err[512];
 	int rc = 1;
 
 	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
 		return 1;
-	if ((key = fs_urlsig_key_new()) == NULL ||
-	    fs_urlsig_key_load_dir(key, fs_cfg_get(&cfg, FS_CFG_KEYS_DIR), err, sizeof(err)) != 0) {
+	if (fs_keys_load(&cfg, NULL, &key, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
 	}
-	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((pg = fs_pg_new(fs_cfg_get(&cfg, FS_CFG_PG))) == NULL)
+	if ((pg = fs_pg_new(fs_cfg_get(&cfg, FS_CFG_PG))) == NULL ||
+	    (s.items = calloc(FS_SALES_ITEMS_MAX, sizeof(*s.items))) == NULL)
 		goto out;
-	res = fs_pg_exec(pg,
-	    "SELECT i.id, extract(epoch FROM s.starts_at)::bigint, extract(epoch FROM s.ends_at)::bigint "
-	    "FROM sales s JOIN items i ON i.sale_id = s.id WHERE s.id = $1 ORDER BY i.id",
-	    1, p);
-	if (res == NULL) {
-		fail("database: %s", pg->errstr);
+	if (fs_sales_read(pg, NULL, sale, &s, err, sizeof(err)) != 0) {
+		fail("%s", err);
 		goto out;
 	}
-	if (PQntuples(res) == 0) {
-		fail("no sale %s (or it has no items)", sale_s);
+	if (s.nitems == 0) {
+		fail("no sale %" PRIu64 " (or it has no items)", sale);
 		goto out;
 	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		uint64_t item = strtoull(PQgetvalue(res, i, 0), NULL, 10);
-
-		if (fs_urlsig_sign(key, item, sale, (time_t)strtoll(PQgetvalue(res, i, 1), NULL, 10),
-			(time_t)strtoll(PQgetvalue(res, i, 2), NULL, 10), query, sizeof(query)) != 0) {
-			fail("%s", "cannot sign");
-			goto out;
-		}
-		printf("/api/flash-sales/items/%" PRIu64 "/purchase?%s\n", item, query);
+	if (fs_sales_purchase_paths(key, &s, print_path, NULL) != 0) {
+		fail("%s", "cannot sign");
+		goto out;
 	}
 	rc = 0;
 out:
 	fs_urlsig_key_free(key);
-	PQclear(res);
+	free(s.items);
 	fs_pg_free(pg);
 	return rc;
 }
@@ -330,15 +328,8 @@ cmd_token_mint(int argc, char **argv)
 		return fail("%s", "token mint needs --user ID");
 	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
 		return 1;
-	if ((keys = fs_token_keys_new()) == NULL)
-		goto out;
-	if (fs_token_keys_load_dir(keys, fs_cfg_get(&cfg, FS_CFG_KEYS_DIR), err, sizeof(err)) != 0) {
+	if (fs_keys_load(&cfg, &keys, NULL, err, sizeof(err)) != 0) {
 		fail("%s", err);
-		goto out;
-	}
-	if (fs_token_keys_set_claims(keys, fs_cfg_get(&cfg, FS_CFG_JWT_ISSUER),
-		fs_cfg_get(&cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
-		fail("%s", "issuer or audience too long");
 		goto out;
 	}
 	for (long i = count > 0 ? 1 : 0; i <= count; i++) {

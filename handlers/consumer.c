@@ -16,7 +16,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,23 +23,16 @@
 #include <string.h>
 #include <time.h>
 
-#include <json-c/json.h>
-
 #include "cfg.h"
 #include "kafka.h"
 #include "log.h"
 #include "orders.h"
-#include "pg.h"
-#include "push.h"
-#include "redis.h"
-#include "stock.h"
-#include "uuid.h"
+#include "stores.h"
 
 #define GROUP		"flashsale-consumer"
 #define BATCH_MAX	500	/* messages per transaction */
 #define BATCH_WAIT_MS	50	/* how long a batch waits to fill up */
 #define IDLE_POLL_MS	200	/* how long an empty poll waits */
-#define MESSAGE_MAX	1024	/* bytes in an order message */
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
 #define ASSIGN_WAIT_S	60	/* --drain: how long to wait for partitions */
@@ -65,10 +57,7 @@ struct counts {
 
 struct app {
 	struct fs_cfg cfg;
-	fs_pg *pg;
-	fs_redis *redis;
-	fs_stock *stock;
-	fs_push *push;
+	struct fs_stores stores;
 	fs_kafka_consumer *consumer;
 	fs_kafka_producer *dlq;
 	char dlq_topic[600];
@@ -109,86 +98,6 @@ pause_ms(long ms)
 	}
 }
 
-/* An integer member within [min, max]; 0 or -1. */
-static int
-member_int(json_object *doc, const char *name, int64_t min, int64_t max, int64_t *out)
-{
-	json_object *v;
-	int64_t n;
-
-	if (!json_object_object_get_ex(doc, name, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	errno = 0;
-	n = json_object_get_int64(v);
-	if (errno != 0 || n < min || n > max)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* A string member of 1..max bytes of printable ASCII (no quote, no backslash). */
-static const char *
-member_text(json_object *doc, const char *name, size_t max)
-{
-	json_object *v;
-	const char *s;
-	size_t len;
-
-	if (!json_object_object_get_ex(doc, name, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	s = json_object_get_string(v);
-	len = strlen(s);
-	if (len == 0 || len > max)
-		return NULL;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
-			return NULL;
-	return s;
-}
-
-/*
- * Reads {"orderId","saleId","itemId","userId","reservedAt"} into o; -1 for
- * anything else, which can never become an order.
- */
-static int
-parse_order(const rd_kafka_message_t *m, struct fs_order *o)
-{
-	json_tokener *tok = NULL;
-	json_object *doc = NULL;
-	const char *id, *user;
-	int64_t sale, item, reserved;
-	int rc = -1;
-
-	memset(o, 0, sizeof(*o));
-	if (m->payload == NULL || m->len == 0 || m->len > MESSAGE_MAX)
-		return -1;
-	if ((tok = json_tokener_new_ex(4)) == NULL)
-		return -1;
-	doc = json_tokener_parse_ex(tok, m->payload, (int)m->len);
-	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != m->len ||
-	    !json_object_is_type(doc, json_type_object))
-		goto out;
-	if ((id = member_text(doc, "orderId", FS_ORDERS_ID_LEN)) == NULL ||
-	    fs_uuid_parse(id, strlen(id), NULL) != 0 ||
-	    (user = member_text(doc, "userId", FS_ORDERS_USER_MAX)) == NULL ||
-	    member_int(doc, "saleId", 1, INT64_MAX, &sale) != 0 ||
-	    member_int(doc, "itemId", 1, INT64_MAX, &item) != 0 ||
-	    /* Milliseconds since 1970, before the year 9999. */
-	    member_int(doc, "reservedAt", 1, INT64_C(253402300799999), &reserved) != 0)
-		goto out;
-	memcpy(o->id, id, FS_ORDERS_ID_LEN + 1);
-	snprintf(o->user, sizeof(o->user), "%s", user);
-	o->sale = (uint64_t)sale;
-	o->item = (uint64_t)item;
-	o->reserved_ms = reserved;
-	rc = 0;
-out:
-	json_object_put(doc);
-	json_tokener_free(tok);
-	return rc;
-}
-
 /* Takes messages until the batch is full or BATCH_WAIT_MS after the first. */
 static void
 collect(struct app *app, struct batch *b)
@@ -220,8 +129,9 @@ collect(struct app *app, struct batch *b)
 		if (b->n == 0)
 			deadline = now_ms() + BATCH_WAIT_MS;
 		b->msg[b->n] = m;
-		b->outcome[b->n] =
-		    parse_order(m, &b->order[b->n]) == 0 ? OUTCOME_ORDER : OUTCOME_MALFORMED;
+		b->outcome[b->n] = fs_orders_parse_message(m->payload, m->len, &b->order[b->n]) == 0 ?
+		    OUTCOME_ORDER :
+		    OUTCOME_MALFORMED;
 		b->n++;
 	}
 }
@@ -250,14 +160,15 @@ record(struct app *app, struct batch *b)
 			app->scratch[n] = b->order[i];
 			map[n++] = i;
 		}
-	r = fs_orders_place_batch(app->pg, app->scratch, n);
+	r = fs_orders_place_batch(app->stores.pg, app->scratch, n);
 	if (r == FS_ORDERS_REFUSED) {
-		fs_log_warn("batch refused (%s); recording its orders one by one", app->pg->errstr);
+		fs_log_warn("batch refused (%s); recording its orders one by one",
+		    app->stores.pg->errstr);
 		for (size_t k = 0; k < n; k++) {
-			r = fs_orders_place_batch(app->pg, &app->scratch[k], 1);
+			r = fs_orders_place_batch(app->stores.pg, &app->scratch[k], 1);
 			if (r == FS_ORDERS_REFUSED) {
 				fs_log_error("order %s refused by the database: %s",
-				    app->scratch[k].id, app->pg->errstr);
+				    app->scratch[k].id, app->stores.pg->errstr);
 				app->scratch[k].status = FS_ORDER_REJECTED;
 				snprintf(app->scratch[k].failure, sizeof(app->scratch[k].failure),
 				    "REFUSED");
@@ -269,7 +180,7 @@ record(struct app *app, struct batch *b)
 	}
 	if (r != FS_ORDERS_OK && r != FS_ORDERS_REFUSED) {
 		fs_log_warn("recording %zu orders failed (%s): %s; will retry", n,
-		    fs_orders_strerror(r), app->pg->errstr);
+		    fs_orders_strerror(r), app->stores.pg->errstr);
 		return -1;
 	}
 	for (size_t k = 0; k < n; k++)
@@ -342,13 +253,13 @@ settle_holds(struct app *app, const struct batch *b)
 		if (b->outcome[i] != OUTCOME_ORDER)
 			continue;
 		if (!fs_orders_status_live(o->status)) {
-			if (fs_stock_release(app->stock, o->sale, o->item, o->id) < 0) {
+			if (fs_stock_release(app->stores.stock, o->sale, o->item, o->id) < 0) {
 				/* An error reply (a record of another item) cannot heal. */
-				if (app->redis->ctx == NULL) {
-					fs_log_warn("%s; will retry", app->stock->errstr);
+				if (app->stores.redis->ctx == NULL) {
+					fs_log_warn("%s; will retry", app->stores.stock->errstr);
 					return -1;
 				}
-				fs_log_error("order %s: %s", o->id, app->stock->errstr);
+				fs_log_error("order %s: %s", o->id, app->stores.stock->errstr);
 			}
 			continue;
 		}
@@ -363,8 +274,8 @@ settle_holds(struct app *app, const struct batch *b)
 			    fs_orders_status_live(b->order[j].status) &&
 			    b->order[j].sale == o->sale)
 				ids[n++] = b->order[j].id;
-		if (fs_stock_confirm(app->stock, o->sale, ids, n) != 0) {
-			fs_log_warn("%s; will retry", app->stock->errstr);
+		if (fs_stock_confirm(app->stores.stock, o->sale, ids, n) != 0) {
+			fs_log_warn("%s; will retry", app->stores.stock->errstr);
 			return -1;
 		}
 next:;
@@ -386,8 +297,9 @@ push_statuses(struct app *app, const struct batch *b)
 		    o->status != FS_ORDER_REJECTED)
 			recorded[n++] = o;
 	}
-	if ((failed = fs_orders_publish(app->push, recorded, n)) > 0)
-		fs_log_warn("%zu of %zu status pushes failed (%s)", failed, n, app->push->errstr);
+	if ((failed = fs_orders_publish(app->stores.push, recorded, n)) > 0)
+		fs_log_warn("%zu of %zu status pushes failed (%s)", failed, n,
+		    app->stores.push->errstr);
 }
 
 static void
@@ -525,21 +437,8 @@ setup(struct app *app)
 		fs_log_error("FLASHSALE_KAFKA_TOPIC too long");
 		return -1;
 	}
-	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
-	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
-		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
-		return -1;
-	}
-	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
-		NULL ||
-	    app->stock->err) {
-		fs_log_error("stock: %s",
-		    app->stock != NULL ? app->stock->errstr : "out of memory");
-		return -1;
-	}
-	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
-	    sizeof(err))) == NULL) {
-		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {
+		fs_log_error("%s", err);
 		return -1;
 	}
 	if ((app->dlq = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS), 10000, 5,
@@ -561,10 +460,7 @@ teardown(struct app *app)
 {
 	fs_kafka_consumer_free(app->consumer);
 	fs_kafka_producer_free(app->dlq);
-	fs_push_free(app->push);
-	fs_stock_free(app->stock);
-	fs_redis_free(app->redis);
-	fs_pg_free(app->pg);
+	fs_stores_close(&app->stores);
 }
 
 /* --lag: the group's backlog, for operators and the tests' "at rest". */

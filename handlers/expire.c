@@ -23,19 +23,13 @@
 #include "expiry.h"
 #include "fcgi.h"
 #include "log.h"
-#include "pg.h"
-#include "push.h"
-#include "redis.h"
-#include "stock.h"
+#include "stores.h"
 
 #define EXPIRE_PATH "/api/flash-sales/admin/expire"
 
 struct app {
 	struct fs_cfg cfg;
-	fs_pg *pg;
-	fs_redis *redis;
-	fs_stock *stock;
-	fs_push *push;
+	struct fs_stores stores;
 	fs_expiry expiry;
 	unsigned char token_hash[crypto_generichash_BYTES];
 	int token_set;
@@ -122,7 +116,7 @@ static int
 setup_app(struct app *app)
 {
 	const char *token;
-	char err[256];
+	char err[512];
 	long age;
 
 	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG)) != 0) {
@@ -133,21 +127,8 @@ setup_app(struct app *app)
 		fs_log_error("FLASHSALE_HOLD_MAX_AGE must be a number of seconds");
 		return -1;
 	}
-	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
-	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
-		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
-		return -1;
-	}
-	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
-		NULL ||
-	    app->stock->err) {
-		fs_log_error("stock: %s",
-		    app->stock != NULL ? app->stock->errstr : "out of memory");
-		return -1;
-	}
-	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
-	    sizeof(err))) == NULL) {
-		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {
+		fs_log_error("%s", err);
 		return -1;
 	}
 	token = fs_cfg_get(&app->cfg, FS_CFG_EXPIRE_TOKEN);
@@ -156,7 +137,7 @@ setup_app(struct app *app)
 		    (const unsigned char *)token, strlen(token), NULL, 0);
 		app->token_set = 1;
 	}
-	fs_expiry_init(&app->expiry, app->pg, app->stock, app->push, age);
+	fs_expiry_init(&app->expiry, app->stores.pg, app->stores.stock, app->stores.push, age);
 	return 0;
 }
 
@@ -165,10 +146,7 @@ teardown(void *arg)
 {
 	struct app *app = arg;
 
-	fs_push_free(app->push);
-	fs_stock_free(app->stock);
-	fs_redis_free(app->redis);
-	fs_pg_free(app->pg);
+	fs_stores_close(&app->stores);
 	sodium_memzero(app->cfg.value[FS_CFG_EXPIRE_TOKEN],
 	    sizeof(app->cfg.value[FS_CFG_EXPIRE_TOKEN]));
 }

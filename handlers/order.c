@@ -17,21 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
-
-#include <sodium.h>
 
 #include "cfg.h"
 #include "fcgi.h"
+#include "keys.h"
 #include "log.h"
 #include "orders.h"
-#include "pg.h"
-#include "push.h"
-#include "redis.h"
 #include "sales.h"
-#include "stock.h"
-#include "token.h"
+#include "stores.h"
 #include "uuid.h"
 
 #define PATH_PREFIX	"/api/flash-sales/orders/"
@@ -40,31 +34,30 @@
 
 enum action { ACTION_STATUS, ACTION_PAY, ACTION_CANCEL, ACTION_EVENTS, ACTION__MAX };
 
-/* The path after the order id, and the method each action takes. */
+/*
+ * The path after the order id, the method each action takes and, for
+ * those that change the order, the change and the status it leads to.
+ */
 static const struct {
 	const char *suffix;
 	const char *method;
 	const char *allow;
+	enum fs_orders_result (*change)(fs_pg *, struct fs_order *);
+	enum fs_order_status after;
+	const char *done;
 } actions[ACTION__MAX] = {
-	[ACTION_STATUS] = { "", "GET", "Allow: GET, HEAD\r\n" },
-	[ACTION_PAY] = { "/pay", "POST", "Allow: POST\r\n" },
-	[ACTION_CANCEL] = { "/cancel", "POST", "Allow: POST\r\n" },
-	[ACTION_EVENTS] = { "/events", "GET", "Allow: GET\r\n" },
+	[ACTION_STATUS] = { "", "GET", "Allow: GET, HEAD\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
+	[ACTION_PAY] = { "/pay", "POST", "Allow: POST\r\n", fs_orders_pay, FS_ORDER_PAID, "paid" },
+	[ACTION_CANCEL] = { "/cancel", "POST", "Allow: POST\r\n", fs_orders_cancel,
+	    FS_ORDER_CANCELLED, "cancelled" },
+	[ACTION_EVENTS] = { "/events", "GET", "Allow: GET\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
 };
 
 struct app {
 	struct fs_cfg cfg;
-	fs_fcgi *fcgi;
 	fs_token_keys *keys;
-	fs_pg *pg;
-	fs_redis *redis;
-	fs_stock *stock;
-	fs_push *push;
+	struct fs_stores stores;
 };
-
-static const char bearer_header[] =
-    "WWW-Authenticate: Bearer realm=\"flashsale\", error=\"invalid_token\"\r\n";
-static const char retry_header[] = "Retry-After: 1\r\n";
 
 /*
  * Splits /api/flash-sales/orders/{id}[/pay|/cancel|/events][?query] into
@@ -115,9 +108,9 @@ query_token(const char *uri, size_t *len)
 
 /* The caller's user id from the bearer token (or, for events, access_token). */
 static int
-authenticate(struct app *app, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
+authenticate(struct app *app, fs_fcgi *fcgi, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
 {
-	const char *auth = fs_fcgi_param(app->fcgi, "HTTP_AUTHORIZATION"), *uri, *tok;
+	const char *auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION"), *uri, *tok;
 	size_t len;
 
 	if (auth != NULL && *auth != '\0')
@@ -125,7 +118,7 @@ authenticate(struct app *app, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
 			   FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ?
 			   0 :
 			   -1;
-	if (!allow_query || (uri = fs_fcgi_param(app->fcgi, "REQUEST_URI")) == NULL ||
+	if (!allow_query || (uri = fs_fcgi_param(fcgi, "REQUEST_URI")) == NULL ||
 	    (tok = query_token(uri, &len)) == NULL)
 		return -1;
 	return fs_token_verify(app->keys, tok, len, time(NULL), user,
@@ -137,7 +130,7 @@ authenticate(struct app *app, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
  * the caller holds it. 1 found, 0 not found, -1 a store failed.
  */
 static int
-find_processing(struct app *app, struct fs_order *o)
+find_processing(struct fs_stores *st, struct fs_order *o)
 {
 	char key[FS_STOCK_KEY_MAX], user[FS_ORDERS_USER_MAX + 1], *end;
 	PGresult *res;
@@ -145,7 +138,7 @@ find_processing(struct app *app, struct fs_order *o)
 	int found = 0;
 
 	/* A hold lives from the purchase until the consumer records it. */
-	res = fs_pg_exec(app->pg,
+	res = fs_pg_exec(st->pg,
 	    "SELECT id FROM sales WHERE starts_at <= now() + interval '1 minute' "
 	    "AND ends_at > now() - interval '1 hour' ORDER BY id DESC LIMIT $1",
 	    1, (const char *[]){ SALES_MAX });
@@ -158,7 +151,7 @@ find_processing(struct app *app, struct fs_order *o)
 		if (fs_sales_parse_id(PQgetvalue(res, i, 0), &sale) != 0)
 			continue;
 		fs_stock_key(key, FS_STOCK_KEY_ORDERS, sale, 0);
-		if ((r = fs_redis_argv(app->redis, 3, (const char *[]){ "HGET", key, o->id },
+		if ((r = fs_redis_argv(st->redis, 3, (const char *[]){ "HGET", key, o->id },
 		    NULL)) == NULL) {
 			PQclear(res);
 			return -1;
@@ -177,7 +170,7 @@ find_processing(struct app *app, struct fs_order *o)
 		if (!found)
 			continue;
 		fs_stock_key(key, FS_STOCK_KEY_SALE, sale, 0);
-		if ((r = fs_redis_argv(app->redis, 3, (const char *[]){ "HGET", key, "window" },
+		if ((r = fs_redis_argv(st->redis, 3, (const char *[]){ "HGET", key, "window" },
 		    NULL)) != NULL) {
 			if (r->type == REDIS_REPLY_STRING)
 				window = strtoll(r->str, NULL, 10);
@@ -194,49 +187,49 @@ find_processing(struct app *app, struct fs_order *o)
 static enum fs_orders_result
 find_order(struct app *app, struct fs_order *o)
 {
-	enum fs_orders_result r = fs_orders_get(app->pg, o);
+	enum fs_orders_result r = fs_orders_get(app->stores.pg, o);
 	int found;
 
 	if (r != FS_ORDERS_NOT_FOUND)
 		return r;
-	if ((found = find_processing(app, o)) < 0)
+	if ((found = find_processing(&app->stores, o)) < 0)
 		return FS_ORDERS_TRANSIENT;
 	return found ? FS_ORDERS_OK : FS_ORDERS_NOT_FOUND;
 }
 
 static void
-answer_order(struct app *app, const struct fs_order *o)
+answer_order(fs_fcgi *fcgi, const struct fs_order *o)
 {
 	char body[FS_ORDERS_DOC_MAX];
 	int n = fs_orders_document(o, body, sizeof(body));
 
 	if (n < 0) {
-		fs_fcgi_error(app->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
 		return;
 	}
-	fs_fcgi_answer(app->fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
 }
 
 /* 409 with the order's id and status, so the page can show why. */
 static void
-answer_conflict(struct app *app, enum fs_http_error e, const struct fs_order *o)
+answer_conflict(fs_fcgi *fcgi, enum fs_http_error e, const struct fs_order *o)
 {
 	char extra[128];
 
 	snprintf(extra, sizeof(extra), "\"orderId\":\"%s\",\"status\":\"%s\"", o->id,
 	    fs_orders_status_name(o->status));
-	fs_fcgi_error(app->fcgi, e, extra, NULL);
+	fs_fcgi_error(fcgi, e, extra, NULL);
 }
 
 static void
-answer_failure(struct app *app, enum fs_orders_result r)
+answer_failure(struct app *app, fs_fcgi *fcgi, enum fs_orders_result r)
 {
 	if (r == FS_ORDERS_NOT_FOUND) {
-		fs_fcgi_error(app->fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	fs_log_warn("order lookup failed: %s (%s)", fs_orders_strerror(r), app->pg->errstr);
-	fs_fcgi_error(app->fcgi, FS_ERR_TRY_AGAIN, NULL, retry_header);
+	fs_log_warn("order lookup failed: %s (%s)", fs_orders_strerror(r), app->stores.pg->errstr);
+	fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 }
 
 static void
@@ -244,172 +237,123 @@ publish(struct app *app, const struct fs_order *o)
 {
 	const struct fs_order *list[1] = { o };
 
-	if (fs_orders_publish(app->push, list, 1) != 0)
-		fs_log_warn("status push for %s failed: %s", o->id, app->push->errstr);
+	if (fs_orders_publish(app->stores.push, list, 1) != 0)
+		fs_log_warn("status push for %s failed: %s", o->id, app->stores.push->errstr);
 }
 
-/* PENDING -> PAID; a second payment of a PAID order answers PAID again. */
+/*
+ * Pays (PENDING -> PAID) or cancels (PENDING -> CANCELLED, then, once
+ * committed, the unit goes back). Repeating either answers the same again.
+ */
 static void
-pay(struct app *app, struct fs_order *o)
+change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action action)
 {
-	enum fs_orders_result r = fs_orders_pay(app->pg, o);
+	enum fs_orders_result r = actions[action].change(app->stores.pg, o);
 
 	if (r == FS_ORDERS_NOT_FOUND) {
 		r = find_order(app, o);
 		if (r == FS_ORDERS_OK) {
-			answer_conflict(app, FS_ERR_ORDER_PROCESSING, o);
+			answer_conflict(fcgi, FS_ERR_ORDER_PROCESSING, o);
 			return;
 		}
 	}
 	if (r != FS_ORDERS_OK) {
-		answer_failure(app, r);
+		answer_failure(app, fcgi, r);
 		return;
 	}
-	if (o->status != FS_ORDER_PAID) {
-		/* EXPIRED, CANCELLED, FAILED, or PENDING past its window. */
-		answer_conflict(app, FS_ERR_ORDER_NOT_PENDING, o);
-		return;
-	}
-	if (o->changed) {
-		fs_log_info("order %s paid by %s", o->id, o->user);
-		publish(app, o);
-	}
-	answer_order(app, o);
-}
-
-/* PENDING -> CANCELLED, then (committed) the unit goes back. */
-static void
-cancel(struct app *app, struct fs_order *o)
-{
-	enum fs_orders_result r = fs_orders_cancel(app->pg, o);
-
-	if (r == FS_ORDERS_NOT_FOUND) {
-		r = find_order(app, o);
-		if (r == FS_ORDERS_OK) {
-			answer_conflict(app, FS_ERR_ORDER_PROCESSING, o);
-			return;
-		}
-	}
-	if (r != FS_ORDERS_OK) {
-		answer_failure(app, r);
-		return;
-	}
-	if (o->status != FS_ORDER_CANCELLED) {
-		answer_conflict(app, FS_ERR_ORDER_NOT_PENDING, o);
+	if (o->status != actions[action].after) {
+		/* No longer PENDING, or PENDING past its window. */
+		answer_conflict(fcgi, FS_ERR_ORDER_NOT_PENDING, o);
 		return;
 	}
 	/*
 	 * Also on a repeated cancel: release frees the unit only while this
 	 * order holds it, so a release lost the first time happens now.
 	 */
-	if (fs_stock_release(app->stock, o->sale, o->item, o->id) < 0)
+	if (o->status == FS_ORDER_CANCELLED &&
+	    fs_stock_release(app->stores.stock, o->sale, o->item, o->id) < 0)
 		fs_log_warn("order %s cancelled; release failed (%s): the sweep repairs it", o->id,
-		    app->stock->errstr);
+		    app->stores.stock->errstr);
 	if (o->changed) {
-		fs_log_info("order %s cancelled by %s", o->id, o->user);
+		fs_log_info("order %s %s by %s", o->id, actions[action].done, o->user);
 		publish(app, o);
 	}
-	answer_order(app, o);
+	answer_order(fcgi, o);
 }
 
 /* nchan's subrequest: 204 lets the subscriber in, 403 refuses. */
 static void
-authorize_events(struct app *app)
+authorize_events(struct app *app, fs_fcgi *fcgi)
 {
-	const char *uri = fs_fcgi_param(app->fcgi, "REQUEST_URI");
+	const char *uri = fs_fcgi_param(fcgi, "REQUEST_URI");
 	struct fs_order o;
 	enum action action;
 
 	memset(&o, 0, sizeof(o));
 	if (parse_path(uri, o.id, &action) != 0 || action != ACTION_EVENTS ||
-	    authenticate(app, 1, o.user) != 0 || find_order(app, &o) != FS_ORDERS_OK) {
-		fs_fcgi_answer(app->fcgi, FS_HTTP_FORBIDDEN, NULL, "", 0);
+	    authenticate(app, fcgi, 1, o.user) != 0 || find_order(app, &o) != FS_ORDERS_OK) {
+		fs_fcgi_answer(fcgi, FS_HTTP_FORBIDDEN, NULL, "", 0);
 		return;
 	}
-	fs_fcgi_answer(app->fcgi, FS_HTTP_NO_CONTENT, NULL, "", 0);
+	fs_fcgi_answer(fcgi, FS_HTTP_NO_CONTENT, NULL, "", 0);
 }
 
 static void
-answer(struct app *app)
+handle(fs_fcgi *fcgi, void *arg)
 {
-	const char *doc = fs_fcgi_param(app->fcgi, "DOCUMENT_URI");
+	struct app *app = arg;
+	const char *doc = fs_fcgi_param(fcgi, "DOCUMENT_URI");
 	struct fs_order o;
 	enum action action;
 	enum fs_orders_result r;
 
 	if (doc != NULL && strcmp(doc, AUTH_URI) == 0) {
-		authorize_events(app);
+		authorize_events(app, fcgi);
 		return;
 	}
 	memset(&o, 0, sizeof(o));
 	if (parse_path(doc, o.id, &action) != 0 || action == ACTION_EVENTS) {
-		fs_fcgi_error(app->fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	if (!fs_fcgi_method_is(app->fcgi, actions[action].method) &&
-	    !(action == ACTION_STATUS && fs_fcgi_method_is(app->fcgi, "HEAD"))) {
-		fs_fcgi_error(app->fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, actions[action].allow);
+	if (!fs_fcgi_method_is(fcgi, actions[action].method) &&
+	    !(action == ACTION_STATUS && fs_fcgi_method_is(fcgi, "HEAD"))) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, actions[action].allow);
 		return;
 	}
-	if (authenticate(app, 0, o.user) != 0) {
-		fs_fcgi_error(app->fcgi, FS_ERR_UNAUTHENTICATED, NULL, bearer_header);
+	if (authenticate(app, fcgi, 0, o.user) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_UNAUTHENTICATED, NULL, FS_HTTP_BEARER_CHALLENGE);
 		return;
 	}
-	switch (action) {
-	case ACTION_PAY:
-		pay(app, &o);
-		return;
-	case ACTION_CANCEL:
-		cancel(app, &o);
-		return;
-	default:
-		if ((r = find_order(app, &o)) != FS_ORDERS_OK)
-			answer_failure(app, r);
-		else
-			answer_order(app, &o);
-		return;
-	}
+	if (actions[action].change != NULL)
+		change_order(app, fcgi, &o, action);
+	else if ((r = find_order(app, &o)) != FS_ORDERS_OK)
+		answer_failure(app, fcgi, r);
+	else
+		answer_order(fcgi, &o);
 }
 
 static int
-setup_app(struct app *app)
+setup(void *arg)
 {
-	char err[256];
+	struct app *app = arg;
+	char err[512];
 
 	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG) |
 		    FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	if ((app->keys = fs_token_keys_new()) == NULL ||
-	    fs_token_keys_load_dir(app->keys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
-		sizeof(err)) != 0) {
-		fs_log_error("keys: %s", app->keys != NULL ? err : "out of memory");
+	if (fs_keys_load(&app->cfg, &app->keys, NULL, err, sizeof(err)) != 0) {
+		fs_log_error("keys: %s", err);
 		return -1;
 	}
-	if (fs_token_keys_set_claims(app->keys, fs_cfg_get(&app->cfg, FS_CFG_JWT_ISSUER),
-		fs_cfg_get(&app->cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
-		fs_log_error("FLASHSALE_JWT_ISSUER or FLASHSALE_JWT_AUDIENCE too long");
+	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {
+		fs_log_error("%s", err);
 		return -1;
 	}
-	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
-	    (app->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
-		fs_log_error("out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
-		return -1;
-	}
-	if ((app->stock = fs_stock_new(app->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) ==
-		NULL ||
-	    app->stock->err) {
-		fs_log_error("stock: %s",
-		    app->stock != NULL ? app->stock->errstr : "out of memory");
-		return -1;
-	}
-	if ((app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err,
-	    sizeof(err))) == NULL) {
-		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
-		return -1;
-	}
-	return 0;
+	/* One request at a time: the connections are the process's. */
+	return 1;
 }
 
 static void
@@ -417,31 +361,8 @@ teardown(void *arg)
 {
 	struct app *app = arg;
 
-	fs_push_free(app->push);
-	fs_stock_free(app->stock);
-	fs_redis_free(app->redis);
-	fs_pg_free(app->pg);
+	fs_stores_close(&app->stores);
 	fs_token_keys_free(app->keys);
-}
-
-/* This program runs one worker thread: the request in hand is the app's. */
-static void
-handle(fs_fcgi *fcgi, void *arg)
-{
-	struct app *app = arg;
-
-	app->fcgi = fcgi;
-	answer(app);
-}
-
-static int
-setup(void *arg)
-{
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return -1;
-	}
-	return setup_app(arg) == 0 ? 1 : -1;
 }
 
 int

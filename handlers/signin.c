@@ -16,7 +16,10 @@
 #include <sodium.h>
 
 #include "cfg.h"
+#include "clock.h"
 #include "fcgi.h"
+#include "jsonread.h"
+#include "keys.h"
 #include "log.h"
 #include "token.h"
 
@@ -26,7 +29,6 @@
 
 struct app {
 	struct fs_cfg cfg;
-	fs_fcgi *fcgi;
 	fs_token_keys *keys;	/* NULL when the sign-in is off */
 };
 
@@ -57,20 +59,16 @@ random_user_id(char out[FS_TOKEN_SUB_MAX + 1])
 static int
 requested_user(const char *body, size_t len, char out[FS_TOKEN_SUB_MAX + 1])
 {
-	json_tokener *tok = NULL;
-	json_object *doc = NULL, *v;
+	json_object *doc, *v;
+	const char *why;
 	int rc = -1;
 
 	if (strspn(body, " \t\r\n") == len) {
 		random_user_id(out);
 		return 0;
 	}
-	if ((tok = json_tokener_new_ex(8)) == NULL)
-		goto fail;
-	doc = json_tokener_parse_ex(tok, body, (int)len);
-	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != len || !json_object_is_type(doc, json_type_object))
-		goto fail;
+	if ((doc = fs_jsonread_object(body, len, 8, &why)) == NULL)
+		return -1;
 	if (!json_object_object_get_ex(doc, "userId", &v) || json_object_is_type(v, json_type_null)) {
 		random_user_id(out);
 		rc = 0;
@@ -82,42 +80,41 @@ requested_user(const char *body, size_t len, char out[FS_TOKEN_SUB_MAX + 1])
 	rc = 0;
 fail:
 	json_object_put(doc);
-	if (tok != NULL)
-		json_tokener_free(tok);
 	return rc;
 }
 
 static void
-answer(struct app *app)
+handle(fs_fcgi *fcgi, void *arg)
 {
-	char user[FS_TOKEN_SUB_MAX + 1], token[FS_TOKEN_MAX + 1], expires[32], answer[FS_TOKEN_MAX + 256];
+	struct app *app = arg;
+	char user[FS_TOKEN_SUB_MAX + 1], token[FS_TOKEN_MAX + 1], expires[FS_CLOCK_TIME_LEN];
+	char answer[FS_TOKEN_MAX + 256];
 	enum fs_token_status ts;
 	const char *body;
-	struct tm tm;
 	time_t now;
 	size_t len;
 	int n;
 
 	if (app->keys == NULL) {
-		fs_fcgi_error(app->fcgi, FS_ERR_NOT_FOUND, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	if (!fs_fcgi_method_is(app->fcgi, "POST")) {
-		fs_fcgi_error(app->fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
+	if (!fs_fcgi_method_is(fcgi, "POST")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
 		return;
 	}
-	switch (fs_fcgi_read_body(app->fcgi, &body, &len)) {
+	switch (fs_fcgi_read_body(fcgi, &body, &len)) {
 	case FS_FCGI_BODY_OK:
 		break;
 	case FS_FCGI_BODY_TOO_BIG:
-		fs_fcgi_error(app->fcgi, FS_ERR_PAYLOAD_TOO_LARGE, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_PAYLOAD_TOO_LARGE, NULL, NULL);
 		return;
 	default:
-		fs_fcgi_error(app->fcgi, FS_ERR_BAD_REQUEST, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_BAD_REQUEST, NULL, NULL);
 		return;
 	}
 	if (strlen(body) != len || requested_user(body, len, user) != 0) {
-		fs_fcgi_error(app->fcgi, FS_ERR_BAD_REQUEST,
+		fs_fcgi_error(fcgi, FS_ERR_BAD_REQUEST,
 		    "\"detail\":\"userId must be 1 to 64 characters of A-Z a-z 0-9 . _ -\"", NULL);
 		return;
 	}
@@ -125,45 +122,36 @@ answer(struct app *app)
 	ts = fs_token_mint(app->keys, FS_TOKEN_ALG_EDDSA, user, now, TOKEN_TTL_S, token, sizeof(token));
 	if (ts != FS_TOKEN_OK) {
 		fs_log_error("cannot mint a token: %s", fs_token_strerror(ts));
-		fs_fcgi_error(app->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
 		return;
 	}
-	now += TOKEN_TTL_S;
-	gmtime_r(&now, &tm);
-	strftime(expires, sizeof(expires), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	fs_clock_format(((int64_t)now + TOKEN_TTL_S) * 1000, expires);
 	/* The user id and the token are plain ASCII without quotes: no escaping. */
 	n = snprintf(answer, sizeof(answer), "{\"token\":\"%s\",\"userId\":\"%s\",\"expiresAt\":\"%s\"}",
 	    token, user, expires);
 	sodium_memzero(token, sizeof(token));
-	fs_fcgi_answer(app->fcgi, FS_HTTP_OK, NULL, answer, (size_t)n);
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, answer, (size_t)n);
 	sodium_memzero(answer, sizeof(answer));
 }
 
 static int
-setup_app(struct app *app)
+setup(void *arg)
 {
-	char err[256] = "FLASHSALE_JWT_ISSUER or FLASHSALE_JWT_AUDIENCE is too long";
+	struct app *app = arg;
+	char err[256];
 
 	if (fs_cfg_load(&app->cfg, 0) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
 	if (strcmp(fs_cfg_get(&app->cfg, FS_CFG_DEMO_SIGNIN), "1") == 0) {
-		if (*fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR) == '\0') {
-			fs_log_error("FLASHSALE_KEYS_DIR is not set (the demo sign-in signs tokens)");
-			return -1;
-		}
-		if ((app->keys = fs_token_keys_new()) == NULL ||
-		    fs_token_keys_load_dir(app->keys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
-			sizeof(err)) != 0 ||
-		    fs_token_keys_set_claims(app->keys, fs_cfg_get(&app->cfg, FS_CFG_JWT_ISSUER),
-			fs_cfg_get(&app->cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
-			fs_log_error("keys: %s", app->keys == NULL ? "out of memory" : err);
+		if (fs_keys_load(&app->cfg, &app->keys, NULL, err, sizeof(err)) != 0) {
+			fs_log_error("keys: %s (the demo sign-in signs tokens)", err);
 			return -1;
 		}
 		fs_log_info("demo sign-in enabled");
 	}
-	return 0;
+	return 1;
 }
 
 static void
@@ -172,26 +160,6 @@ teardown(void *arg)
 	struct app *app = arg;
 
 	fs_token_keys_free(app->keys);
-}
-
-/* This program runs one worker thread: the request in hand is the app's. */
-static void
-handle(fs_fcgi *fcgi, void *arg)
-{
-	struct app *app = arg;
-
-	app->fcgi = fcgi;
-	answer(app);
-}
-
-static int
-setup(void *arg)
-{
-	if (sodium_init() < 0) {
-		fs_log_error("libsodium failed to start");
-		return -1;
-	}
-	return setup_app(arg) == 0 ? 1 : -1;
 }
 
 int

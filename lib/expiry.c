@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
+#include "clock.h"
 #include "expiry.h"
 #include "log.h"
 #include "orders.h"
@@ -20,15 +20,6 @@ set_err(fs_expiry *e, const char *what, const char *detail)
 {
 	e->err = 1;
 	snprintf(e->errstr, sizeof(e->errstr), "%s: %s", what, detail);
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 void
@@ -180,7 +171,8 @@ sweep_ghosts(fs_expiry *e, uint64_t sale, struct fs_expiry_counts *c)
 
 	fs_stock_key(zkey, FS_STOCK_KEY_UNCONFIRMED, sale, 0);
 	fs_stock_key(hkey, FS_STOCK_KEY_ORDERS, sale, 0);
-	snprintf(max, sizeof(max), "%" PRId64, now_ms() - (int64_t)e->hold_max_age_s * 1000);
+	snprintf(max, sizeof(max), "%" PRId64,
+	    fs_clock_now_ms() - (int64_t)e->hold_max_age_s * 1000);
 	for (int round = 0; round < SWEEP_ROUNDS; round++) {
 		size_t n;
 

@@ -111,11 +111,15 @@ pool_start(struct pool *p, void *app, int n)
 		w->index = started;
 		w->pool = p;
 		w->ctx = p->svc->thread_new != NULL ? p->svc->thread_new(app) : app;
-		if (w->ctx == NULL || FCGX_InitRequest(&w->fcgi.req, 0, 0) != 0)
+		if (w->ctx == NULL)
 			break;
 		sem_init(&w->go, 0, 0);
-		if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+		if (FCGX_InitRequest(&w->fcgi.req, 0, 0) != 0 ||
+		    pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+			/* Not counted in p->n, so pool_stop would not free it. */
 			sem_destroy(&w->go);
+			if (p->svc->thread_free != NULL)
+				p->svc->thread_free(w->ctx);
 			break;
 		}
 		pool_put_idle(p, started);

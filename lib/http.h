@@ -50,6 +50,11 @@ enum fs_http_error {
 	FS_ERR__MAX
 };
 
+/* Header lines that go with some answers. */
+#define FS_HTTP_RETRY_SOON "Retry-After: 1\r\n"
+#define FS_HTTP_BEARER_CHALLENGE \
+	"WWW-Authenticate: Bearer realm=\"flashsale\", error=\"invalid_token\"\r\n"
+
 /* 202, 404 ... */
 int fs_http_status_code(enum fs_http_status);
 /* "Accepted", "Not Found" ... */

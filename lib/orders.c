@@ -6,7 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+#include "jsonread.h"
 #include "orders.h"
+#include "uuid.h"
+
+/* SQLSTATE of a unique violation: a shopper's second live order. */
+#define SQLSTATE_UNIQUE "23505"
 
 static const char *const status_names[FS_ORDER_STATUS__MAX] = {
 	[FS_ORDER_PROCESSING] = "PROCESSING",
@@ -24,6 +30,8 @@ static const char *const result_texts[FS_ORDERS_RESULT__MAX] = {
 	[FS_ORDERS_TRANSIENT] = "database unavailable",
 	[FS_ORDERS_REFUSED] = "database refused the data",
 	[FS_ORDERS_TOO_BIG] = "batch too big",
+	[FS_ORDERS_SOLD_OUT] = "sold out",
+	[FS_ORDERS_LIVE_ORDER] = "the shopper holds a live order in the sale",
 };
 
 const char *
@@ -51,20 +59,6 @@ const char *
 fs_orders_strerror(enum fs_orders_result r)
 {
 	return r < FS_ORDERS_RESULT__MAX ? result_texts[r] : "unknown result";
-}
-
-void
-fs_orders_format_time(int64_t ms, char out[FS_ORDERS_TIME_LEN])
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms < 0 || gmtime_r(&s, &tm) == NULL || tm.tm_year + 1900 > 9999) {
-		snprintf(out, FS_ORDERS_TIME_LEN, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	snprintf(out, FS_ORDERS_TIME_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
 /*
@@ -236,6 +230,59 @@ out:
 	return rc;
 }
 
+enum fs_orders_result
+fs_orders_buy(fs_pg *pg, struct fs_order *o)
+{
+	/*
+	 * The item row is always read, so that an item outside the sale is
+	 * told from a sold-out one without a second round trip. A second live
+	 * order of the shopper violates orders_one_live_per_user and undoes
+	 * the UPDATE with it.
+	 */
+	static const char buy_sql[] =
+	    "WITH item AS (SELECT id FROM items WHERE id = $1 AND sale_id = $2), "
+	    "unit AS (UPDATE items SET sold = sold + 1 "
+	    "WHERE id = $1 AND sale_id = $2 AND sold < quantity RETURNING id), "
+	    "placed AS (INSERT INTO orders (id, sale_id, item_id, user_id, status, reserved_at, expires_at) "
+	    "SELECT $3, $2, unit.id, $4, 'PENDING', now(), now() + make_interval(secs => s.payment_window_s) "
+	    "FROM unit JOIN sales s ON s.id = $2 RETURNING expires_at) "
+	    "SELECT (SELECT count(*) FROM item), "
+	    "(SELECT floor(extract(epoch FROM expires_at) * 1000)::bigint FROM placed)";
+	static const char live_sql[] = "SELECT id FROM orders WHERE sale_id = $1 AND user_id = $2 "
+				       "AND status IN ('PENDING', 'PAID')";
+	char item_s[24], sale_s[24];
+	const char *params[4] = { item_s, sale_s, o->id, o->user };
+	enum fs_orders_result rc;
+	PGresult *res;
+
+	snprintf(item_s, sizeof(item_s), "%" PRIu64, o->item);
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, o->sale);
+	if ((res = fs_pg_exec(pg, buy_sql, 4, params)) == NULL) {
+		if (strcmp(pg->sqlstate, SQLSTATE_UNIQUE) != 0)
+			return FS_ORDERS_TRANSIENT;
+		params[0] = sale_s;
+		params[1] = o->user;
+		if ((res = fs_pg_exec(pg, live_sql, 2, params)) == NULL || PQntuples(res) != 1) {
+			PQclear(res);
+			return FS_ORDERS_TRANSIENT;
+		}
+		snprintf(o->id, sizeof(o->id), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		return FS_ORDERS_LIVE_ORDER;
+	}
+	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "0") == 0) {
+		rc = FS_ORDERS_NOT_FOUND;
+	} else if (PQgetisnull(res, 0, 1)) {
+		rc = FS_ORDERS_SOLD_OUT;
+	} else {
+		o->status = FS_ORDER_PENDING;
+		o->expires_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		rc = FS_ORDERS_OK;
+	}
+	PQclear(res);
+	return rc;
+}
+
 /* Fills o from a (status, sale_id, item_id, expires_ms[, changed]) row. */
 static void
 take_order(struct fs_order *o, PGresult *res, int has_changed)
@@ -385,17 +432,92 @@ out:
 	return rc;
 }
 
+/* The order as the API shows it, with or without its item. */
+static int
+order_json(const struct fs_order *o, int with_item, char *out, size_t outlen)
+{
+	char expires[FS_CLOCK_TIME_LEN], item[40] = "";
+	int n;
+
+	if (with_item)
+		snprintf(item, sizeof(item), "\"itemId\":%" PRIu64 ",", o->item);
+	fs_clock_format(o->expires_ms, expires);
+	n = snprintf(out, outlen, "{\"orderId\":\"%s\",%s\"status\":\"%s\",\"expiresAt\":\"%s\"}",
+	    o->id, item, fs_orders_status_name(o->status), expires);
+	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
+}
+
 int
 fs_orders_document(const struct fs_order *o, char *out, size_t outlen)
 {
-	char expires[FS_ORDERS_TIME_LEN];
+	return order_json(o, 1, out, outlen);
+}
+
+int
+fs_orders_message(const struct fs_order *o, char *out, size_t outlen)
+{
+	json_object *msg = json_object_new_object();
 	int n;
 
-	fs_orders_format_time(o->expires_ms, expires);
-	n = snprintf(out, outlen,
-	    "{\"orderId\":\"%s\",\"itemId\":%" PRIu64 ",\"status\":\"%s\",\"expiresAt\":\"%s\"}",
-	    o->id, o->item, fs_orders_status_name(o->status), expires);
+	json_object_object_add(msg, "orderId", json_object_new_string(o->id));
+	json_object_object_add(msg, "saleId", json_object_new_int64((int64_t)o->sale));
+	json_object_object_add(msg, "itemId", json_object_new_int64((int64_t)o->item));
+	json_object_object_add(msg, "userId", json_object_new_string(o->user));
+	json_object_object_add(msg, "reservedAt", json_object_new_int64(o->reserved_ms));
+	n = snprintf(out, outlen, "%s",
+	    json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+	json_object_put(msg);
 	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
+}
+
+/* A string member of 1..max bytes of printable ASCII (no quote, no backslash). */
+static const char *
+member_text(json_object *doc, const char *name, size_t max)
+{
+	const char *s = fs_jsonread_string(doc, name, max);
+
+	for (size_t i = 0; s != NULL && s[i] != '\0'; i++)
+		if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
+			return NULL;
+	return s;
+}
+
+int
+fs_orders_parse_message(const void *msg, size_t len, struct fs_order *o)
+{
+	json_object *doc;
+	const char *id, *user, *why;
+	int64_t sale, item, reserved;
+	int rc = -1;
+
+	memset(o, 0, sizeof(*o));
+	if (msg == NULL || len == 0 || len > FS_ORDERS_MESSAGE_MAX)
+		return -1;
+	if ((doc = fs_jsonread_object(msg, len, 4, &why)) == NULL)
+		return -1;
+	if ((id = member_text(doc, "orderId", FS_ORDERS_ID_LEN)) == NULL ||
+	    fs_uuid_parse(id, strlen(id), NULL) != 0 ||
+	    (user = member_text(doc, "userId", FS_ORDERS_USER_MAX)) == NULL ||
+	    fs_jsonread_int(doc, "saleId", 1, INT64_MAX, &sale) != 0 ||
+	    fs_jsonread_int(doc, "itemId", 1, INT64_MAX, &item) != 0 ||
+	    /* Milliseconds since 1970, before the year 9999. */
+	    fs_jsonread_int(doc, "reservedAt", 1, INT64_C(253402300799999), &reserved) != 0)
+		goto out;
+	memcpy(o->id, id, FS_ORDERS_ID_LEN + 1);
+	snprintf(o->user, sizeof(o->user), "%s", user);
+	o->sale = (uint64_t)sale;
+	o->item = (uint64_t)item;
+	o->reserved_ms = reserved;
+	rc = 0;
+out:
+	json_object_put(doc);
+	return rc;
+}
+
+int
+fs_orders_receipt(const struct fs_order *o, char *out, size_t outlen)
+{
+	return order_json(o, 0, out, outlen);
 }
 
 size_t

@@ -16,7 +16,6 @@
 #define FS_ORDERS_ID_LEN	36	/* a UUID in canonical form */
 #define FS_ORDERS_USER_MAX	64	/* bytes in a user id, as orders.user_id allows */
 #define FS_ORDERS_BATCH_MAX	2000	/* orders in one fs_orders_place_batch call */
-#define FS_ORDERS_TIME_LEN	25	/* "2026-01-02T03:04:05.678Z" and the NUL */
 
 enum fs_order_status {
 	FS_ORDER_PROCESSING,	/* held in Redis, not yet in the database */
@@ -49,6 +48,8 @@ enum fs_orders_result {
 	FS_ORDERS_TRANSIENT,	/* the database is away or busy: retry later */
 	FS_ORDERS_REFUSED,	/* the database refused the data: retrying cannot help */
 	FS_ORDERS_TOO_BIG,	/* more orders than FS_ORDERS_BATCH_MAX */
+	FS_ORDERS_SOLD_OUT,	/* buy: no unit left */
+	FS_ORDERS_LIVE_ORDER,	/* buy: the shopper holds a live order in the sale */
 	FS_ORDERS_RESULT__MAX
 };
 
@@ -59,9 +60,17 @@ enum fs_order_status fs_orders_status_parse(const char *name);
 /* PENDING and PAID hold a unit; everything else gives it back. */
 int fs_orders_status_live(enum fs_order_status);
 const char *fs_orders_strerror(enum fs_orders_result);
-/* ISO 8601 UTC with milliseconds, as the API shows times. */
-void fs_orders_format_time(int64_t ms, char out[FS_ORDERS_TIME_LEN]);
 
+/*
+ * The PostgreSQL-only purchase (flashsale-purchase-pg): takes a unit of
+ * o->item and records o (id, sale, item, user) as PENDING in one
+ * statement, hence one transaction, and fills in status and expires_ms.
+ * FS_ORDERS_NOT_FOUND: the item is not in the sale; FS_ORDERS_LIVE_ORDER:
+ * o->id is now the shopper's live order in the sale (FS_ORDERS_TRANSIENT
+ * when it closed meanwhile). Not retried: a repeat could find its own
+ * order.
+ */
+enum fs_orders_result fs_orders_buy(fs_pg *, struct fs_order *o);
 /*
  * Records n orders (id, sale, item, user, reserved_ms filled in) in one
  * transaction and fills in status, failure, expires_ms and duplicate.
@@ -98,6 +107,26 @@ enum fs_orders_result fs_orders_closed_among(fs_pg *, const char *const *ids, si
     size_t *closed, size_t *nclosed);
 
 #define FS_ORDERS_DOC_MAX 192
+#define FS_ORDERS_MESSAGE_MAX 1024 /* bytes in an order message on the topic */
+
+/*
+ * The order message on the topic, {"orderId","saleId","itemId","userId",
+ * "reservedAt"}, of o (id, sale, item, user, reserved_ms). Returns its
+ * length, or -1 when out is too small.
+ */
+int fs_orders_message(const struct fs_order *, char *out, size_t outlen);
+/*
+ * Reads an order message (len bytes) into o: id, sale, item, user and
+ * reserved_ms, the rest zero. -1 for anything else, which can never
+ * become an order.
+ */
+int fs_orders_parse_message(const void *msg, size_t len, struct fs_order *o);
+
+/*
+ * The answer to an accepted purchase, {"orderId","status","expiresAt"}.
+ * Returns its length, or -1 when out is too small.
+ */
+int fs_orders_receipt(const struct fs_order *, char *out, size_t outlen);
 
 /*
  * The order's status document, {"orderId","itemId","status","expiresAt"},

@@ -5,13 +5,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include <json-c/json.h>
-
+#include "jsonread.h"
+#include "log.h"
 #include "sales.h"
 #include "stock.h"
 
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
+
+#define PURCHASE_PREFIX "/api/flash-sales/items/"
+#define PURCHASE_SUFFIX "/purchase"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 int
 fs_sales_parse_id(const char *s, uint64_t *out)
@@ -29,33 +36,141 @@ fs_sales_parse_id(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* A string member of 1..max bytes, or NULL. */
-static const char *
-member_string(json_object *o, const char *name, size_t max)
+const char *
+fs_sales_path_id(const char *path, const char *prefix, uint64_t *id)
 {
-	json_object *v;
-	const char *s;
+	size_t plen = strlen(prefix), n;
+	char digits[24];
 
-	if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_string))
+	if (path == NULL || strncmp(path, prefix, plen) != 0)
 		return NULL;
-	s = json_object_get_string(v);
-	return (*s != '\0' && strlen(s) <= max) ? s : NULL;
+	path += plen;
+	n = strspn(path, "0123456789");
+	if (n == 0 || n >= sizeof(digits))
+		return NULL;
+	memcpy(digits, path, n);
+	digits[n] = '\0';
+	return fs_sales_parse_id(digits, id) == 0 ? path + n : NULL;
 }
 
-/* An integer member within [min, max]; 0 or -1. */
-static int
-member_int(json_object *o, const char *name, int64_t min, int64_t max, int64_t *out)
+int
+fs_sales_parse_purchase_path(const char *path, uint64_t *item)
 {
-	json_object *v;
-	int64_t n;
+	const char *rest = fs_sales_path_id(path, PURCHASE_PREFIX, item);
 
-	if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_int))
+	return rest != NULL && strcmp(rest, PURCHASE_SUFFIX) == 0 ? 0 : -1;
+}
+
+int
+fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
+    void (*each)(void *arg, uint64_t item, const char *path), void *arg)
+{
+	char query[FS_URLSIG_SIGNED_MAX], path[FS_SALES_PATH_MAX];
+	time_t start = (time_t)(s->starts_ms / 1000), end = (time_t)(s->ends_ms / 1000);
+
+	for (int i = 0; i < s->nitems; i++) {
+		uint64_t item = s->items[i].id;
+
+		if (fs_urlsig_sign(key, item, s->id, start, end, query, sizeof(query)) != 0)
+			return -1;
+		snprintf(path, sizeof(path), PURCHASE_PREFIX "%" PRIu64 PURCHASE_SUFFIX "?%s", item,
+		    query);
+		each(arg, item, path);
+	}
+	return 0;
+}
+
+/*
+ * Units left in Redis for every item, one MGET; left stays -1 for an item
+ * Redis does not know (the sale is not warmed) or when Redis cannot answer.
+ */
+static void
+read_left(fs_redis *r, struct fs_sale *s)
+{
+	const char **argv = NULL;
+	char(*keys)[FS_STOCK_KEY_MAX] = NULL;
+	redisReply *reply = NULL;
+
+	if (s->nitems == 0)
+		return;
+	argv = calloc((size_t)s->nitems + 1, sizeof(*argv));
+	keys = calloc((size_t)s->nitems, sizeof(*keys));
+	if (argv == NULL || keys == NULL)
+		goto fail;
+	argv[0] = "MGET";
+	for (int i = 0; i < s->nitems; i++) {
+		fs_stock_key(keys[i], FS_STOCK_KEY_STOCK, s->id, s->items[i].id);
+		argv[i + 1] = keys[i];
+	}
+	reply = fs_redis_argv(r, s->nitems + 1, argv, NULL);
+	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
+	    reply->elements != (size_t)s->nitems) {
+		fs_log_warn("redis stock of sale %" PRIu64 ": %s", s->id,
+		    reply == NULL ? r->errstr : "unexpected reply");
+		goto fail;
+	}
+	for (int i = 0; i < s->nitems; i++) {
+		redisReply *e = reply->element[i];
+
+		if (e->type == REDIS_REPLY_STRING)
+			s->items[i].left = strtol(e->str, NULL, 10);
+	}
+fail:
+	if (reply != NULL)
+		freeReplyObject(reply);
+	free(keys);
+	free(argv);
+}
+
+int
+fs_sales_read(fs_pg *pg, fs_redis *r, uint64_t sale, struct fs_sale *s, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT s.name, floor(extract(epoch FROM s.starts_at) * 1000)::bigint, "
+	    "floor(extract(epoch FROM s.ends_at) * 1000)::bigint, s.payment_window_s, "
+	    "i.id, i.name, i.price_minor, i.currency, i.quantity, i.sold "
+	    "FROM sales s LEFT JOIN items i ON i.sale_id = s.id WHERE s.id = $1 "
+	    "ORDER BY i.id LIMIT " STR(FS_SALES_ITEMS_MAX);
+	char sale_s[24];
+	const char *params[1] = { sale_s };
+	PGresult *res = NULL;
+	int rows;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	/* One retry: the first statement after a lost connection reconnects. */
+	for (int attempt = 0; attempt < 2 && res == NULL; attempt++) {
+		res = fs_pg_exec(pg, sql, 1, params);
+		if (res == NULL && !fs_pg_lost(pg))
+			break;
+	}
+	if (res == NULL) {
+		ERR("database: %s", pg->errstr);
 		return -1;
-	errno = 0;
-	n = json_object_get_int64(v);
-	if (errno != 0 || n < min || n > max)
-		return -1;
-	*out = n;
+	}
+	s->id = sale;
+	s->nitems = 0;
+	rows = PQntuples(res);
+	s->found = rows > 0;
+	if (s->found) {
+		snprintf(s->name, sizeof(s->name), "%s", PQgetvalue(res, 0, 0));
+		s->starts_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		s->ends_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+		s->window_s = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+	}
+	for (int i = 0; i < rows && !PQgetisnull(res, i, 4); i++) {
+		struct fs_sale_item *it = &s->items[s->nitems++];
+
+		it->id = strtoull(PQgetvalue(res, i, 4), NULL, 10);
+		snprintf(it->name, sizeof(it->name), "%s", PQgetvalue(res, i, 5));
+		it->price_minor = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+		snprintf(it->currency, sizeof(it->currency), "%s", PQgetvalue(res, i, 7));
+		it->quantity = strtol(PQgetvalue(res, i, 8), NULL, 10);
+		it->sold = strtol(PQgetvalue(res, i, 9), NULL, 10);
+		it->left = -1;
+	}
+	PQclear(res);
+	if (r != NULL)
+		read_left(r, s);
 	return 0;
 }
 
@@ -70,7 +185,7 @@ static int
 sale_time(json_object *doc, const char *abs_name, const char *rel_name, char *out, size_t outlen,
     char *err, size_t errlen)
 {
-	const char *abs = member_string(doc, abs_name, 64);
+	const char *abs = fs_jsonread_string(doc, abs_name, 64);
 	int64_t rel;
 
 	if (abs != NULL && !has_member(doc, rel_name)) {
@@ -78,7 +193,7 @@ sale_time(json_object *doc, const char *abs_name, const char *rel_name, char *ou
 		return 0;
 	}
 	if (abs == NULL && !has_member(doc, abs_name) &&
-	    member_int(doc, rel_name, -315360000, 315360000, &rel) == 0) {
+	    fs_jsonread_int(doc, rel_name, -315360000, 315360000, &rel) == 0) {
 		snprintf(out, outlen, "@%" PRId64, rel);
 		return 0;
 	}
@@ -94,11 +209,10 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 	static const char *const known[] = { "name", "startsAt", "startsInSeconds", "endsAt",
 		"durationSeconds", "paymentWindowSeconds", "items", NULL };
 	char starts[72], ends[72], window_s[24], qty_s[24], price_s[24], sale_s[24];
-	json_tokener *tok = NULL;
 	json_object *doc = NULL, *items, *item;
 	PGresult *res = NULL;
 	int64_t window = 600, qty, price;
-	const char *name, *iname, *cur;
+	const char *name, *iname, *cur, *why;
 	size_t nitems, used;
 	int rc = -1, in_tx = 0;
 
@@ -106,19 +220,8 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 		ERR("sale description too big (over %d bytes)", FS_SALES_JSON_MAX);
 		goto fail;
 	}
-	if ((tok = json_tokener_new_ex(16)) == NULL) {
-		ERR("out of memory");
-		goto fail;
-	}
-	doc = json_tokener_parse_ex(tok, json, (int)len);
-	if (doc == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != len) {
-		ERR("malformed JSON: %s", doc == NULL ? json_tokener_error_desc(json_tokener_get_error(tok)) :
-							"trailing characters");
-		goto fail;
-	}
-	if (!json_object_is_type(doc, json_type_object)) {
-		ERR("the sale description must be a JSON object");
+	if ((doc = fs_jsonread_object(json, len, 16, &why)) == NULL) {
+		ERR("the sale description must be one JSON object: %s", why);
 		goto fail;
 	}
 	json_object_object_foreach(doc, key, val) {
@@ -132,7 +235,7 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 			goto fail;
 		}
 	}
-	if ((name = member_string(doc, "name", 200)) == NULL) {
+	if ((name = fs_jsonread_string(doc, "name", 200)) == NULL) {
 		ERR("\"name\" must be a string of 1 to 200 bytes");
 		goto fail;
 	}
@@ -140,7 +243,7 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 	    sale_time(doc, "endsAt", "durationSeconds", ends, sizeof(ends), err, errlen) != 0)
 		goto fail;
 	if (has_member(doc, "paymentWindowSeconds") &&
-	    member_int(doc, "paymentWindowSeconds", 10, 86400, &window) != 0) {
+	    fs_jsonread_int(doc, "paymentWindowSeconds", 10, 86400, &window) != 0) {
 		ERR("\"paymentWindowSeconds\" must be an integer from 10 to 86400");
 		goto fail;
 	}
@@ -153,11 +256,11 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 	for (size_t i = 0; i < nitems; i++) {
 		item = json_object_array_get_idx(items, i);
 		if (!json_object_is_type(item, json_type_object) ||
-		    member_string(item, "name", 200) == NULL ||
-		    member_int(item, "priceMinor", 0, INT64_MAX, &price) != 0 ||
-		    (cur = member_string(item, "currency", 3)) == NULL || strlen(cur) != 3 ||
+		    fs_jsonread_string(item, "name", 200) == NULL ||
+		    fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &price) != 0 ||
+		    (cur = fs_jsonread_string(item, "currency", 3)) == NULL || strlen(cur) != 3 ||
 		    strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3 ||
-		    member_int(item, "quantity", 0, 100000000, &qty) != 0) {
+		    fs_jsonread_int(item, "quantity", 0, 100000000, &qty) != 0) {
 			ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
 			    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
 			    i);
@@ -191,10 +294,10 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 	used = (size_t)snprintf(out, outlen, "{\"saleId\":%s,\"itemIds\":[", sale_s);
 	for (size_t i = 0; i < nitems; i++) {
 		item = json_object_array_get_idx(items, i);
-		iname = member_string(item, "name", 200);
-		member_int(item, "priceMinor", 0, INT64_MAX, &price);
-		member_int(item, "quantity", 0, 100000000, &qty);
-		cur = member_string(item, "currency", 3);
+		iname = fs_jsonread_string(item, "name", 200);
+		fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &price);
+		fs_jsonread_int(item, "quantity", 0, 100000000, &qty);
+		cur = fs_jsonread_string(item, "currency", 3);
 		snprintf(price_s, sizeof(price_s), "%" PRId64, price);
 		snprintf(qty_s, sizeof(qty_s), "%" PRId64, qty);
 		{
@@ -231,8 +334,6 @@ fail:
 		fs_pg_run(pg, "ROLLBACK", 0, NULL);
 	PQclear(res);
 	json_object_put(doc);
-	if (tok != NULL)
-		json_tokener_free(tok);
 	return rc;
 }
 

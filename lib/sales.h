@@ -1,7 +1,8 @@
 /*
- * Sale rules for operators: create a sale from its JSON description, load
- * its stock into Redis from PostgreSQL, and read the figures of both side by
- * side.
+ * Sale rules: create a sale from its JSON description, load its stock into
+ * Redis from PostgreSQL, read a sale for its public documents and the
+ * figures of both stores side by side, and make and read the signed
+ * purchase paths of its items.
  */
 #ifndef FS_SALES_H
 #define FS_SALES_H
@@ -11,10 +12,35 @@
 
 #include "pg.h"
 #include "redis.h"
+#include "urlsig.h"
 
 /* The largest sale description accepted, and the most items in one sale. */
 #define FS_SALES_JSON_MAX (1024 * 1024)
 #define FS_SALES_ITEMS_MAX 1000
+
+/* The most bytes in a signed purchase path, NUL included. */
+#define FS_SALES_PATH_MAX (FS_URLSIG_SIGNED_MAX + 64)
+
+struct fs_sale_item {
+	uint64_t id;
+	char name[201];
+	int64_t price_minor;
+	char currency[4];
+	long quantity;
+	long sold; /* items.sold: live orders recorded in PostgreSQL */
+	long left; /* units left in Redis; -1 when unknown */
+};
+
+/* A sale as its public documents show it. */
+struct fs_sale {
+	uint64_t id;
+	int found; /* 0: no such sale */
+	char name[201];
+	int64_t starts_ms, ends_ms;
+	long window_s;
+	int nitems;
+	struct fs_sale_item *items; /* the caller's, room for FS_SALES_ITEMS_MAX */
+};
 
 struct fs_sales_figures {
 	uint64_t item;
@@ -45,6 +71,30 @@ int fs_sales_warm(fs_pg *, fs_redis *, uint64_t sale, int force, char *err, size
  */
 int fs_sales_figures(fs_pg *, fs_redis *, uint64_t sale, struct fs_sales_figures *figs, int max,
     char *err, size_t errlen);
+/*
+ * Reads the sale and its items from PostgreSQL into s (found = 0 for an
+ * unknown sale) and, when r is not NULL, the units left from Redis; an
+ * item's left stays -1 when Redis does not know it or cannot answer.
+ * 0, or -1 with err set when PostgreSQL cannot answer.
+ */
+int fs_sales_read(fs_pg *, fs_redis *r, uint64_t sale, struct fs_sale *s, char *err,
+    size_t errlen);
+/*
+ * Calls each(arg, item, path) with the signed purchase path of every item
+ * of the sale, "/api/flash-sales/items/I/purchase?sale=...": valid from the
+ * whole second of the start to the whole second of the end. 0, or -1 when
+ * an item's URL cannot be signed.
+ */
+int fs_sales_purchase_paths(const fs_urlsig_key *, const struct fs_sale *,
+    void (*each)(void *arg, uint64_t item, const char *path), void *arg);
+/*
+ * Reads the id that follows prefix in path ("/api/flash-sales/sales/" in
+ * "/api/flash-sales/sales/12/reveal"); returns the rest of the path
+ * ("/reveal"), or NULL when path does not start with prefix and an id.
+ */
+const char *fs_sales_path_id(const char *path, const char *prefix, uint64_t *id);
+/* The item id of a path /api/flash-sales/items/{itemId}/purchase; 0 or -1. */
+int fs_sales_parse_purchase_path(const char *path, uint64_t *item);
 /* Parses a decimal id (1 .. 2^63-1); 0 or -1. */
 int fs_sales_parse_id(const char *s, uint64_t *out);
 

@@ -70,3 +70,10 @@ redis HSET "fs:{$sale}:holders" carol 00000000-0000-7000-8000-00000000000a >/dev
 refuse "sale warm refuses a sale that has holds" admin sale warm "$sale"
 check "sale warm --force rebuilds from PostgreSQL" admin sale warm "$sale" --force
 is "$(redis HLEN "fs:{$sale}:holders")" "0" "forced warm leaves only the database's live holds"
+
+# The README's example sale description is accepted as it is.
+ids=$(admin sale create "$top_srcdir/tests/data/sale.json")
+case "$ids" in
+'{"saleId":'*'"itemIds":['*,*']}') ok "the example tests/data/sale.json creates a sale with its two items" ;;
+*) not_ok "the example tests/data/sale.json creates a sale with its two items" "$ids" ;;
+esac

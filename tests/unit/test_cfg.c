@@ -6,16 +6,7 @@
 #include <string.h>
 
 #include "cfg.h"
-
-static int failures;
-
-static void
-expect(int cond, const char *what)
-{
-	printf("%s - %s\n", cond ? "ok" : "FAIL", what);
-	if (!cond)
-		failures++;
-}
+#include "expect.h"
 
 int
 main(void)

@@ -7,16 +7,7 @@
 #include <json-c/json.h>
 
 #include "http.h"
-
-static int failures;
-
-static void
-expect(int cond, const char *what)
-{
-	printf("%s - %s\n", cond ? "ok" : "FAIL", what);
-	if (!cond)
-		failures++;
-}
+#include "expect.h"
 
 int
 main(void)

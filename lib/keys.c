@@ -1,0 +1,48 @@
+#include "config.h"
+
+#include <stdio.h>
+
+#include <sodium.h>
+
+#include "keys.h"
+
+int
+fs_keys_load(const struct fs_cfg *cfg, fs_token_keys **tokens, fs_urlsig_key **url, char *err,
+    size_t errlen)
+{
+	const char *dir = fs_cfg_get(cfg, FS_CFG_KEYS_DIR);
+	fs_token_keys *t = NULL;
+	fs_urlsig_key *u = NULL;
+
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to start");
+		return -1;
+	}
+	if (*dir == '\0') {
+		snprintf(err, errlen, "FLASHSALE_KEYS_DIR is not set");
+		return -1;
+	}
+	if ((tokens != NULL && (t = fs_token_keys_new()) == NULL) ||
+	    (url != NULL && (u = fs_urlsig_key_new()) == NULL)) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (t != NULL && fs_token_keys_load_dir(t, dir, err, errlen) != 0)
+		goto fail;
+	if (t != NULL && fs_token_keys_set_claims(t, fs_cfg_get(cfg, FS_CFG_JWT_ISSUER),
+			     fs_cfg_get(cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (u != NULL && fs_urlsig_key_load_dir(u, dir, err, errlen) != 0)
+		goto fail;
+	if (tokens != NULL)
+		*tokens = t;
+	if (url != NULL)
+		*url = u;
+	return 0;
+fail:
+	fs_token_keys_free(t);
+	fs_urlsig_key_free(u);
+	return -1;
+}

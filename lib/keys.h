@@ -1,0 +1,24 @@
+/*
+ * The keys a program needs, as the configuration names them: the shopper
+ * token keys with the issuer and audience tokens must carry, and the
+ * purchase URL key, all from FLASHSALE_KEYS_DIR.
+ */
+#ifndef FS_KEYS_H
+#define FS_KEYS_H
+
+#include <stddef.h>
+
+#include "cfg.h"
+#include "token.h"
+#include "urlsig.h"
+
+/*
+ * Starts libsodium and loads the token keys into *tokens when tokens is
+ * not NULL and the URL key into *url when url is not NULL. Returns 0, or
+ * -1 with the reason in err and nothing allocated. The caller frees them
+ * with fs_token_keys_free and fs_urlsig_key_free.
+ */
+int fs_keys_load(const struct fs_cfg *, fs_token_keys **tokens, fs_urlsig_key **url, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+
+#endif

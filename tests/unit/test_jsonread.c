@@ -1,0 +1,49 @@
+/* Unit test of lib/jsonread: whole objects, bounded members. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonread.h"
+#include "expect.h"
+
+/* True when text is refused as an object. */
+static int
+refused(const char *text, int depth)
+{
+	const char *why = NULL;
+	json_object *o = fs_jsonread_object(text, strlen(text), depth, &why);
+
+	json_object_put(o);
+	return o == NULL && why != NULL;
+}
+
+int
+main(void)
+{
+	static const char doc[] = "{\"n\":7,\"big\":9223372036854775807,\"s\":\"abc\",\"e\":\"\",\"f\":1.5}";
+	const char *why = "unset";
+	json_object *o = fs_jsonread_object(doc, strlen(doc), 4, &why);
+	int64_t v = 0;
+
+	expect(o != NULL && why == NULL, "an object is read whole");
+	expect(refused("{\"a\":1} x", 4), "trailing characters are refused");
+	expect(refused("[1]", 4) && refused("null", 4) && refused("7", 4), "only an object will do");
+	expect(refused("{\"a\":", 4), "a cut document is refused");
+	expect(refused("{\"a\":{\"b\":{\"c\":1}}}", 2), "too deep is refused");
+	expect(!refused("{\"a\":1}  ", 4), "trailing white space is fine");
+	expect(fs_jsonread_int(o, "n", 1, 10, &v) == 0 && v == 7, "an integer within bounds");
+	expect(fs_jsonread_int(o, "n", 8, 10, &v) == -1, "an integer below min is refused");
+	expect(fs_jsonread_int(o, "n", 1, 6, &v) == -1, "an integer above max is refused");
+	expect(fs_jsonread_int(o, "big", 0, INT64_MAX, &v) == 0 && v == INT64_MAX, "up to INT64_MAX");
+	expect(fs_jsonread_int(o, "f", 0, 10, &v) == -1 && fs_jsonread_int(o, "s", 0, 10, &v) == -1,
+	    "a float or a string is not an integer");
+	expect(fs_jsonread_int(o, "missing", 0, 10, &v) == -1, "a missing integer is refused");
+	expect(fs_jsonread_string(o, "s", 3) != NULL && strcmp(fs_jsonread_string(o, "s", 3), "abc") == 0,
+	    "a string within bounds");
+	expect(fs_jsonread_string(o, "s", 2) == NULL, "a string too long is refused");
+	expect(fs_jsonread_string(o, "e", 10) == NULL, "an empty string is refused");
+	expect(fs_jsonread_string(o, "n", 10) == NULL, "a number is not a string");
+	json_object_put(o);
+	return failures == 0 ? 0 : 1;
+}
