@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "cfg.h"
+#include "kafka.h"
 #include "keys.h"
 #include "pg.h"
 #include "reconcile.h"
@@ -37,6 +38,7 @@ static const char usage[] =
     "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
     "                                    shopper tokens (with --count: \"ID-i TOKEN\" lines for\n"
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
+    "  kafka topics                      create the order topic (8 partitions) and its .dlq (1)\n"
     "  config                            the environment variables and their defaults\n"
     "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis;\n"
     "                                    prints every violation (--check: exit 1 on any)\n";
@@ -352,6 +354,27 @@ out:
 	return rc;
 }
 
+/* The order topic (8 partitions, keyed by item) and its dead letters (1). */
+static int
+cmd_kafka_topics(void)
+{
+	const char *topic;
+	struct fs_cfg cfg;
+	char dlq[600], err[256];
+
+	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
+		return 1;
+	topic = fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC);
+	snprintf(dlq, sizeof(dlq), "%s.dlq", topic);
+	if (fs_kafka_create_topic(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), topic, 8, err,
+		sizeof(err)) != 0 ||
+	    fs_kafka_create_topic(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), dlq, 1, err,
+		sizeof(err)) != 0)
+		return fail("%s", err);
+	printf("topics %s (8 partitions) and %s (1) exist\n", topic, dlq);
+	return 0;
+}
+
 static int
 cmd_config(void)
 {
@@ -458,6 +481,8 @@ main(int argc, char **argv)
 		return cmd_token_mint(argc - 3, argv + 3);
 	if (argc == 2 && strcmp(argv[1], "config") == 0)
 		return cmd_config();
+	if (argc == 3 && strcmp(argv[1], "kafka") == 0 && strcmp(argv[2], "topics") == 0)
+		return cmd_kafka_topics();
 	if (argc >= 3 && strcmp(argv[1], "reconcile") == 0)
 		return cmd_reconcile(argc - 2, argv + 2);
 	fputs(usage, argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);

@@ -242,6 +242,65 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 	return worst;
 }
 
+int
+fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, char *err,
+    size_t errlen)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_AdminOptions_t *opts = NULL;
+	const rd_kafka_topic_result_t **res;
+	rd_kafka_NewTopic_t *nt = NULL;
+	rd_kafka_queue_t *q = NULL;
+	rd_kafka_event_t *ev = NULL;
+	rd_kafka_resp_err_t e;
+	rd_kafka_t *rk = NULL;
+	size_t n;
+	int rc = -1;
+
+	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
+	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen)) == NULL) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	if ((nt = rd_kafka_NewTopic_new(topic, partitions, 1, err, errlen)) == NULL)
+		goto out;
+	q = rd_kafka_queue_new(rk);
+	opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+	if (rd_kafka_AdminOptions_set_operation_timeout(opts, 10000, err, errlen) != 0)
+		goto out;
+	rd_kafka_CreateTopics(rk, &nt, 1, opts, q);
+	if ((ev = rd_kafka_queue_poll(q, 15000)) == NULL) {
+		snprintf(err, errlen, "create topic %s: no answer from the broker", topic);
+		goto out;
+	}
+	if ((e = rd_kafka_event_error(ev)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
+		goto out;
+	}
+	res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+	e = n == 1 ? rd_kafka_topic_result_error(res[0]) : RD_KAFKA_RESP_ERR__FAIL;
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (ev != NULL)
+		rd_kafka_event_destroy(ev);
+	if (opts != NULL)
+		rd_kafka_AdminOptions_destroy(opts);
+	if (q != NULL)
+		rd_kafka_queue_destroy(q);
+	if (nt != NULL)
+		rd_kafka_NewTopic_destroy(nt);
+	rd_kafka_destroy(rk);
+	return rc;
+}
+
 /* A new assignment starts with no partition known to be read to its end. */
 static void
 on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,

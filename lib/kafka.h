@@ -60,6 +60,14 @@ void fs_kafka_producer_warm(fs_kafka_producer *, const char *topic);
 enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *topic,
     const struct fs_kafka_msg *msgs, size_t n, char *err, size_t errlen);
 
+/*
+ * Creates the topic with that many partitions (replication 1: one broker
+ * here; a cluster would pass its own factor). 0 when it was created or
+ * already exists, -1 with err set otherwise.
+ */
+int fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, char *err,
+    size_t errlen);
+
 #define FS_KAFKA_PARTITIONS_MAX 1024
 
 /*

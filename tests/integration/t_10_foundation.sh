@@ -11,6 +11,9 @@ case "$topics" in
 *'topic "flash-sale-orders.dlq"'*) ok "kafka lists the dead-letter topic" ;;
 *) not_ok "kafka lists the dead-letter topic" "$topics" ;;
 esac
+check "kafka topics again keeps the existing topics" admin kafka topics
+is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t flash-sale-orders 2>&1 | grep -c 'partition [0-9]*,')" "8" \
+    "the order topic still has its 8 partitions"
 is "$(psql_q "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables
 	WHERE table_schema = 'public' AND table_name IN ('sales', 'items', 'orders')")" \
     "items,orders,sales" "schema: sales, items, orders exist"
