@@ -29,7 +29,6 @@
 #include "orders.h"
 #include "stores.h"
 
-#define GROUP		"flashsale-consumer"
 #define BATCH_MAX	500	/* messages per transaction */
 #define BATCH_WAIT_MS	50	/* how long a batch waits to fill up */
 #define IDLE_POLL_MS	200	/* how long an empty poll waits */
@@ -447,7 +446,7 @@ setup(struct app *app)
 		return -1;
 	}
 	if ((app->consumer = fs_kafka_consumer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
-		 GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), app->drain, err,
+		 FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), app->drain, err,
 		 sizeof(err))) == NULL) {
 		fs_log_error("kafka consumer: %s", err);
 		return -1;
@@ -475,7 +474,7 @@ print_lag(void)
 		fs_log_error("%s", cfg.errstr);
 		return 1;
 	}
-	if ((lag = fs_kafka_group_lag(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), GROUP,
+	if ((lag = fs_kafka_group_lag(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), FS_KAFKA_GROUP,
 		 fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), 5000, err, sizeof(err))) < 0) {
 		fs_log_error("%s", err);
 		return 1;
@@ -510,7 +509,7 @@ main(int argc, char **argv)
 
 	if (setup(&app) == 0) {
 		fs_log_info("consuming %s as group %s%s", fs_cfg_get(&app.cfg, FS_CFG_KAFKA_TOPIC),
-		    GROUP, app.drain ? " until caught up" : "");
+		    FS_KAFKA_GROUP, app.drain ? " until caught up" : "");
 		rc = run(&app) == 0 ? 0 : 1;
 		fs_log_info("stopping after %lu messages", app.total.messages);
 	}

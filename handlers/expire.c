@@ -22,6 +22,7 @@
 #include "cfg.h"
 #include "expiry.h"
 #include "fcgi.h"
+#include "kafka.h"
 #include "log.h"
 #include "stores.h"
 
@@ -47,6 +48,31 @@ under_fastcgi(void)
 	return getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
 }
 
+/*
+ * True when the consumer has recorded every order message: only then is an
+ * old unconfirmed hold a ghost rather than an order still on its way (the
+ * consumer may be down or behind). Unknown counts as "not empty".
+ */
+static int
+backlog_empty(struct app *app)
+{
+	const char *brokers = fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS);
+	char err[256];
+	long long lag;
+
+	if (*brokers == '\0') {
+		fs_log_warn("FLASHSALE_KAFKA_BROKERS is not set: ghost holds are not swept");
+		return 0;
+	}
+	lag = fs_kafka_group_lag(brokers, FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
+	    5000, err, sizeof(err));
+	if (lag < 0)
+		fs_log_warn("consumer lag unknown (%s): ghost holds wait", err);
+	else if (lag > 0)
+		fs_log_info("%lld order messages not yet recorded: ghost holds wait", lag);
+	return lag == 0;
+}
+
 /* One whole run; writes the counts as JSON into out. 0, or -1 (errors logged). */
 static int
 run_once(struct app *app, char *out, size_t outlen)
@@ -60,7 +86,7 @@ run_once(struct app *app, char *out, size_t outlen)
 		rc = -1;
 	}
 	/* The sweep runs even when the expiry failed: ghosts need no expiry. */
-	if (fs_expiry_sweep(&app->expiry, &counts) != 0) {
+	if (fs_expiry_sweep(&app->expiry, backlog_empty(app), &counts) != 0) {
 		fs_log_error("%s", app->expiry.errstr);
 		rc = -1;
 	}

@@ -349,7 +349,7 @@ sales_with_holds(fs_expiry *e, uint64_t *sales, size_t max, size_t *n)
 }
 
 int
-fs_expiry_sweep(fs_expiry *e, struct fs_expiry_counts *c)
+fs_expiry_sweep(fs_expiry *e, int backlog_empty, struct fs_expiry_counts *c)
 {
 	uint64_t *sales;
 	size_t n;
@@ -362,7 +362,11 @@ fs_expiry_sweep(fs_expiry *e, struct fs_expiry_counts *c)
 	if (sales_with_holds(e, sales, SALES_MAX, &n) != 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		if (sweep_ghosts(e, sales[i], c) != 0 || repair_closed(e, sales[i], c) != 0)
+		if (!backlog_empty)
+			c->deferred++;
+		else if (sweep_ghosts(e, sales[i], c) != 0)
+			goto out;
+		if (repair_closed(e, sales[i], c) != 0)
 			goto out;
 		c->sales++;
 	}
@@ -377,8 +381,8 @@ fs_expiry_counts_json(const struct fs_expiry_counts *c, char *out, size_t outlen
 {
 	int n = snprintf(out, outlen,
 	    "{\"expired\":%lu,\"released\":%lu,\"ghosts\":%lu,\"confirmed\":%lu,\"repaired\":%lu,"
-	    "\"sales\":%lu}",
-	    c->expired, c->released, c->ghosts, c->confirmed, c->repaired, c->sales);
+	    "\"sales\":%lu,\"deferred\":%lu}",
+	    c->expired, c->released, c->ghosts, c->confirmed, c->repaired, c->sales, c->deferred);
 
 	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
 }

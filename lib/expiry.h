@@ -24,6 +24,7 @@ struct fs_expiry_counts {
 	unsigned long confirmed;	/* old unconfirmed holds found recorded after all */
 	unsigned long repaired;		/* holds of closed orders released late */
 	unsigned long sales;		/* sales swept */
+	unsigned long deferred;		/* sales whose ghosts waited: orders were still on their way */
 };
 
 typedef struct fs_expiry {
@@ -45,10 +46,12 @@ void fs_expiry_init(fs_expiry *, fs_pg *, fs_stock *, fs_push *, long hold_max_a
  */
 int fs_expiry_expire(fs_expiry *, struct fs_expiry_counts *);
 /*
- * For every sale with holds in Redis: closes the ghosts older than
- * hold_max_age_s and releases the holds of closed orders. 0, or -1.
+ * For every sale with holds in Redis: releases the holds of closed orders
+ * and, when backlog_empty says the consumer has recorded every message on
+ * the order topic (so no old hold's order can still be on its way), closes
+ * the ghosts older than hold_max_age_s. 0, or -1.
  */
-int fs_expiry_sweep(fs_expiry *, struct fs_expiry_counts *);
+int fs_expiry_sweep(fs_expiry *, int backlog_empty, struct fs_expiry_counts *);
 /* Writes the counts as one JSON object; its length, or -1 when out is too small. */
 int fs_expiry_counts_json(const struct fs_expiry_counts *, char *out, size_t outlen);
 
