@@ -80,3 +80,12 @@ case "$ids" in
 '{"saleId":'*'"itemIds":['*,*']}') ok "the example tests/data/sale.json creates a sale with its two items" ;;
 *) not_ok "the example tests/data/sale.json creates a sale with its two items" "$ids" ;;
 esac
+
+# up twice is harmless (nothing restarts), and so is down where nothing runs.
+pids_before=$(cat "$FLASHSALE_STATE"/run/*.pid 2>/dev/null | sort | tr '\n' ' ')
+check "deploy/stack up again succeeds" "$stack" up
+is "$(cat "$FLASHSALE_STATE"/run/*.pid 2>/dev/null | sort | tr '\n' ' ')" "$pids_before" \
+    "a second up restarts nothing (same PIDs)"
+empty=$(mktemp -d /tmp/flashsale-empty.XXXXXX)
+check "deploy/stack down with nothing running succeeds" env FLASHSALE_STATE="$empty" "$stack" down
+rm -rf "$empty"
