@@ -1,5 +1,5 @@
 /*
- * The unit tests' one check: prints "ok - what" or "FAIL - what" and
+ * The unit tests' one check: prints "ok - what" or "not ok - what" and
  * counts the failures; main returns failures == 0 ? 0 : 1.
  */
 #ifndef FS_TEST_EXPECT_H
@@ -10,9 +10,9 @@
 static int failures;
 
 static void
-expect(int cond, const char *what)
+check(int cond, const char *what)
 {
-	printf("%s - %s\n", cond ? "ok" : "FAIL", what);
+	printf("%s - %s\n", cond ? "ok" : "not ok", what);
 	if (!cond)
 		failures++;
 }

@@ -6,16 +6,8 @@
 #include <string.h>
 
 #include "b64url.h"
+#include "expect.h"
 
-static int failed;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 /* Decodes from an unterminated heap copy, so ASan sees any overread. */
 static enum fs_b64url_status
@@ -120,5 +112,5 @@ main(void)
 	    "output buffer too small") == 0 &&
 	    fs_b64url_strerror(FS_B64URL__MAX) != NULL,
 	    "strerror names every status");
-	return failed;
+	return failures == 0 ? 0 : 1;
 }

@@ -26,24 +26,24 @@ main(void)
 	json_object *o = fs_jsonread_object(doc, strlen(doc), 4, &why);
 	int64_t v = 0;
 
-	expect(o != NULL && why == NULL, "an object is read whole");
-	expect(refused("{\"a\":1} x", 4), "trailing characters are refused");
-	expect(refused("[1]", 4) && refused("null", 4) && refused("7", 4), "only an object will do");
-	expect(refused("{\"a\":", 4), "a cut document is refused");
-	expect(refused("{\"a\":{\"b\":{\"c\":1}}}", 2), "too deep is refused");
-	expect(!refused("{\"a\":1}  ", 4), "trailing white space is fine");
-	expect(fs_jsonread_int(o, "n", 1, 10, &v) == 0 && v == 7, "an integer within bounds");
-	expect(fs_jsonread_int(o, "n", 8, 10, &v) == -1, "an integer below min is refused");
-	expect(fs_jsonread_int(o, "n", 1, 6, &v) == -1, "an integer above max is refused");
-	expect(fs_jsonread_int(o, "big", 0, INT64_MAX, &v) == 0 && v == INT64_MAX, "up to INT64_MAX");
-	expect(fs_jsonread_int(o, "f", 0, 10, &v) == -1 && fs_jsonread_int(o, "s", 0, 10, &v) == -1,
+	check(o != NULL && why == NULL, "an object is read whole");
+	check(refused("{\"a\":1} x", 4), "trailing characters are refused");
+	check(refused("[1]", 4) && refused("null", 4) && refused("7", 4), "only an object will do");
+	check(refused("{\"a\":", 4), "a cut document is refused");
+	check(refused("{\"a\":{\"b\":{\"c\":1}}}", 2), "too deep is refused");
+	check(!refused("{\"a\":1}  ", 4), "trailing white space is fine");
+	check(fs_jsonread_int(o, "n", 1, 10, &v) == 0 && v == 7, "an integer within bounds");
+	check(fs_jsonread_int(o, "n", 8, 10, &v) == -1, "an integer below min is refused");
+	check(fs_jsonread_int(o, "n", 1, 6, &v) == -1, "an integer above max is refused");
+	check(fs_jsonread_int(o, "big", 0, INT64_MAX, &v) == 0 && v == INT64_MAX, "up to INT64_MAX");
+	check(fs_jsonread_int(o, "f", 0, 10, &v) == -1 && fs_jsonread_int(o, "s", 0, 10, &v) == -1,
 	    "a float or a string is not an integer");
-	expect(fs_jsonread_int(o, "missing", 0, 10, &v) == -1, "a missing integer is refused");
-	expect(fs_jsonread_string(o, "s", 3) != NULL && strcmp(fs_jsonread_string(o, "s", 3), "abc") == 0,
+	check(fs_jsonread_int(o, "missing", 0, 10, &v) == -1, "a missing integer is refused");
+	check(fs_jsonread_string(o, "s", 3) != NULL && strcmp(fs_jsonread_string(o, "s", 3), "abc") == 0,
 	    "a string within bounds");
-	expect(fs_jsonread_string(o, "s", 2) == NULL, "a string too long is refused");
-	expect(fs_jsonread_string(o, "e", 10) == NULL, "an empty string is refused");
-	expect(fs_jsonread_string(o, "n", 10) == NULL, "a number is not a string");
+	check(fs_jsonread_string(o, "s", 2) == NULL, "a string too long is refused");
+	check(fs_jsonread_string(o, "e", 10) == NULL, "an empty string is refused");
+	check(fs_jsonread_string(o, "n", 10) == NULL, "a number is not a string");
 	json_object_put(o);
 	return failures == 0 ? 0 : 1;
 }

@@ -10,16 +10,8 @@
 #include <unistd.h>
 
 #include "keyfile.h"
+#include "expect.h"
 
-static int failed;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 static int
 write_file(const char *path, const void *buf, size_t len)
@@ -85,5 +77,5 @@ main(void)
 	    sizeof(err)) == FS_KEYFILE_ERROR,
 	    "a directory that is not one is an error");
 	rmdir(dir);
-	return failed;
+	return failures == 0 ? 0 : 1;
 }

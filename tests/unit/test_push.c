@@ -17,19 +17,11 @@
 #include <unistd.h>
 
 #include "push.h"
+#include "expect.h"
 
 enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE };
 
-static int failed;
 static char log_path[64];
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 /* A connection's unread bytes: pipelined requests arrive together. */
 struct conn {
@@ -311,5 +303,5 @@ main(void)
 	test_pipelining();
 	test_servers();
 	unlink(log_path);
-	return failed;
+	return failures == 0 ? 0 : 1;
 }

@@ -48,27 +48,27 @@ main(void)
 		return 99;
 	fs_urlsig_key_set(key, raw);
 
-	expect(fs_sales_parse_id("42", &id) == 0 && id == 42, "an id");
-	expect(fs_sales_parse_id("9223372036854775807", &id) == 0 && id == INT64_MAX, "the largest id");
-	expect(fs_sales_parse_id("9223372036854775808", &id) == -1, "an id past 2^63-1 is refused");
-	expect(fs_sales_parse_id("0", &id) == -1 && fs_sales_parse_id("", &id) == -1 &&
+	check(fs_sales_parse_id("42", &id) == 0 && id == 42, "an id");
+	check(fs_sales_parse_id("9223372036854775807", &id) == 0 && id == INT64_MAX, "the largest id");
+	check(fs_sales_parse_id("9223372036854775808", &id) == -1, "an id past 2^63-1 is refused");
+	check(fs_sales_parse_id("0", &id) == -1 && fs_sales_parse_id("", &id) == -1 &&
 		fs_sales_parse_id("-1", &id) == -1 && fs_sales_parse_id("1x", &id) == -1,
 	    "zero, empty, signed and trailing characters are refused");
 
 	rest = fs_sales_path_id("/api/flash-sales/sales/12/reveal", "/api/flash-sales/sales/", &id);
-	expect(rest != NULL && id == 12 && strcmp(rest, "/reveal") == 0, "path id and the rest");
+	check(rest != NULL && id == 12 && strcmp(rest, "/reveal") == 0, "path id and the rest");
 	rest = fs_sales_path_id("/api/flash-sales/sales/12", "/api/flash-sales/sales/", &id);
-	expect(rest != NULL && *rest == '\0', "path id at the end");
-	expect(fs_sales_path_id("/api/flash-sales/sales/x", "/api/flash-sales/sales/", &id) == NULL &&
+	check(rest != NULL && *rest == '\0', "path id at the end");
+	check(fs_sales_path_id("/api/flash-sales/sales/x", "/api/flash-sales/sales/", &id) == NULL &&
 		fs_sales_path_id("/api/flash-sales/other/1", "/api/flash-sales/sales/", &id) == NULL &&
 		fs_sales_path_id(NULL, "/api/flash-sales/sales/", &id) == NULL,
 	    "no id, another prefix or no path: NULL");
-	expect(fs_sales_path_id("/p/123456789012345678901234", "/p/", &id) == NULL,
+	check(fs_sales_path_id("/p/123456789012345678901234", "/p/", &id) == NULL,
 	    "an id of too many digits is refused");
 
-	expect(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase", &id) == 0 && id == 5,
+	check(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase", &id) == 0 && id == 5,
 	    "a purchase path");
-	expect(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase/", &id) == -1 &&
+	check(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase/", &id) == -1 &&
 		fs_sales_parse_purchase_path("/api/flash-sales/items/5", &id) == -1 &&
 		fs_sales_parse_purchase_path("/api/flash-sales/items//purchase", &id) == -1 &&
 		fs_sales_parse_purchase_path("/api/flash-sales/items/0/purchase", &id) == -1,
@@ -78,11 +78,11 @@ main(void)
 	sale.starts_ms = INT64_C(1699999999500);
 	sale.ends_ms = INT64_C(1700003600900);
 	seen.key = key;
-	expect(fs_sales_purchase_paths(key, &sale, check_path, &seen) == 0 && seen.n == 2 &&
+	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == 0 && seen.n == 2 &&
 		seen.good == 2,
 	    "every item's signed path buys that item in that sale");
 	sale.ends_ms = sale.starts_ms;
-	expect(fs_sales_purchase_paths(key, &sale, check_path, &seen) == -1,
+	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == -1,
 	    "an empty window cannot be signed");
 	fs_urlsig_key_free(key);
 	return failures == 0 ? 0 : 1;

@@ -17,6 +17,7 @@
 
 #include "b64url.h"
 #include "token.h"
+#include "expect.h"
 
 #define NOW	1700000000
 
@@ -37,18 +38,9 @@
 
 enum sign_with { SIGN_NOTHING, SIGN_ED25519, SIGN_HS256 };
 
-static int failed;
 static unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES];
 static unsigned char ed_sk[crypto_sign_SECRETKEYBYTES];
 static unsigned char hs_key[32];
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 /* Appends the base64url of len bytes at p to the token being built. */
 static void
@@ -801,5 +793,5 @@ main(void)
 	fs_token_keys_free(all);
 	fs_token_keys_free(ed_only);
 	fs_token_keys_free(hs_only);
-	return failed;
+	return failures == 0 ? 0 : 1;
 }

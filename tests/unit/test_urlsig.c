@@ -14,21 +14,13 @@
 
 #include "b64url.h"
 #include "urlsig.h"
+#include "expect.h"
 
 #define ITEM	42
 #define SALE	7
 #define START	1700000000
 #define END	1700003600
 
-static int failed;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 /* Checks from an unterminated heap copy, so ASan sees any overread. */
 static enum fs_urlsig_status
@@ -260,5 +252,5 @@ main(void)
 	fs_urlsig_key_free(key);
 	fs_urlsig_key_free(key2);
 	fs_urlsig_key_free(NULL);
-	return failed;
+	return failures == 0 ? 0 : 1;
 }

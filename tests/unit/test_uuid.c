@@ -8,18 +8,10 @@
 #include <time.h>
 
 #include "uuid.h"
+#include "expect.h"
 
 #define COUNT 100000
 
-static int failed;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", what);
-	if (!ok)
-		failed = 1;
-}
 
 static uint64_t
 now_ms(void)
@@ -149,5 +141,5 @@ main(void)
 	check(parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", 35, NULL) == -1,
 	    "parse reads only len bytes");
 	check(fs_uuid_parse(NULL, 36, NULL) == -1, "parse refuses NULL");
-	return failed;
+	return failures == 0 ? 0 : 1;
 }
