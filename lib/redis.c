@@ -63,38 +63,47 @@ went_away(redisContext *c)
 	return poll(&pfd, 1, 0) != 0;
 }
 
-static int
-connect_now(fs_redis *r)
+redisContext *
+fs_redis_dial(const char *addr, char *err, size_t errlen)
 {
 	char host[256];
 	const char *colon;
-	long port;
+	redisContext *c;
 
+	if (addr[0] == '/') {
+		c = redisConnectUnixWithTimeout(addr, redis_timeout);
+	} else {
+		if ((colon = strrchr(addr, ':')) == NULL || (size_t)(colon - addr) >= sizeof(host)) {
+			snprintf(err, errlen, "redis address: expected host:port or a socket path");
+			return NULL;
+		}
+		memcpy(host, addr, (size_t)(colon - addr));
+		host[colon - addr] = '\0';
+		c = redisConnectWithTimeout(host, (int)strtol(colon + 1, NULL, 10), redis_timeout);
+	}
+	if (c == NULL) {
+		snprintf(err, errlen, "redis connect: out of memory");
+		return NULL;
+	}
+	if (c->err != 0) {
+		snprintf(err, errlen, "redis connect: %s", c->errstr);
+		redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, redis_timeout);
+	return c;
+}
+
+static int
+connect_now(fs_redis *r)
+{
 	if (r->ctx != NULL && r->ctx->err == 0 && !went_away(r->ctx))
 		return 0;
 	fs_redis_reset(r);
-	if (r->addr[0] == '/') {
-		r->ctx = redisConnectUnixWithTimeout(r->addr, redis_timeout);
-	} else {
-		if ((colon = strrchr(r->addr, ':')) == NULL || (size_t)(colon - r->addr) >= sizeof(host)) {
-			set_err(r, "redis address", "expected host:port or a socket path");
-			return -1;
-		}
-		memcpy(host, r->addr, (size_t)(colon - r->addr));
-		host[colon - r->addr] = '\0';
-		port = strtol(colon + 1, NULL, 10);
-		r->ctx = redisConnectWithTimeout(host, (int)port, redis_timeout);
-	}
-	if (r->ctx == NULL) {
-		set_err(r, "redis connect", "out of memory");
+	if ((r->ctx = fs_redis_dial(r->addr, r->errstr, sizeof(r->errstr))) == NULL) {
+		r->err = 1;
 		return -1;
 	}
-	if (r->ctx->err != 0) {
-		set_err(r, "redis connect", r->ctx->errstr);
-		fs_redis_reset(r);
-		return -1;
-	}
-	redisSetTimeout(r->ctx, redis_timeout);
 	return 0;
 }
 

@@ -27,6 +27,12 @@ typedef struct fs_redis {
 /* addr: a unix socket path (starts with '/') or host:port. Connects lazily. */
 fs_redis *fs_redis_new(const char *addr);
 void fs_redis_free(fs_redis *);
+/*
+ * A new hiredis connection to addr (as fs_redis_new takes it) with the
+ * driver's timeouts, for a caller that needs a context of its own (a
+ * subscriber); NULL with err set. Free it with redisFree.
+ */
+redisContext *fs_redis_dial(const char *addr, char *err, size_t errlen);
 /* Drops the connection; the next command reconnects. */
 void fs_redis_reset(fs_redis *);
 /*

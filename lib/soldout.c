@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 
 #include "log.h"
+#include "redis.h"
 #include "soldout.h"
 
 /* Items tracked per process; a sale has a few. When full, no fast path. */
@@ -101,42 +102,18 @@ clear_all(fs_soldout *s)
 	closedir(d);
 }
 
-static redisContext *
-listener_connect(fs_soldout *s)
-{
-	struct timeval tv = { 1, 0 };
-	char host[256];
-	const char *colon;
-	redisContext *c;
-
-	if (s->redis_addr[0] == '/') {
-		c = redisConnectUnixWithTimeout(s->redis_addr, tv);
-	} else {
-		colon = strrchr(s->redis_addr, ':');
-		if (colon == NULL || (size_t)(colon - s->redis_addr) >= sizeof(host))
-			return NULL;
-		memcpy(host, s->redis_addr, (size_t)(colon - s->redis_addr));
-		host[colon - s->redis_addr] = '\0';
-		c = redisConnectWithTimeout(host, atoi(colon + 1), tv);
-	}
-	if (c != NULL && c->err != 0) {
-		redisFree(c);
-		c = NULL;
-	}
-	return c;
-}
-
 static void *
 listen_restocks(void *arg)
 {
 	fs_soldout *s = arg;
 	struct timeval poll_tv = { 0, 200000 };
+	char err[128];
 	redisReply *reply;
 	uint64_t sale, item;
 	void *r;
 
 	while (!atomic_load(&s->stop)) {
-		if ((s->sub = listener_connect(s)) == NULL) {
+		if ((s->sub = fs_redis_dial(s->redis_addr, err, sizeof(err))) == NULL) {
 			usleep(200000); /* Redis is down: retry soon, it is a pause not a wait. */
 			continue;
 		}
