@@ -90,16 +90,12 @@ json_get() {
 	printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 
-# Unconfirmed holds of every sale: orders the consumer has not recorded yet.
-unconfirmed_total() {
-	redis --scan --pattern 'fs:{*}:unconfirmed' | while read -r k; do redis ZCARD "$k"; done |
-		awk '{ s += $1 } END { print s + 0 }'
-}
-
-# Polls (bounded, 30 s) until the consumer has recorded every held order.
-wait_consumer_idle() {
-	deadline=$(($(date +%s) + 30))
-	while [ "$(unconfirmed_total)" != 0 ] && [ "$(date +%s)" -le "$deadline" ]; do
-		sleep 0.1
+# Polls (bounded: SECONDS, 30) until the consumer group has committed every
+# message: each order recorded, confirmed in Redis and pushed. 0 or 1.
+consumer_caught_up() {
+	cc_deadline=$(($(date +%s) + ${1:-30}))
+	until [ "$("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>/dev/null)" = 0 ]; do
+		[ "$(date +%s)" -ge "$cc_deadline" ] && return 1
+		sleep 0.2
 	done
 }

@@ -16,9 +16,6 @@ p_until() {
 	done
 }
 
-# The consumer group has committed every message: all recorded, all settled.
-p_caught_up() { p_until "${1:-30}" 0 "$FLASHSALE_BINDIR/flashsale-consumer" --lag; }
-
 p_consumer_pid() { cat "$FLASHSALE_STATE/run/flashsale-consumer.pid" 2>/dev/null; }
 
 p_tok() { admin token mint --user "$1"; }

@@ -44,11 +44,7 @@ eval "$("$stack" env)"
 # After every test file, at rest (the consumer has committed everything, a
 # bounded wait), invariants 1-5 must hold for every sale: one TAP case.
 invariants_hold_after() {
-	inv_deadline=$(($(date +%s) + 20))
-	while [ "$("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>/dev/null)" != 0 ] &&
-		[ "$(date +%s)" -lt "$inv_deadline" ]; do
-		sleep 0.2
-	done
+	consumer_caught_up 20
 	inv_tries=0
 	until inv_out=$("$FLASHSALE_BINDIR/flashsale-admin" reconcile --all --check 2>&1); do
 		inv_tries=$((inv_tries + 1))

@@ -145,7 +145,7 @@ redis_calls() {
 		sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/\1 \2/p'
 }
 # The consumer confirms recorded orders in Redis: let it finish first.
-wait_consumer_idle
+consumer_caught_up
 fcgi_count() { grep -c 'upstream=unix:.*flashsale-purchase' "$FLASHSALE_STATE/log/nginx-access.log"; }
 calls_before=$(redis_calls)
 fcgi_before=$(fcgi_count)

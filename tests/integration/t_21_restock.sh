@@ -19,7 +19,7 @@ while [ "$(date +%s)" -le "$deadline" ]; do
 	[ "$by" = nginx ] && break
 done
 is "$by" "nginx" "sold out: nginx answers 410 from the marker"
-wait_consumer_idle
+consumer_caught_up
 ans=$(http POST "/api/flash-sales/orders/$oid/cancel" "$t1")
 t0=$(date +%s%N)
 is "$(json_get "${ans#* }" status)" "CANCELLED" "the first shopper cancels"

@@ -31,7 +31,7 @@ else
 fi
 is "$("$FLASHSALE_BINDIR/flashsale-consumer" --lag)" "0" "--lag: nothing left to record"
 "$stack" start consumer >/dev/null
-p_caught_up
+consumer_caught_up
 is "$(psql_q "SELECT status, user_id, item_id, sale_id, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM orders WHERE id = '$oid'")" \
     "PENDING|alice-$sale|$item|$sale|$expires" "the consumer records the order PENDING with the promised expiresAt"
 is "$(p_sold "$item")" "1" "sold counts the order"
@@ -81,7 +81,7 @@ is "$(p_stock "$sale" "$item") $(p_sold "$item")" "9 1" "a PAID order keeps its 
 bob=$(p_tok "bob-$sale")
 ans=$(http POST "$path" "$bob")
 bob_oid=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 is "$(p_stock "$sale" "$item") $(p_sold "$item")" "8 2" "bob's order takes a unit: 8 left, sold 2"
 ans=$(http POST "/api/flash-sales/orders/$bob_oid/cancel" "$bob")
 is "${ans%% *} $(json_get "${ans#* }" status)" "200 CANCELLED" "cancel of a PENDING order answers 200 CANCELLED"
@@ -96,7 +96,7 @@ is "${ans%% *} $(json_get "${ans#* }" status)" "409 CANCELLED" "paying a cancell
 carol=$(p_tok "carol-$sale")
 ans=$(http POST "$path" "$carol")
 carol_oid=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 psql_q "UPDATE orders SET expires_at = now() - interval '1 second' WHERE id = '$carol_oid'" >/dev/null
 ans=$(http POST "/api/flash-sales/orders/$carol_oid/pay" "$carol")
 is "${ans%% *} $(json_get "${ans#* }" error)" "409 ORDER_NOT_PENDING" "paying after the window answers 409"
@@ -112,7 +112,7 @@ is "$(http POST "/api/flash-sales/orders/$carol_oid/pay" "$carol" | cut -c1-3)" 
 ans=$(http POST "$path" "$carol")
 is "${ans%% *}" "202" "the shopper buys again after the expiry"
 carol_oid2=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 is "$(psql_q "SELECT string_agg(status, ',' ORDER BY created_at) FROM orders WHERE user_id = 'carol-$sale'")" \
     "EXPIRED,PENDING" "both orders are in the database: the old EXPIRED, the new PENDING"
 is "$(p_status "$carol_oid2") $(p_stock "$sale" "$item") $(p_sold "$item")" "PENDING 8 2" \
@@ -123,7 +123,7 @@ msg=$(topic_messages | grep "\"orderId\":\"$oid\"" | head -n 1)
 dl_before=$(p_dead_letters | wc -l)
 p_produce "$item" "$msg"
 p_produce "$item" "$msg"
-p_caught_up
+consumer_caught_up
 is "$(p_count "id = '$oid'") $(p_status "$oid")" "1 PAID" "a PAID order delivered twice more: one row, still PAID"
 is "$(p_stock "$sale" "$item") $(p_sold "$item")" "8 2" "redelivery took no unit and released none"
 is "$(redis HGET "fs:{$sale}:holders" "alice-$sale")" "$oid" "the PAID order keeps its hold"
@@ -133,7 +133,7 @@ is "$(p_reserve "$sale" "$item" "$dave" "$dup" "$(p_now_ms)")" "1" "a hold taken
 dmsg=$(p_message "$dup" "$sale" "$item" "$dave" "$(p_now_ms)")
 printf '%s\t%s\n%s\t%s\n' "$item" "$dmsg" "$item" "$dmsg" |
 	kcat -P -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -K '\t'
-p_caught_up
+consumer_caught_up
 is "$(p_count "id = '$dup'") $(p_status "$dup")" "1 PENDING" "a message twice in one batch gives one PENDING order"
 is "$(p_stock "$sale" "$item") $(p_sold "$item")" "7 3" "one unit for it: 7 left, sold 3"
 is "$(p_dead_letters | wc -l)" "$dl_before" "redeliveries of live orders send no dead letter"
@@ -145,7 +145,7 @@ path2=$(purchase_path "$sale2")
 # Redis believes in one unit more than PostgreSQL has (as after a bad warm).
 redis INCR "fs:{$sale2}:stock:$item2" >/dev/null
 p_buy_all "$path2" "ns-$sale2" 3 "$FLASHSALE_STATE/ns-$sale2" >/dev/null
-p_caught_up
+consumer_caught_up
 is "$(psql_q "SELECT string_agg(status || coalesce(':' || failure, ''), ',' ORDER BY status) FROM orders WHERE sale_id = $sale2")" \
     "FAILED:NO_STOCK,PENDING,PENDING" "three 202s, two units: two PENDING, one FAILED NO_STOCK"
 failed=$(psql_q "SELECT id FROM orders WHERE sale_id = $sale2 AND status = 'FAILED'")
@@ -165,12 +165,12 @@ path3=$(purchase_path "$sale3")
 erin=$(p_tok "erin-$sale3")
 ans=$(http POST "$path3" "$erin")
 first=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 redis HDEL "fs:{$sale3}:holders" "erin-$sale3" >/dev/null
 ans=$(http POST "$path3" "$erin")
 is "${ans%% *}" "202" "with its holder entry lost, Redis lets the shopper buy twice"
 second=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 is "$(p_status "$first") $(psql_q "SELECT status || ':' || failure FROM orders WHERE id = '$second'")" \
     "PENDING FAILED:LIVE_ORDER" "the database keeps one live order: the second is FAILED LIVE_ORDER"
 is "$(p_stock "$sale3" "$item3") $(p_sold "$item3")" "4 1" "the second unit went back: 4 left, sold 1"
@@ -186,7 +186,7 @@ p_produce "$item3" "$(p_message "$(p_uuid)" "$sale3" "$item3" 'bad user' "$(p_no
 frank=$(p_tok "frank-$sale3")
 ans=$(http POST "$path3" "$frank")
 frank_oid=$(json_get "${ans#* }" orderId)
-p_caught_up
+consumer_caught_up
 is "$(p_dead_letters | grep -c "^reason=MALFORMED|")" "$((malformed_before + 3))" \
     "three malformed messages went to the dead letters"
 is "$(p_status "$frank_oid")" "PENDING" "the order after them is recorded"
@@ -208,7 +208,7 @@ is "$(redis HEXISTS "fs:{$sale3}:orders" "$young") $(redis ZRANK "fs:{$sale3}:un
 # The ghost's message arrives after all: nothing is taken or given twice.
 p_produce "$item3" "$(p_message "$ghost" "$sale3" "$item3" "ghost-$sale3" "$old_ms")"
 p_produce "$item3" "$(p_message "$young" "$sale3" "$item3" "young-$sale3" "$(p_now_ms)")"
-p_caught_up
+consumer_caught_up
 is "$(p_count "id = '$ghost'") $(p_status "$ghost") $(p_status "$young")" "1 FAILED PENDING" \
     "the late ghost message stays FAILED; the young hold's order is recorded"
 is "$(p_stock "$sale3" "$item3")" "$((left + 1))" "the late message took and gave nothing"

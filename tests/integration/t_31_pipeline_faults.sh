@@ -32,7 +32,7 @@ psql_q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 
 wait "$locker" 2>/dev/null
 is "$(p_count "sale_id = $sale")" "0" "the interrupted batch left nothing in the database"
 "$stack" start consumer >/dev/null
-p_caught_up 60
+consumer_caught_up 60
 is "$(p_count "sale_id = $sale") $(p_count "sale_id = $sale AND status = 'PENDING'")" "30 30" \
     "after the restart every order is there exactly once (30 PENDING)"
 is "$(p_sold "$item") $(p_stock "$sale" "$item") $(redis ZCARD "fs:{$sale}:unconfirmed")" "30 70 0" \
@@ -58,7 +58,7 @@ fi
 kill -KILL "$(p_consumer_pid)"
 redis CLIENT UNPAUSE >/dev/null
 "$stack" start consumer >/dev/null
-p_caught_up 60
+consumer_caught_up 60
 is "$(p_count "sale_id = $sale") $(p_count "sale_id = $sale AND status = 'PENDING'")" "60 60" \
     "after the restart the redelivered batch is recorded once (60 PENDING)"
 is "$(p_sold "$item") $(p_stock "$sale" "$item") $(redis ZCARD "fs:{$sale}:unconfirmed")" "60 40 0" \
@@ -84,7 +84,7 @@ else
 	    "$(tail -n 5 "$FLASHSALE_STATE/log/flashsale-consumer.log")"
 fi
 "$stack" start postgres >/dev/null
-p_caught_up 60
+consumer_caught_up 60
 is "$(p_count "sale_id = $sale AND status = 'PENDING'") $(p_sold "$item")" "20 20" \
     "once it is back, all 20 orders are there, PENDING; sold 20"
 is "$(redis ZCARD "fs:{$sale}:unconfirmed") $(p_stock "$sale" "$item")" "0 30" "every hold confirmed, 30 units left"

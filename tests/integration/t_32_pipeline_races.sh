@@ -10,7 +10,7 @@ sale=$1 item=$2
 path=$(purchase_path "$sale")
 dir=$FLASHSALE_STATE/race-$sale
 is "$(p_buy_all "$path" "race-$sale" 200 "$dir")" "200" "200 shoppers hold an order each"
-p_caught_up
+consumer_caught_up
 is "$(p_count "sale_id = $sale AND status = 'PENDING'")" "200" "the 200 orders are PENDING"
 psql_q "SELECT id || ' ' || user_id FROM orders WHERE sale_id = $sale ORDER BY id" >"$dir/orders"
 # Both sides read a round's figures in one round trip each.
@@ -75,7 +75,7 @@ sale=$1 item=$2
 path=$(purchase_path "$sale")
 dir=$FLASHSALE_STATE/expiry-$sale
 is "$(p_buy_all "$path" "x3-$sale" 500 "$dir")" "500" "500 shoppers hold an order each"
-p_caught_up 60
+consumer_caught_up 60
 is "$(p_count "sale_id = $sale AND status = 'PENDING'") $(p_stock "$sale" "$item")" "500 0" \
     "500 PENDING orders, no unit left"
 psql_q "UPDATE orders SET expires_at = now() - interval '1 second' WHERE sale_id = $sale" >/dev/null

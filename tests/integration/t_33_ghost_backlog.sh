@@ -23,7 +23,7 @@ else
 fi
 is "$(p_count "id = '$oid'") $(p_stock "$sale" "$item")" "0 9" "no FAILED row, the unit still held"
 "$stack" start consumer >/dev/null
-p_caught_up 30 >/dev/null
+consumer_caught_up 30 >/dev/null
 is "$(p_status "$oid")" "PENDING" "the consumer records the order once it is back"
 out=$(p_expire)
 is "$(json_get "$out" ghosts) $(json_get "$out" deferred) $(redis ZCARD "fs:{$sale}:unconfirmed")" \
