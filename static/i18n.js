@@ -1,10 +1,10 @@
 /*
- * The page's words in Vietnamese and English. {name} marks a value that
- * app.js fills in; every key exists in both languages.
+ * The page's words in Vietnamese and English, and the shopper's choice
+ * between them. {name} marks a value that t() fills in; every key exists
+ * in both languages.
  */
-"use strict";
 
-window.FS_I18N = {
+const WORDS = {
 	vi: {
 		locale: "vi-VN",
 		title: "Flash sale",
@@ -172,3 +172,37 @@ window.FS_I18N = {
 		footer: "Prices and stock refresh every few seconds.",
 	},
 };
+
+let current = "en";
+
+/* The word for key in the current language, {name} filled from vars. */
+export function t(key, vars) {
+	const table = WORDS[current] || WORDS.en;
+	let s = table[key] !== undefined ? table[key] : WORDS.en[key] || key;
+	if (vars) {
+		for (const [k, v] of Object.entries(vars))
+			s = s.split("{" + k + "}").join(String(v));
+	}
+	return s;
+}
+
+export function language() {
+	return current;
+}
+
+/* The query's ?lang=, then the shopper's last choice, then the browser's. */
+export function pickLanguage() {
+	const q = new URLSearchParams(location.search).get("lang");
+	if (q === "vi" || q === "en")
+		return q;
+	const saved = localStorage.getItem("fs.lang");
+	if (saved === "vi" || saved === "en")
+		return saved;
+	const langs = navigator.languages || [navigator.language || "en"];
+	return langs.some((l) => /^vi\b/i.test(l)) ? "vi" : "en";
+}
+
+export function chooseLanguage(lang) {
+	current = WORDS[lang] ? lang : "en";
+	localStorage.setItem("fs.lang", current);
+}

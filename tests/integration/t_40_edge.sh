@@ -176,6 +176,25 @@ public*max-age=*) ok "static files: Cache-Control public with a max-age" ;;
 esac
 etag=$(header_of "$h" ETag)
 is "$(status_of "$(headers /app.js -H "If-None-Match: $etag")")" 304 "static files: ETag revalidates (304)"
+# The page's ES modules: every module one of them imports is preloaded by
+# the page, installed, and served by the edge as JavaScript (browsers refuse
+# a module of another type) with the static files' caching.
+page=$top_srcdir/static/index.html
+for f in $(sed -n 's/.*from "\.\/\([a-z0-9_-]*\.js\)".*/\1/p' "$top_srcdir"/static/*.js | sort -u); do
+	grep -q "rel=\"modulepreload\" href=\"/$f\"" "$page" || not_ok "static/index.html preloads the module $f"
+	grep -q "static/$f" "$top_srcdir/Makefile.am" || not_ok "Makefile.am installs static/$f"
+done
+bad=""
+for f in $(cd "$top_srcdir/static" && ls *.js); do
+	h=$(headers "/$f")
+	case "$(status_of "$h") $(header_of "$h" Content-Type | tr -d '\r') $(header_of "$h" Cache-Control | tr -d '\r')" in
+	"200 application/javascript"*" public, max-age="*) ;;
+	*) bad="$bad $f" ;;
+	esac
+done
+is "${bad:-none}" none "every module under static/ comes through the edge as JavaScript, cacheable"
+grep -q '<script type="module" src="/app.js">' "$page"
+is $? 0 "the page loads app.js as an ES module"
 case "$(curl -s "$edge/?sale=$sale")" in
 *'id="countdown"'*'aria-live="polite"'*) ok "the page is served at / with its countdown and live region" ;;
 *) not_ok "the page is served at / with its countdown and live region" ;;

@@ -1,0 +1,82 @@
+/*
+ * Buy: one POST to the item's signed purchase URL with the shopper's
+ * token, and what each answer means for the item and the order.
+ */
+import { request, retryAfter } from "./api.js";
+import { token } from "./auth.js";
+import { serverNow } from "./clock.js";
+import { startOrder, currentOrder } from "./order.js";
+import { outcome, setOutcome } from "./outcomes.js";
+import { purchaseUrl } from "./sale.js";
+
+/* itemId -> server time (ms) before which Buy stays disabled (Retry-After). */
+const retryAt = new Map();
+
+export function retryUntil(itemId) {
+	return retryAt.get(String(itemId));
+}
+
+/* Answers false when the shopper must sign in first. */
+export async function buy(itemId) {
+	itemId = String(itemId);
+	const tok = token();
+	if (!tok) {
+		setOutcome(itemId, "signed_out");
+		return false;
+	}
+	const url = purchaseUrl(itemId);
+	if (!url)
+		return true;
+	setOutcome(itemId, "buying");
+	const ans = await request("POST", url, { token: tok });
+	const body = ans.body;
+	switch (ans.status) {
+	case 0:
+		setOutcome(itemId, "network");
+		break;
+	case 202:
+		startOrder({ orderId: body.orderId, itemId: Number(itemId), status: body.status || "PENDING",
+			expiresAt: body.expiresAt });
+		setOutcome(itemId, "reserved");
+		break;
+	case 409: {
+		setOutcome(itemId, "already", { orderId: body.orderId });
+		const o = currentOrder();
+		if (body.orderId && (!o || o.orderId !== body.orderId))
+			startOrder({ orderId: body.orderId, itemId: null, status: null, expiresAt: null });
+		break;
+	}
+	case 410:
+		setOutcome(itemId, "sold_out");
+		break;
+	case 401:
+		/* The request's 401 signed the shopper out already. */
+		setOutcome(itemId, "signed_out");
+		break;
+	case 425:
+		waitAndRetry(itemId, retryAfter(ans, 1), "not_started");
+		break;
+	case 403:
+		setOutcome(itemId, "bad_link");
+		break;
+	case 404:
+		setOutcome(itemId, "unavailable");
+		break;
+	default:
+		waitAndRetry(itemId, retryAfter(ans, 2), "retry");
+	}
+	return true;
+}
+
+/* Honours Retry-After: the button comes back when it has passed. */
+function waitAndRetry(itemId, seconds, kind) {
+	const until = serverNow() + seconds * 1000;
+	retryAt.set(itemId, until);
+	setOutcome(itemId, kind, { until });
+	setTimeout(() => {
+		retryAt.delete(itemId);
+		const o = outcome(itemId);
+		if (o && o.kind === kind)
+			setOutcome(itemId, "retry_now");
+	}, seconds * 1000);
+}

@@ -1,0 +1,235 @@
+/*
+ * The shopper's order in this sale: remembered per sale and shopper in
+ * localStorage, followed live by Server-Sent Events (polling when the
+ * stream is unavailable), paid or cancelled.
+ */
+import { API, request, retryAfter } from "./api.js";
+import { currentAuth, token } from "./auth.js";
+import { changed } from "./changes.js";
+import { serverNow } from "./clock.js";
+import { outcome, setOutcome, statusOutcome } from "./outcomes.js";
+import { currentSaleId } from "./sale.js";
+
+export const FINAL = new Set(["PAID", "EXPIRED", "CANCELLED", "FAILED"]);
+export const LIVE = new Set(["PROCESSING", "PENDING", "PAID"]);
+
+/* { orderId, itemId, status, expiresAt } or null. */
+let order = null;
+/* Where the last status came from: "sse", "poll" or "action". */
+let source = "";
+/* How the page follows the order: null, "connecting", "sse" or "poll". */
+let live = null;
+/* "pay" or "cancel" while that request is under way. */
+let acting = null;
+/* A words key (and its values) to show instead of the live line. */
+let notice = null;
+let es = null;
+let pollTimer = 0;
+let liveTimer = 0;
+let retries = 0;
+let expiryChecked = false;
+
+export function currentOrder() {
+	return order;
+}
+
+/* What the view draws besides the order itself. */
+export function orderState() {
+	return { source, live, acting, notice };
+}
+
+function storageKey() {
+	const a = currentAuth();
+	return a ? `fs.order.${currentSaleId()}.${a.userId}` : null;
+}
+
+function save() {
+	const key = storageKey();
+	if (key && order)
+		localStorage.setItem(key, JSON.stringify(order));
+}
+
+/* The order named by ?order=, or the one remembered for this shopper. */
+export function restoreOrder() {
+	const wanted = new URLSearchParams(location.search).get("order");
+	let saved = null;
+	try {
+		saved = JSON.parse(localStorage.getItem(storageKey()) || "null");
+	} catch (e) {
+		saved = null;
+	}
+	if (wanted && /^[0-9a-f-]{36}$/.test(wanted) && (!saved || saved.orderId !== wanted))
+		saved = { orderId: wanted, itemId: null, status: null, expiresAt: null };
+	if (saved && saved.orderId)
+		startOrder(saved);
+}
+
+export function startOrder(o) {
+	stopTracking();
+	order = o;
+	retries = 0;
+	acting = null;
+	notice = null;
+	expiryChecked = false;
+	save();
+	changed();
+	track();
+}
+
+export function forgetOrder() {
+	stopTracking();
+	order = null;
+	changed();
+}
+
+/* A status from the stream, a poll or an answer to pay or cancel. */
+function applyOrder(o, from) {
+	if (!order || !o || o.orderId !== order.orderId)
+		return;
+	order = Object.assign({}, order, {
+		itemId: o.itemId !== undefined ? o.itemId : order.itemId,
+		status: o.status || order.status,
+		expiresAt: o.expiresAt || order.expiresAt,
+	});
+	source = from;
+	notice = null;
+	save();
+	if (order.itemId !== null && order.itemId !== undefined) {
+		const kind = statusOutcome(order.status);
+		const shown = outcome(order.itemId);
+		/* "Already purchased" keeps its link; the order panel shows the status. */
+		if (kind && !(shown && (shown.kind === kind || (shown.kind === "already" && shown.orderId === o.orderId))))
+			setOutcome(order.itemId, kind);
+	}
+	if (FINAL.has(order.status))
+		stopTracking();
+	changed();
+}
+
+async function fetchOrder() {
+	const tok = token();
+	if (!order || !tok)
+		return;
+	const ans = await request("GET", `${API}/orders/${order.orderId}`, { token: tok });
+	if (ans.ok) {
+		applyOrder(ans.body, "poll");
+	} else if (ans.status === 404) {
+		notice = { key: "orderGone" };
+		changed();
+	}
+	/* Anything else: the next poll tries again. */
+}
+
+/*
+ * Live status: one EventSource for the caller's order (the token goes
+ * in the query, EventSource cannot send headers). Polling takes over
+ * when the stream does not open or keeps failing.
+ */
+function track() {
+	const o = order, tok = token();
+	if (!o || !tok)
+		return;
+	fetchOrder();
+	if (FINAL.has(o.status))
+		return;
+	if (typeof window.EventSource !== "function") {
+		startPolling();
+		return;
+	}
+	live = "connecting";
+	let failures = 0;
+	const stream = new EventSource(`${API}/orders/${o.orderId}/events?access_token=${encodeURIComponent(tok)}`);
+	es = stream;
+	stream.onopen = () => {
+		failures = 0;
+		live = "sse";
+		stopPolling();
+		changed();
+	};
+	stream.onmessage = (ev) => {
+		let msg;
+		try {
+			msg = JSON.parse(ev.data);
+		} catch (e) {
+			return;
+		}
+		applyOrder(msg, "sse");
+	};
+	stream.onerror = () => {
+		failures++;
+		if (stream.readyState === EventSource.CLOSED || failures >= 3) {
+			stream.close();
+			if (es === stream)
+				es = null;
+			startPolling();
+		}
+	};
+	clearTimeout(liveTimer);
+	liveTimer = setTimeout(() => {
+		if (live !== "sse" && order && !FINAL.has(order.status))
+			startPolling();
+	}, 5000);
+	changed();
+}
+
+function startPolling() {
+	live = "poll";
+	changed();
+	if (pollTimer)
+		return;
+	pollTimer = setInterval(fetchOrder, 3000);
+}
+
+function stopPolling() {
+	clearInterval(pollTimer);
+	pollTimer = 0;
+}
+
+function stopTracking() {
+	stopPolling();
+	clearTimeout(liveTimer);
+	if (es) {
+		es.close();
+		es = null;
+	}
+	live = null;
+}
+
+/* Once the payment window closed here, asks the server what it says. */
+export function checkExpiry() {
+	if (order && order.status === "PENDING" && order.expiresAt && !expiryChecked &&
+	    Date.parse(order.expiresAt) <= serverNow()) {
+		expiryChecked = true;
+		fetchOrder();
+	}
+}
+
+/* POST .../pay or .../cancel for the order. */
+export async function orderAction(action) {
+	const o = order, tok = token();
+	if (!o || !tok)
+		return;
+	acting = action;
+	notice = null;
+	changed();
+	const ans = await request("POST", `${API}/orders/${o.orderId}/${action}`, { token: tok });
+	acting = null;
+	if (ans.ok) {
+		applyOrder(Object.assign({ orderId: o.orderId }, ans.body), "action");
+		return;
+	}
+	if (ans.status === 409 && ans.body.error === "ORDER_PROCESSING" && retries < 20) {
+		/* Not in the database yet: the consumer records it within moments. */
+		retries++;
+		acting = action;
+		notice = { key: "payProcessing" };
+		setTimeout(() => orderAction(action), 1000);
+	} else if (ans.status === 409) {
+		await fetchOrder();
+	} else if (ans.status === 0) {
+		notice = { key: "outNetwork" };
+	} else if (ans.status !== 401) {
+		notice = { key: "outRetry", vars: { s: retryAfter(ans, 2) } };
+	}
+	changed();
+}
