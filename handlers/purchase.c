@@ -73,6 +73,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	char err[256];
 	struct fs_order o = { 0 };
 	struct fs_stock_hold hold;
+	int64_t sale_end_ms;
 	unsigned gen;
 
 	if (fs_sales_parse_purchase_path(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
@@ -84,7 +85,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	}
-	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o) != 0)
+	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, &sale_end_ms) != 0)
 		return;
 	o.reserved_ms = fs_clock_now_ms();
 	gen = fs_soldout_generation(app->soldout, o.item);
@@ -95,7 +96,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_purchase_already(fcgi, hold.order_id);
 		return;
 	case FS_STOCK_SOLD_OUT:
-		fs_soldout_mark(app->soldout, o.item, gen);
+		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	case FS_STOCK_UNKNOWN_ITEM:
@@ -107,7 +108,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		return;
 	}
 	if (hold.left == 0)
-		fs_soldout_mark(app->soldout, o.item, gen);
+		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
 
 	switch (publish_order(app, &o, err, sizeof(err))) {
 	case FS_KAFKA_DELIVERED:

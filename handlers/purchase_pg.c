@@ -39,7 +39,7 @@ handle(fs_fcgi *fcgi, void *arg)
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o) != 0)
+	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, NULL) != 0)
 		return;
 	switch (fs_orders_buy(app->pg, &o)) {
 	case FS_ORDERS_OK:

@@ -11,12 +11,12 @@ _Static_assert(FS_ORDERS_USER_MAX >= FS_TOKEN_SUB_MAX, "a token's subject fits a
 
 int
 fs_purchase_admit(fs_fcgi *fcgi, const fs_token_keys *keys, const fs_urlsig_key *url_key,
-    int64_t now_ms, struct fs_order *o)
+    int64_t now_ms, struct fs_order *o, int64_t *sale_end_ms)
 {
 	const char *query, *auth;
 	enum fs_urlsig_status us;
 	enum fs_token_status ts;
-	time_t now = (time_t)(now_ms / 1000);
+	time_t now = (time_t)(now_ms / 1000), end;
 
 	if (!fs_fcgi_method_is(fcgi, "POST")) {
 		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
@@ -25,7 +25,7 @@ fs_purchase_admit(fs_fcgi *fcgi, const fs_token_keys *keys, const fs_urlsig_key 
 	query = fs_fcgi_param(fcgi, "QUERY_STRING");
 	if (query == NULL)
 		query = "";
-	us = fs_urlsig_check(url_key, o->item, query, strlen(query), now, &o->sale);
+	us = fs_urlsig_check(url_key, o->item, query, strlen(query), now, &o->sale, &end);
 	if (us == FS_URLSIG_NOT_STARTED) {
 		fs_fcgi_error(fcgi, FS_ERR_SALE_NOT_STARTED, NULL, FS_HTTP_RETRY_SOON);
 		return -1;
@@ -34,6 +34,8 @@ fs_purchase_admit(fs_fcgi *fcgi, const fs_token_keys *keys, const fs_urlsig_key 
 		fs_fcgi_error(fcgi, FS_ERR_BAD_PURCHASE_URL, NULL, NULL);
 		return -1;
 	}
+	if (sale_end_ms != NULL)
+		*sale_end_ms = (int64_t)end * 1000;
 	auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION");
 	ts = fs_token_verify_bearer(keys, auth != NULL ? auth : "", auth != NULL ? strlen(auth) : 0,
 	    now, o->user, sizeof(o->user));

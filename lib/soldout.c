@@ -13,21 +13,35 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock.h"
 #include "log.h"
 #include "redis.h"
 #include "soldout.h"
 
-/* Items tracked per process; a sale has a few. When full, no fast path. */
-#define SLOTS 1024
+/*
+ * The sold-out items of live sales, in an open-addressing table (linear
+ * probing, power-of-two capacity, at most half full) under a
+ * writer-preferring lock: a lookup is a few loads whatever the number of
+ * items, and the rare writers (a sale selling out, a restock) are never
+ * starved by the stream of readers. An entry carries its sale's end; the
+ * listener drops the entries (and markers) of ended sales, so memory
+ * follows the live sales, not the process's history.
+ */
+#define CAP_MIN 64
+#define GEN_STRIPES 256 /* restock generations, by item hash: no entry needed */
+#define SWEEP_EVERY_MS 1000
 
-struct slot {
-	_Atomic uint64_t item; /* 0: free */
-	atomic_uint gen;       /* bumped on every restock */
-	atomic_int soldout;
+struct entry {
+	uint64_t item; /* 0: free */
+	int64_t end_ms;
 };
 
 struct fs_soldout {
-	struct slot slot[SLOTS];
+	pthread_rwlock_t lock;
+	struct entry *tab;
+	size_t cap, n;
+	int full_logged;
+	atomic_uint gen[GEN_STRIPES]; /* bumped by every restock of an item of the stripe */
 	char dir[512];
 	char redis_addr[256];
 	pthread_t listener;
@@ -36,28 +50,93 @@ struct fs_soldout {
 	redisContext *sub; /* the listener's connection */
 };
 
-/* Finds (or, with create, claims) the item's slot; NULL when none. */
-static struct slot *
-slot_of(fs_soldout *s, uint64_t item, int create)
+static size_t
+hash_of(uint64_t item)
 {
-	size_t h = (size_t)(item * 0x9E3779B97F4A7C15ull) % SLOTS;
+	return (size_t)((item * 0x9E3779B97F4A7C15ull) >> 17);
+}
 
-	for (size_t i = 0; i < SLOTS; i++) {
-		struct slot *sl = &s->slot[(h + i) % SLOTS];
-		uint64_t cur = atomic_load(&sl->item);
+static atomic_uint *
+gen_of(fs_soldout *s, uint64_t item)
+{
+	return &s->gen[hash_of(item) % GEN_STRIPES];
+}
 
-		if (cur == item)
-			return sl;
-		if (cur == 0) {
-			uint64_t expected = 0;
+/* The item's index in tab, or the free slot where it belongs. */
+static size_t
+probe(const struct entry *tab, size_t cap, uint64_t item)
+{
+	size_t i = hash_of(item) & (cap - 1);
 
-			if (!create)
-				return NULL;
-			if (atomic_compare_exchange_strong(&sl->item, &expected, item) || expected == item)
-				return sl;
+	while (tab[i].item != 0 && tab[i].item != item)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Moves every entry into a table of cap slots; -1 when out of memory. */
+static int
+rehash(fs_soldout *s, size_t cap)
+{
+	struct entry *tab = calloc(cap, sizeof(*tab));
+
+	if (tab == NULL)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].item != 0)
+			tab[probe(tab, cap, s->tab[i].item)] = s->tab[i];
+	free(s->tab);
+	s->tab = tab;
+	s->cap = cap;
+	return 0;
+}
+
+/* Adds or refreshes the item's entry; the write lock is held. */
+static int
+put(fs_soldout *s, uint64_t item, int64_t end_ms)
+{
+	size_t i = probe(s->tab, s->cap, item);
+
+	if (s->tab[i].item == item) {
+		if (end_ms > s->tab[i].end_ms)
+			s->tab[i].end_ms = end_ms;
+		return 0;
+	}
+	if (s->n >= FS_SOLDOUT_MAX) {
+		if (!s->full_logged)
+			fs_log_warn("soldout: %d items of live sales are sold out; no fast path for more",
+			    FS_SOLDOUT_MAX);
+		s->full_logged = 1;
+		return -1;
+	}
+	if (2 * (s->n + 1) > s->cap) {
+		if (rehash(s, 2 * s->cap) != 0)
+			return -1;
+		i = probe(s->tab, s->cap, item);
+	}
+	s->tab[i].item = item;
+	s->tab[i].end_ms = end_ms;
+	s->n++;
+	return 0;
+}
+
+/* Removes the item's entry, shifting its followers back; write lock held. */
+static void
+drop(fs_soldout *s, uint64_t item)
+{
+	size_t mask = s->cap - 1, i = probe(s->tab, s->cap, item), j, home;
+
+	if (s->tab[i].item != item)
+		return;
+	s->n--;
+	for (j = (i + 1) & mask; s->tab[j].item != 0; j = (j + 1) & mask) {
+		home = hash_of(s->tab[j].item) & mask;
+		/* The entry at j may fill the hole at i unless its home lies in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			s->tab[i] = s->tab[j];
+			i = j;
 		}
 	}
-	return NULL;
+	s->tab[i].item = 0;
 }
 
 static void
@@ -66,21 +145,26 @@ marker_path(fs_soldout *s, uint64_t item, char *out, size_t outlen)
 	snprintf(out, outlen, "%s/%" PRIu64, s->dir, item);
 }
 
+static void
+marker_remove(fs_soldout *s, uint64_t item)
+{
+	char path[600];
+
+	if (s->dir[0] == '\0')
+		return;
+	marker_path(s, item, path, sizeof(path));
+	if (unlink(path) != 0 && errno != ENOENT)
+		fs_log_warn("soldout: cannot remove %s: %s", path, strerror(errno));
+}
+
 void
 fs_soldout_clear(fs_soldout *s, uint64_t item)
 {
-	struct slot *sl = slot_of(s, item, 1);
-	char path[600];
-
-	if (sl != NULL) {
-		atomic_fetch_add(&sl->gen, 1);
-		atomic_store(&sl->soldout, 0);
-	}
-	if (s->dir[0] != '\0') {
-		marker_path(s, item, path, sizeof(path));
-		if (unlink(path) != 0 && errno != ENOENT)
-			fs_log_warn("soldout: cannot remove %s: %s", path, strerror(errno));
-	}
+	atomic_fetch_add(gen_of(s, item), 1);
+	pthread_rwlock_wrlock(&s->lock);
+	drop(s, item);
+	pthread_rwlock_unlock(&s->lock);
+	marker_remove(s, item);
 }
 
 /* After the listener (re)connects it may have missed restocks: forget all. */
@@ -90,16 +174,85 @@ clear_all(fs_soldout *s)
 	struct dirent *de;
 	DIR *d;
 
-	for (size_t i = 0; i < SLOTS; i++) {
-		atomic_fetch_add(&s->slot[i].gen, 1);
-		atomic_store(&s->slot[i].soldout, 0);
-	}
+	for (size_t i = 0; i < GEN_STRIPES; i++)
+		atomic_fetch_add(&s->gen[i], 1);
+	pthread_rwlock_wrlock(&s->lock);
+	memset(s->tab, 0, s->cap * sizeof(*s->tab));
+	s->n = 0;
+	pthread_rwlock_unlock(&s->lock);
 	if (s->dir[0] == '\0' || (d = opendir(s->dir)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL)
 		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
 			unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
+}
+
+size_t
+fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
+{
+	struct entry *tab = NULL;
+	uint64_t *ended = NULL;
+	size_t cap, nended = 0, k = 0;
+
+	/* The common case, nothing ended, costs readers nothing. */
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].item != 0 && s->tab[i].end_ms <= now_ms)
+			nended++;
+	pthread_rwlock_unlock(&s->lock);
+	if (nended == 0)
+		return 0;
+	pthread_rwlock_wrlock(&s->lock);
+	nended = 0;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].item != 0 && s->tab[i].end_ms <= now_ms)
+			nended++;
+	/* Rebuilt at the size the live entries need, so memory shrinks too. */
+	for (cap = CAP_MIN; cap < 2 * (s->n - nended); cap *= 2)
+		;
+	if (nended > 0 && (ended = malloc(nended * sizeof(*ended))) != NULL &&
+	    (tab = calloc(cap, sizeof(*tab))) != NULL) {
+		for (size_t i = 0; i < s->cap; i++) {
+			if (s->tab[i].item == 0)
+				continue;
+			if (s->tab[i].end_ms > now_ms)
+				tab[probe(tab, cap, s->tab[i].item)] = s->tab[i];
+			else
+				ended[k++] = s->tab[i].item;
+		}
+		free(s->tab);
+		s->tab = tab;
+		s->cap = cap;
+		s->n -= k;
+		s->full_logged = 0;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	for (size_t i = 0; i < k; i++)
+		marker_remove(s, ended[i]);
+	free(ended);
+	return k;
+}
+
+void
+fs_soldout_stats(fs_soldout *s, size_t *items, size_t *bytes)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	*items = s->n;
+	*bytes = s->cap * sizeof(*s->tab);
+	pthread_rwlock_unlock(&s->lock);
+}
+
+/* The listener's housekeeping: the sold-out items of ended sales go. */
+static void
+sweep_due(fs_soldout *s, int64_t *swept_ms)
+{
+	int64_t now_ms = fs_clock_now_ms();
+
+	if (now_ms - *swept_ms < SWEEP_EVERY_MS)
+		return;
+	*swept_ms = now_ms;
+	fs_soldout_sweep(s, now_ms);
 }
 
 static void *
@@ -110,9 +263,11 @@ listen_restocks(void *arg)
 	char err[128];
 	redisReply *reply;
 	uint64_t sale, item;
+	int64_t swept_ms = 0;
 	void *r;
 
 	while (!atomic_load(&s->stop)) {
+		sweep_due(s, &swept_ms);
 		if ((s->sub = fs_redis_dial(s->redis_addr, err, sizeof(err))) == NULL) {
 			usleep(200000); /* Redis is down: retry soon, it is a pause not a wait. */
 			continue;
@@ -128,6 +283,7 @@ listen_restocks(void *arg)
 		/* Short read timeouts let the thread notice the stop flag. */
 		redisSetTimeout(s->sub, poll_tv);
 		while (!atomic_load(&s->stop)) {
+			sweep_due(s, &swept_ms);
 			if (redisGetReply(s->sub, &r) != REDIS_OK) {
 				if (s->sub->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 					s->sub->err = 0;
@@ -149,19 +305,44 @@ listen_restocks(void *arg)
 	return NULL;
 }
 
+/* The table and the marker directory, without a listener. */
+static fs_soldout *
+table_new(const char *marker_dir)
+{
+	pthread_rwlockattr_t attr;
+	fs_soldout *s;
+
+	if (strlen(marker_dir) >= sizeof(s->dir) || (s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	if ((s->tab = calloc(CAP_MIN, sizeof(*s->tab))) == NULL) {
+		free(s);
+		return NULL;
+	}
+	s->cap = CAP_MIN;
+	strcpy(s->dir, marker_dir);
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	return s;
+}
+
+fs_soldout *
+fs_soldout_new_offline(const char *marker_dir)
+{
+	return table_new(marker_dir);
+}
+
 fs_soldout *
 fs_soldout_new(const char *marker_dir, const char *redis_addr)
 {
 	fs_soldout *s;
 
-	if (strlen(marker_dir) >= sizeof(s->dir) || strlen(redis_addr) >= sizeof(s->redis_addr))
+	if (strlen(redis_addr) >= sizeof(s->redis_addr) || (s = table_new(marker_dir)) == NULL)
 		return NULL;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	strcpy(s->dir, marker_dir);
 	strcpy(s->redis_addr, redis_addr);
 	if (pthread_create(&s->listener, NULL, listen_restocks, s) != 0) {
-		free(s);
+		fs_soldout_free(s);
 		return NULL;
 	}
 	s->listening = 1;
@@ -176,38 +357,43 @@ fs_soldout_free(fs_soldout *s)
 	atomic_store(&s->stop, 1);
 	if (s->listening)
 		pthread_join(s->listener, NULL);
+	pthread_rwlock_destroy(&s->lock);
+	free(s->tab);
 	free(s);
 }
 
 int
 fs_soldout_known(fs_soldout *s, uint64_t item)
 {
-	struct slot *sl = slot_of(s, item, 0);
+	int known;
 
-	return sl != NULL && atomic_load(&sl->soldout);
+	pthread_rwlock_rdlock(&s->lock);
+	known = s->tab[probe(s->tab, s->cap, item)].item == item;
+	pthread_rwlock_unlock(&s->lock);
+	return known;
 }
 
 unsigned
 fs_soldout_generation(fs_soldout *s, uint64_t item)
 {
-	struct slot *sl = slot_of(s, item, 1);
-
-	return sl != NULL ? atomic_load(&sl->gen) : 0;
+	return atomic_load(gen_of(s, item));
 }
 
 void
-fs_soldout_mark(fs_soldout *s, uint64_t item, unsigned gen)
+fs_soldout_mark(fs_soldout *s, uint64_t item, int64_t sale_end_ms, unsigned gen)
 {
-	struct slot *sl = slot_of(s, item, 1);
 	char path[600];
-	int fd;
+	int fd, added;
 
-	if (sl == NULL)
+	/* A restock raced this answer: the next request asks Redis. */
+	if (item == 0 || atomic_load(gen_of(s, item)) != gen)
 		return;
-	atomic_store(&sl->soldout, 1);
-	/* A restock raced this answer: undo, the next request asks Redis. */
-	if (atomic_load(&sl->gen) != gen) {
-		atomic_store(&sl->soldout, 0);
+	pthread_rwlock_wrlock(&s->lock);
+	added = put(s, item, sale_end_ms) == 0;
+	pthread_rwlock_unlock(&s->lock);
+	/* Same check once the entry exists, against a restock in between. */
+	if (!added || atomic_load(gen_of(s, item)) != gen) {
+		fs_soldout_clear(s, item);
 		return;
 	}
 	if (s->dir[0] == '\0')
@@ -217,7 +403,7 @@ fs_soldout_mark(fs_soldout *s, uint64_t item, unsigned gen)
 		close(fd);
 	else
 		fs_log_warn("soldout: cannot create %s: %s", path, strerror(errno));
-	/* Same check after the file exists, against a restock in between. */
-	if (atomic_load(&sl->gen) != gen)
+	/* And once the file exists. */
+	if (atomic_load(gen_of(s, item)) != gen)
 		fs_soldout_clear(s, item);
 }

@@ -8,7 +8,11 @@
 #ifndef FS_SOLDOUT_H
 #define FS_SOLDOUT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* Most sold-out items of live sales remembered; more go to Redis each time. */
+#define FS_SOLDOUT_MAX (1 << 20)
 
 typedef struct fs_soldout fs_soldout;
 
@@ -17,18 +21,29 @@ typedef struct fs_soldout fs_soldout;
  * is published; the listener runs on its own connection and reconnects.
  */
 fs_soldout *fs_soldout_new(const char *marker_dir, const char *redis_addr);
+/* The same without the listener (tests, tools): nothing clears it by itself. */
+fs_soldout *fs_soldout_new_offline(const char *marker_dir);
 /* Stops the listener and frees. */
 void fs_soldout_free(fs_soldout *);
-/* True when the item is known to be sold out. */
+/* True when the item is known to be sold out. One lookup, whatever the count. */
 int fs_soldout_known(fs_soldout *, uint64_t item);
 /* Call before asking Redis; pass the value to fs_soldout_mark. */
 unsigned fs_soldout_generation(fs_soldout *, uint64_t item);
 /*
- * Records that Redis said "sold out" for the item, unless a unit came back
- * since gen was read (then the answer is already stale).
+ * Records that Redis said "sold out" for the item of a sale that ends at
+ * sale_end_ms, unless a unit came back since gen was read (then the answer
+ * is already stale). The entry and its marker go once the sale has ended.
  */
-void fs_soldout_mark(fs_soldout *, uint64_t item, unsigned gen);
+void fs_soldout_mark(fs_soldout *, uint64_t item, int64_t sale_end_ms, unsigned gen);
 /* Forgets the item's sold-out state here (a unit came back). */
 void fs_soldout_clear(fs_soldout *, uint64_t item);
+/*
+ * Drops the items of sales ended by now_ms, and their markers, and shrinks
+ * the table to what is left; the listener does it every second. Returns how
+ * many went.
+ */
+size_t fs_soldout_sweep(fs_soldout *, int64_t now_ms);
+/* How many items are remembered and the bytes their table takes. */
+void fs_soldout_stats(fs_soldout *, size_t *items, size_t *bytes);
 
 #endif

@@ -191,7 +191,7 @@ urlsig_parse(const char *q, size_t len, uint64_t num[URLSIG_SIG],
 
 enum fs_urlsig_status
 fs_urlsig_check(const fs_urlsig_key *key, uint64_t item, const char *query,
-    size_t len, time_t now, uint64_t *sale)
+    size_t len, time_t now, uint64_t *sale, time_t *end)
 {
 	unsigned char tag[crypto_auth_BYTES];
 	char msg[URLSIG_MSG_MAX];
@@ -215,5 +215,8 @@ fs_urlsig_check(const fs_urlsig_key *key, uint64_t item, const char *query,
 	if (t < num[URLSIG_START])
 		return FS_URLSIG_NOT_STARTED;
 	*sale = num[URLSIG_SALE];
+	if (end != NULL)
+		*end = num[URLSIG_END] > (uint64_t)INT64_MAX / 1000 ? (time_t)(INT64_MAX / 1000) :
+								    (time_t)num[URLSIG_END];
 	return FS_URLSIG_OK;
 }

@@ -60,10 +60,11 @@ int fs_urlsig_sign(const fs_urlsig_key *, uint64_t item, uint64_t sale,
  * of a purchase of item at time now. Numbers are plain decimal without
  * leading zeros, so one window has one spelling. The signature is checked
  * before the window, so a forged URL is never told "not started". On
- * FS_URLSIG_OK, *sale is the signed sale id.
+ * FS_URLSIG_OK, *sale is the signed sale id and *end (unless NULL) the
+ * signed end of the window.
  */
 enum fs_urlsig_status fs_urlsig_check(const fs_urlsig_key *, uint64_t item,
-    const char *query, size_t len, time_t now, uint64_t *sale)
+    const char *query, size_t len, time_t now, uint64_t *sale, time_t *end)
     __attribute__((warn_unused_result));
 
 #endif

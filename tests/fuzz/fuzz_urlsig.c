@@ -56,11 +56,11 @@ round_trip(const uint8_t *p)
 		want = FS_URLSIG_EXPIRED;
 	else
 		want = t < start ? FS_URLSIG_NOT_STARTED : FS_URLSIG_OK;
-	st = fs_urlsig_check(key, item, query, strlen(query), now, &got);
+	st = fs_urlsig_check(key, item, query, strlen(query), now, &got, NULL);
 	if (st != want || (st == FS_URLSIG_OK && got != sale))
 		abort();
 	/* The same URL names no other item. */
-	if (fs_urlsig_check(key, item + 1, query, strlen(query), now, &got) !=
+	if (fs_urlsig_check(key, item + 1, query, strlen(query), now, &got, NULL) !=
 	    FS_URLSIG_BAD_SIGNATURE)
 		abort();
 }
@@ -86,7 +86,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			round_trip(data + 1);
 		return 0;
 	}
-	st = fs_urlsig_check(key, FUZZ_ITEM, (const char *)data + 1, size - 1, FUZZ_NOW, &sale);
+	st = fs_urlsig_check(key, FUZZ_ITEM, (const char *)data + 1, size - 1, FUZZ_NOW, &sale, NULL);
 	if (fs_urlsig_strerror(st) == NULL)
 		abort();
 	return 0;

@@ -28,7 +28,7 @@ check_path(void *arg, uint64_t item, const char *path)
 	s->n++;
 	snprintf(route, sizeof(route), "%.*s", (int)n, path);
 	if (fs_sales_parse_purchase_path(route, &parsed) == 0 && parsed == item &&
-	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale) == FS_URLSIG_OK &&
+	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale, NULL) == FS_URLSIG_OK &&
 	    sale == 7)
 		s->good++;
 }

@@ -33,7 +33,7 @@ run(const fs_urlsig_key *key, uint64_t item, const char *q, size_t len,
 	if (copy == NULL)
 		abort();
 	memcpy(copy, q, len);
-	st = fs_urlsig_check(key, item, copy, len, now, sale);
+	st = fs_urlsig_check(key, item, copy, len, now, sale, NULL);
 	free(copy);
 	return st;
 }
@@ -213,7 +213,7 @@ main(void)
 	    FS_URLSIG_MALFORMED, "query of exactly 512 bytes is not TOO_LONG");
 	check(run(key, ITEM, q, len - 1, START + 10, &sale) ==
 	    FS_URLSIG_MALFORMED, "check reads only len bytes");
-	check(fs_urlsig_check(key, ITEM, NULL, 0, START, &sale) ==
+	check(fs_urlsig_check(key, ITEM, NULL, 0, START, &sale, NULL) ==
 	    FS_URLSIG_MALFORMED, "NULL query");
 
 	check(fs_urlsig_sign(key, UINT64_MAX, UINT64_MAX, INT64_MAX - 1,
