@@ -42,7 +42,7 @@ sub vcl_recv {
 		return (pass);
 	}
 	if (req.url ~ "^/api/") {
-		if (req.url ~ "^/api/flash-sales/sales/[0-9]+(/reveal)?(\?|$)") {
+		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal)?(\?|$)") {
 			# Public documents: the same for everyone, so a query string
 			# or a token must not split (or bust) the cache.
 			unset req.http.Authorization;
@@ -79,14 +79,14 @@ sub vcl_backend_response {
 	# grace of 10 s would hand out an old answer right after expiry). A
 	# 425 before the start is cached too, so the herd waiting for the start
 	# instant is coalesced instead of passed.
-	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+/reveal$") {
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/reveal$") {
 		set beresp.ttl = 1s;
 		set beresp.grace = 0s;
 		return (deliver);
 	}
 	# The sale document follows the origin's Cache-Control; its serverTime
 	# must not go stale either.
-	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+$") {
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}$") {
 		set beresp.grace = 0s;
 	}
 }

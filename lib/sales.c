@@ -23,16 +23,16 @@
 int
 fs_sales_parse_id(const char *s, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v = 0;
+	size_t n;
 
-	if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 19)
+	/* The canonical form only, the one nginx's locations match: 007 is not 7. */
+	if (s == NULL || *s < '1' || *s > '9' || (n = strspn(s, "0123456789")) > FS_SALES_ID_DIGITS ||
+	    s[n] != '\0')
 		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v == 0 || v > INT64_MAX)
-		return -1;
-	*out = (uint64_t)v;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	*out = v;
 	return 0;
 }
 

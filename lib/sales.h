@@ -18,6 +18,9 @@
 #define FS_SALES_JSON_MAX (1024 * 1024)
 #define FS_SALES_ITEMS_MAX 1000
 
+/* Digits of the longest id: PostgreSQL's bigserial never gets near 10^18. */
+#define FS_SALES_ID_DIGITS 18
+
 /* The most bytes in a signed purchase path, NUL included. */
 #define FS_SALES_PATH_MAX (FS_URLSIG_SIGNED_MAX + 64)
 
@@ -95,7 +98,11 @@ int fs_sales_purchase_paths(const fs_urlsig_key *, const struct fs_sale *,
 const char *fs_sales_path_id(const char *path, const char *prefix, uint64_t *id);
 /* The item id of a path /api/flash-sales/items/{itemId}/purchase; 0 or -1. */
 int fs_sales_parse_purchase_path(const char *path, uint64_t *item);
-/* Parses a decimal id (1 .. 2^63-1); 0 or -1. */
+/*
+ * Parses an id in its one canonical form: decimal, no sign, no leading
+ * zero, at most FS_SALES_ID_DIGITS digits (deploy/nginx.conf.in matches the
+ * same form in its locations, so both refuse 007 with 404). 0 or -1.
+ */
 int fs_sales_parse_id(const char *s, uint64_t *out);
 
 #endif

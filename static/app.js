@@ -50,7 +50,7 @@ async function main() {
 	bindView();
 	onSignedOut(signOut);
 	const sale = new URLSearchParams(location.search).get("sale");
-	if (!sale || !/^[0-9]{1,19}$/.test(sale)) {
+	if (!sale || !/^[1-9][0-9]{0,17}$/.test(sale)) {
 		showNoSale();
 		return;
 	}

@@ -49,8 +49,15 @@ main(void)
 	fs_urlsig_key_set(key, raw);
 
 	check(fs_sales_parse_id("42", &id) == 0 && id == 42, "an id");
-	check(fs_sales_parse_id("9223372036854775807", &id) == 0 && id == INT64_MAX, "the largest id");
-	check(fs_sales_parse_id("9223372036854775808", &id) == -1, "an id past 2^63-1 is refused");
+	check(fs_sales_parse_id("999999999999999999", &id) == 0 && id == UINT64_C(999999999999999999),
+	    "the largest id (18 digits)");
+	check(fs_sales_parse_id("1000000000000000000", &id) == -1 &&
+		fs_sales_parse_id("9223372036854775808", &id) == -1,
+	    "an id of 19 digits is refused");
+	check(fs_sales_parse_id("007", &id) == -1 && fs_sales_parse_id("07", &id) == -1 &&
+		fs_sales_parse_id("00", &id) == -1 && fs_sales_parse_id("+7", &id) == -1 &&
+		fs_sales_parse_id(" 7", &id) == -1 && fs_sales_parse_id("7 ", &id) == -1,
+	    "only the canonical form: no leading zero, sign or space");
 	check(fs_sales_parse_id("0", &id) == -1 && fs_sales_parse_id("", &id) == -1 &&
 		fs_sales_parse_id("-1", &id) == -1 && fs_sales_parse_id("1x", &id) == -1,
 	    "zero, empty, signed and trailing characters are refused");
@@ -71,7 +78,8 @@ main(void)
 	check(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase/", &id) == -1 &&
 		fs_sales_parse_purchase_path("/api/flash-sales/items/5", &id) == -1 &&
 		fs_sales_parse_purchase_path("/api/flash-sales/items//purchase", &id) == -1 &&
-		fs_sales_parse_purchase_path("/api/flash-sales/items/0/purchase", &id) == -1,
+		fs_sales_parse_purchase_path("/api/flash-sales/items/0/purchase", &id) == -1 &&
+		fs_sales_parse_purchase_path("/api/flash-sales/items/05/purchase", &id) == -1,
 	    "anything else is not a purchase path");
 
 	/* 1699999999.5 to 1700003600.9: valid from the whole second of each. */
