@@ -23,7 +23,7 @@
 #include "keys.h"
 #include "pg.h"
 #include "reconcile.h"
-#include "redis.h"
+#include "stock.h"
 #include "sales.h"
 #include "token.h"
 #include "urlsig.h"
@@ -169,14 +169,18 @@ out:
 
 /* Opens the two stores that sale commands read. */
 static int
-open_stores(struct fs_cfg *cfg, fs_pg **pg, fs_redis **r)
+open_stores(struct fs_cfg *cfg, fs_pg **pg, fs_stock **st)
 {
+	char err[256];
+
 	if (load_cfg(cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_REDIS)) != 0)
 		return -1;
-	*pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG));
-	*r = fs_redis_new(fs_cfg_get(cfg, FS_CFG_REDIS));
-	if (*pg == NULL || *r == NULL) {
+	if ((*pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG))) == NULL) {
 		fail("%s", "out of memory or address too long");
+		return -1;
+	}
+	if ((*st = fs_stock_new(fs_cfg_get(cfg, FS_CFG_REDIS), NULL, err, sizeof(err))) == NULL) {
+		fail("%s", err);
 		return -1;
 	}
 	return 0;
@@ -187,7 +191,7 @@ cmd_sale_warm(uint64_t sale, int force)
 {
 	struct fs_cfg cfg;
 	fs_pg *pg = NULL;
-	fs_redis *r = NULL;
+	fs_stock *r = NULL;
 	char err[512];
 	int rc = 1;
 
@@ -201,7 +205,7 @@ cmd_sale_warm(uint64_t sale, int force)
 	rc = 0;
 out:
 	fs_pg_free(pg);
-	fs_redis_free(r);
+	fs_stock_free(r);
 	return rc;
 }
 
@@ -211,7 +215,7 @@ cmd_sale_show(uint64_t sale)
 	struct fs_sales_figures *figs = NULL;
 	struct fs_cfg cfg;
 	fs_pg *pg = NULL;
-	fs_redis *r = NULL;
+	fs_stock *r = NULL;
 	char err[512];
 	int n, rc = 1;
 
@@ -233,7 +237,7 @@ cmd_sale_show(uint64_t sale)
 out:
 	free(figs);
 	fs_pg_free(pg);
-	fs_redis_free(r);
+	fs_stock_free(r);
 	return rc;
 }
 
@@ -401,7 +405,7 @@ cmd_reconcile(int argc, char **argv)
 	struct fs_reconcile_summary sum;
 	struct fs_cfg cfg;
 	fs_pg *pg = NULL;
-	fs_redis *r = NULL;
+	fs_stock *r = NULL;
 	uint64_t *sales = NULL;
 	char err[512];
 	int n = 0, check = argc == 2 && strcmp(argv[1], "--check") == 0, rc = 1, bad = 0;
@@ -440,7 +444,7 @@ cmd_reconcile(int argc, char **argv)
 out:
 	free(sales);
 	fs_pg_free(pg);
-	fs_redis_free(r);
+	fs_stock_free(r);
 	return rc;
 }
 

@@ -254,7 +254,7 @@ settle_holds(struct app *app, const struct batch *b)
 		if (!fs_orders_status_live(o->status)) {
 			if (fs_stock_release(app->stores.stock, o->sale, o->item, o->id) < 0) {
 				/* An error reply (a record of another item) cannot heal. */
-				if (app->stores.redis->ctx == NULL) {
+				if (app->stores.stock->err == FS_STOCK_ERR_IO) {
 					fs_log_warn("%s; will retry", app->stores.stock->errstr);
 					return -1;
 				}

@@ -132,9 +132,8 @@ authenticate(struct app *app, fs_fcgi *fcgi, int allow_query, char user[FS_TOKEN
 static int
 find_processing(struct fs_stores *st, struct fs_order *o)
 {
-	char key[FS_STOCK_KEY_MAX], user[FS_ORDERS_USER_MAX + 1], *end;
+	struct fs_stock_record rec;
 	PGresult *res;
-	redisReply *r;
 	int found = 0;
 
 	/* A hold lives from the purchase until the consumer records it. */
@@ -146,38 +145,21 @@ find_processing(struct fs_stores *st, struct fs_order *o)
 		return -1;
 	for (int i = 0; i < PQntuples(res) && !found; i++) {
 		uint64_t sale;
-		long long window = 600;
 
 		if (fs_sales_parse_id(PQgetvalue(res, i, 0), &sale) != 0)
 			continue;
-		fs_stock_key(key, FS_STOCK_KEY_ORDERS, sale, 0);
-		if ((r = fs_redis_argv(st->redis, 3, (const char *[]){ "HGET", key, o->id },
-		    NULL)) == NULL) {
-			PQclear(res);
-			return -1;
-		}
-		/* "<user> <item> <reservedAtMs>": the caller's hold only. */
-		if (r->type == REDIS_REPLY_STRING && sscanf(r->str, "%64s", user) == 1 &&
-		    strcmp(user, o->user) == 0) {
-			const char *p = r->str + strlen(user);
-
-			o->sale = sale;
-			o->item = strtoull(p, &end, 10);
-			o->reserved_ms = strtoll(end, NULL, 10);
-			found = 1;
-		}
-		freeReplyObject(r);
+		if ((found = fs_stock_find_hold(st->stock, sale, o->id, &rec)) < 0)
+			break;
+		/* The caller's hold only. */
+		if (found && strcmp(rec.user, o->user) != 0)
+			found = 0;
 		if (!found)
 			continue;
-		fs_stock_key(key, FS_STOCK_KEY_SALE, sale, 0);
-		if ((r = fs_redis_argv(st->redis, 3, (const char *[]){ "HGET", key, "window" },
-		    NULL)) != NULL) {
-			if (r->type == REDIS_REPLY_STRING)
-				window = strtoll(r->str, NULL, 10);
-			freeReplyObject(r);
-		}
+		o->sale = sale;
+		o->item = rec.item;
+		o->reserved_ms = rec.reserved_ms;
 		o->status = FS_ORDER_PROCESSING;
-		o->expires_ms = o->reserved_ms + window * 1000;
+		o->expires_ms = o->reserved_ms + (int64_t)fs_stock_window(st->stock, sale) * 1000;
 	}
 	PQclear(res);
 	return found;

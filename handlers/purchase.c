@@ -22,7 +22,6 @@
 #include "log.h"
 #include "orders.h"
 #include "purchase.h"
-#include "redis.h"
 #include "sales.h"
 #include "soldout.h"
 #include "stock.h"
@@ -40,7 +39,6 @@ struct app {
 /* What one worker thread owns: hiredis connections are not shared. */
 struct worker {
 	struct app *app;
-	fs_redis *redis;
 	fs_stock *stock;
 };
 
@@ -178,16 +176,14 @@ worker_new(void *arg)
 {
 	struct app *app = arg;
 	struct worker *w;
+	char err[256];
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
 	w->app = app;
-	if ((w->redis = fs_redis_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL ||
-	    (w->stock = fs_stock_new(w->redis, fs_cfg_get(&app->cfg, FS_CFG_DATADIR))) == NULL ||
-	    w->stock->err) {
-		fs_log_error("stock: %s", w->stock != NULL ? w->stock->errstr : "out of memory");
-		fs_stock_free(w->stock);
-		fs_redis_free(w->redis);
+	if ((w->stock = fs_stock_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS),
+		 fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err, sizeof(err))) == NULL) {
+		fs_log_error("%s", err);
 		free(w);
 		return NULL;
 	}
@@ -200,7 +196,6 @@ worker_free(void *arg)
 	struct worker *w = arg;
 
 	fs_stock_free(w->stock);
-	fs_redis_free(w->redis);
 	free(w);
 }
 

@@ -34,7 +34,6 @@
 #include "keys.h"
 #include "log.h"
 #include "pg.h"
-#include "redis.h"
 #include "sales.h"
 
 #define PATH_PREFIX "/api/flash-sales/sales/"
@@ -88,7 +87,7 @@ struct app {
 struct worker {
 	struct app *app;
 	fs_pg *pg;
-	fs_redis *redis;	/* NULL without FLASHSALE_REDIS */
+	fs_stock *stock;	/* NULL without FLASHSALE_REDIS */
 	struct cached_sale cache[CACHE_SLOTS];
 };
 
@@ -143,7 +142,7 @@ get_sale(struct worker *w, uint64_t sale, int64_t now)
 			slot = c;
 	}
 	slot->read_ms = 0;
-	if (fs_sales_read(w->pg, w->redis, sale, &slot->sale, err, sizeof(err)) != 0) {
+	if (fs_sales_read(w->pg, w->stock, sale, &slot->sale, err, sizeof(err)) != 0) {
 		fs_log_error("sale %" PRIu64 ": %s", sale, err);
 		return NULL;
 	}
@@ -322,7 +321,7 @@ worker_free(void *arg)
 
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		free(w->cache[i].sale.items);
-	fs_redis_free(w->redis);
+	fs_stock_free(w->stock);
 	fs_pg_free(w->pg);
 	free(w);
 }
@@ -333,6 +332,7 @@ worker_new(void *arg)
 	struct app *app = arg;
 	const char *redis = fs_cfg_get(&app->cfg, FS_CFG_REDIS);
 	struct worker *w;
+	char err[256];
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
@@ -342,8 +342,8 @@ worker_new(void *arg)
 		goto fail;
 	}
 	/* Redis only sharpens "sold out"; the documents work without it. */
-	if (*redis != '\0' && (w->redis = fs_redis_new(redis)) == NULL) {
-		fs_log_error("redis: out of memory");
+	if (*redis != '\0' && (w->stock = fs_stock_new(redis, NULL, err, sizeof(err))) == NULL) {
+		fs_log_error("%s", err);
 		goto fail;
 	}
 	for (int i = 0; i < CACHE_SLOTS; i++)

@@ -9,6 +9,7 @@
 #include "reconcile.h"
 #include "sales.h"
 #include "stock.h"
+#include "uuid.h"
 
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
 
@@ -16,6 +17,7 @@
 struct entry {
 	const char *key;
 	const char *val;
+	const struct fs_stock_record *hold; /* in the table of holds */
 };
 
 static int
@@ -27,29 +29,54 @@ cmp_entry(const void *a, const void *b)
 static const struct entry *
 find(const struct entry *t, size_t n, const char *key)
 {
-	struct entry probe = { key, NULL };
+	struct entry probe = { key, NULL, NULL };
 
 	return n == 0 ? NULL : bsearch(&probe, t, n, sizeof(*t), cmp_entry);
 }
 
-/* Builds a table from a HGETALL reply (field, value, field, value ...). */
+/* The holds (order id -> the hold) as a sorted table. */
 static struct entry *
-table_of_hash(const redisReply *r, size_t *n)
+table_of_holds(const struct fs_stock_snapshot *snap)
 {
 	struct entry *t;
 
-	*n = 0;
-	if ((t = calloc(r->elements / 2 + 1, sizeof(*t))) == NULL)
+	if ((t = calloc(snap->nholds + 1, sizeof(*t))) == NULL)
 		return NULL;
-	for (size_t i = 0; i + 1 < r->elements; i += 2) {
-		if (r->element[i]->type != REDIS_REPLY_STRING ||
-		    r->element[i + 1]->type != REDIS_REPLY_STRING)
-			continue;
-		t[*n].key = r->element[i]->str;
-		t[*n].val = r->element[i + 1]->str;
-		(*n)++;
+	for (size_t i = 0; i < snap->nholds; i++) {
+		t[i].key = snap->holds[i].order_id;
+		t[i].hold = &snap->holds[i];
 	}
-	qsort(t, *n, sizeof(*t), cmp_entry);
+	qsort(t, snap->nholds, sizeof(*t), cmp_entry);
+	return t;
+}
+
+/* The holders (user -> order id) as a sorted table. */
+static struct entry *
+table_of_holders(const struct fs_stock_snapshot *snap)
+{
+	struct entry *t;
+
+	if ((t = calloc(snap->nholders + 1, sizeof(*t))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < snap->nholders; i++) {
+		t[i].key = snap->holders[i].user;
+		t[i].val = snap->holders[i].order_id;
+	}
+	qsort(t, snap->nholders, sizeof(*t), cmp_entry);
+	return t;
+}
+
+/* The unconfirmed ids as a sorted table. */
+static struct entry *
+table_of_unconfirmed(const struct fs_stock_snapshot *snap)
+{
+	struct entry *t;
+
+	if ((t = calloc(snap->nunconfirmed + 1, sizeof(*t))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < snap->nunconfirmed; i++)
+		t[i].key = snap->unconfirmed[i];
+	qsort(t, snap->nunconfirmed, sizeof(*t), cmp_entry);
 	return t;
 }
 
@@ -94,231 +121,188 @@ say(struct reporter *rp, const char *fmt, ...)
 	rp->fn(rp->arg, line);
 }
 
-/* The user and item of a hold record "<user> <item> <reservedAtMs>". */
-static int
-hold_parts(const char *rec, char *user, size_t userlen, uint64_t *item)
-{
-	const char *sp = strchr(rec, ' ');
+/* The tables check_redis compares. */
+struct tables {
+	struct entry *holds, *holders, *unconf, *live, *statuses;
+	size_t nholds, nholders, nunconf, nlive, nstatuses;
+};
 
-	if (sp == NULL || (size_t)(sp - rec) >= userlen)
-		return -1;
-	memcpy(user, rec, (size_t)(sp - rec));
-	user[sp - rec] = '\0';
-	*item = strtoull(sp + 1, NULL, 10);
-	return 0;
-}
-
-/* Runs MULTI, the queued commands, EXEC: one consistent view of the sale in Redis. */
-static redisReply *
-redis_snapshot(fs_redis *r, uint64_t sale, PGresult *items, char *err, size_t errlen)
-{
-	char keys[FS_STOCK_KEY__MAX][FS_STOCK_KEY_MAX], stock[FS_STOCK_KEY_MAX];
-	/* The order of the EXEC reply's elements: see check_redis. */
-	const char *cmds[][4] = {
-		{ "EXISTS", keys[FS_STOCK_KEY_SALE], NULL, NULL },
-		{ "HGETALL", keys[FS_STOCK_KEY_ORDERS], NULL, NULL },
-		{ "HGETALL", keys[FS_STOCK_KEY_HOLDERS], NULL, NULL },
-		{ "ZRANGE", keys[FS_STOCK_KEY_UNCONFIRMED], "0", "-1" },
-	};
-	const int argcs[] = { 2, 2, 2, 4 };
-	redisReply *reply;
-	int ok = 1;
-
-	for (int k = 0; k < FS_STOCK_KEY__MAX; k++)
-		fs_stock_key(keys[k], (enum fs_stock_key_kind)k, sale, 0);
-
-	if ((reply = fs_redis_argv(r, 1, (const char *[]){ "MULTI" }, NULL)) == NULL)
-		goto fail;
-	freeReplyObject(reply);
-	for (size_t c = 0; c < sizeof(argcs) / sizeof(argcs[0]) && ok; c++) {
-		reply = fs_redis_argv(r, argcs[c], cmds[c], NULL);
-		ok = reply != NULL;
-		if (reply != NULL)
-			freeReplyObject(reply);
-	}
-	for (int i = 0; i < PQntuples(items) && ok; i++) {
-		fs_stock_key(stock, FS_STOCK_KEY_STOCK, sale,
-		    strtoull(PQgetvalue(items, i, 0), NULL, 10));
-		reply = fs_redis_argv(r, 2, (const char *[]){ "GET", stock }, NULL);
-		ok = reply != NULL;
-		if (reply != NULL)
-			freeReplyObject(reply);
-	}
-	if (!ok) {
-		if ((reply = fs_redis_argv(r, 1, (const char *[]){ "DISCARD" }, NULL)) != NULL)
-			freeReplyObject(reply);
-		goto fail;
-	}
-	if ((reply = fs_redis_argv(r, 1, (const char *[]){ "EXEC" }, NULL)) == NULL)
-		goto fail;
-	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 + (size_t)PQntuples(items) ||
-	    reply->element[0]->type != REDIS_REPLY_INTEGER ||
-	    reply->element[1]->type != REDIS_REPLY_ARRAY ||
-	    reply->element[2]->type != REDIS_REPLY_ARRAY ||
-	    reply->element[3]->type != REDIS_REPLY_ARRAY) {
-		freeReplyObject(reply);
-		ERR("redis: unexpected EXEC reply");
-		return NULL;
-	}
-	return reply;
-fail:
-	ERR("redis: %s", r->errstr);
-	return NULL;
-}
-
-/* Checks the Redis side against the database's live orders and statuses. */
 static void
-check_redis(struct reporter *rp, const redisReply *snap, PGresult *items, PGresult *live,
-    PGresult *statuses, struct fs_reconcile_summary *sum)
+tables_free(struct tables *t)
 {
-	const redisReply *orders = snap->element[1], *holders = snap->element[2],
-	    *unconf = snap->element[3];
-	struct entry *otab = NULL, *htab = NULL, *utab = NULL, *ltab = NULL, *stab = NULL;
-	size_t on, hn, un = 0, ln, sn;
-	long *held = NULL;
-	char user[128];
-	uint64_t item;
+	free(t->holds);
+	free(t->holders);
+	free(t->unconf);
+	free(t->live);
+	free(t->statuses);
+}
 
-	otab = table_of_hash(orders, &on);
-	htab = table_of_hash(holders, &hn);
-	ltab = table_of_result(live, &ln);
-	stab = table_of_result(statuses, &sn);
-	if ((utab = calloc(unconf->elements + 1, sizeof(*utab))) != NULL) {
-		for (size_t i = 0; i < unconf->elements; i++)
-			if (unconf->element[i]->type == REDIS_REPLY_STRING)
-				utab[un++].key = unconf->element[i]->str;
-		qsort(utab, un, sizeof(*utab), cmp_entry);
-	}
-	if (otab == NULL || htab == NULL || utab == NULL || ltab == NULL || stab == NULL) {
+/* 0, or -1 when out of memory. */
+static int
+tables_make(struct tables *t, const struct fs_stock_snapshot *snap, PGresult *live,
+    PGresult *statuses)
+{
+	memset(t, 0, sizeof(*t));
+	t->holds = table_of_holds(snap);
+	t->nholds = snap->nholds;
+	t->holders = table_of_holders(snap);
+	t->nholders = snap->nholders;
+	t->unconf = table_of_unconfirmed(snap);
+	t->nunconf = snap->nunconfirmed;
+	t->live = table_of_result(live, &t->nlive);
+	t->statuses = table_of_result(statuses, &t->nstatuses);
+	return (t->holds == NULL || t->holders == NULL || t->unconf == NULL || t->live == NULL ||
+		   t->statuses == NULL) ? -1 : 0;
+}
+
+/* Redis units left + holds == quantity, per item (items come in id order). */
+static void
+check_units(struct reporter *rp, const struct fs_stock_snapshot *snap, PGresult *items)
+{
+	int nitems = PQntuples(items);
+	long *held;
+
+	if ((held = calloc((size_t)nitems + 1, sizeof(*held))) == NULL) {
 		say(rp, "out of memory while checking Redis");
-		goto out;
+		return;
 	}
-	sum->holds = (long)on;
-	sum->unconfirmed = (long)un;
+	for (size_t k = 0; k < snap->nholds; k++) {
+		const struct fs_stock_record *h = &snap->holds[k];
+		int lo = 0, hi = nitems - 1;
 
-	/* Holds per item (items come in id order), then left + holds == quantity. */
-	if ((held = calloc((size_t)PQntuples(items) + 1, sizeof(*held))) == NULL) {
-		say(rp, "out of memory while checking Redis");
-		goto out;
-	}
-	for (size_t k = 0; k < on; k++) {
-		int lo = 0, hi = PQntuples(items) - 1;
-
-		if (hold_parts(otab[k].val, user, sizeof(user), &item) != 0)
+		if (!h->readable)
 			continue;
 		while (lo <= hi) {
 			int mid = (lo + hi) / 2;
 			uint64_t id = strtoull(PQgetvalue(items, mid, 0), NULL, 10);
 
-			if (id == item) {
+			if (id == h->item) {
 				held[mid]++;
 				break;
 			}
-			if (id < item)
+			if (id < h->item)
 				lo = mid + 1;
 			else
 				hi = mid - 1;
 		}
 		if (lo > hi)
-			say(rp, "hold %s is for item %" PRIu64 ", not in the sale", otab[k].key,
-			    item);
+			say(rp, "hold %s is for item %" PRIu64 ", not in the sale", h->order_id,
+			    h->item);
 	}
-	for (int i = 0; i < PQntuples(items); i++) {
-		const redisReply *left = snap->element[4 + i];
+	for (int i = 0; i < nitems; i++) {
 		uint64_t id = strtoull(PQgetvalue(items, i, 0), NULL, 10);
-		long quantity = strtol(PQgetvalue(items, i, 1), NULL, 10), units;
+		long quantity = strtol(PQgetvalue(items, i, 1), NULL, 10), units = snap->left[i];
 
-		if (left->type != REDIS_REPLY_STRING) {
+		if (!snap->has_left[i]) {
 			say(rp, "item %" PRIu64 ": no units-left key in Redis", id);
 			continue;
 		}
-		units = strtol(left->str, NULL, 10);
 		if (units < 0)
 			say(rp, "item %" PRIu64 ": Redis units left %ld < 0", id, units);
 		if (units + held[i] != quantity)
 			say(rp, "item %" PRIu64 ": Redis units left %ld + holds %ld != quantity %ld", id,
 			    units, held[i], quantity);
 	}
-	/* holders (user -> order) and orders (order -> user) agree. */
-	for (size_t k = 0; k < hn; k++) {
-		const struct entry *o = find(otab, on, htab[k].val);
-
-		if (o == NULL || hold_parts(o->val, user, sizeof(user), &item) != 0 ||
-		    strcmp(user, htab[k].key) != 0)
-			say(rp, "holder %s -> order %s has no matching hold record", htab[k].key,
-			    htab[k].val);
-	}
-	for (size_t k = 0; k < on; k++) {
-		const struct entry *h;
-
-		if (hold_parts(otab[k].val, user, sizeof(user), &item) != 0) {
-			say(rp, "hold %s has an unreadable record \"%.80s\"", otab[k].key,
-			    otab[k].val);
-			continue;
-		}
-		h = find(htab, hn, user);
-		if (h == NULL || strcmp(h->val, otab[k].key) != 0)
-			say(rp, "hold %s of user %s is not that user's holder entry", otab[k].key,
-			    user);
-	}
-	/* Every live order holds its unit. */
-	for (size_t k = 0; k < ln; k++) {
-		const struct entry *o = find(otab, on, ltab[k].key);
-
-		if (o == NULL)
-			say(rp, "live order %s (user %s) has no hold in Redis", ltab[k].key,
-			    ltab[k].val);
-		else if (hold_parts(o->val, user, sizeof(user), &item) != 0 ||
-		    strcmp(user, ltab[k].val) != 0)
-			say(rp, "live order %s of user %s is held for \"%.80s\"", ltab[k].key,
-			    ltab[k].val, o->val);
-	}
-	/* Every hold is a live order, or one on its way. */
-	for (size_t k = 0; k < on; k++) {
-		const struct entry *s;
-
-		if (find(ltab, ln, otab[k].key) != NULL)
-			continue;
-		if ((s = find(stab, sn, otab[k].key)) != NULL)
-			say(rp, "hold %s belongs to a %s order: its unit should be back",
-			    otab[k].key, s->val);
-		else if (find(utab, un, otab[k].key) == NULL)
-			say(rp, "hold %s has no order in the database and is not on its way",
-			    otab[k].key);
-	}
-	for (size_t k = 0; k < un; k++)
-		if (find(otab, on, utab[k].key) == NULL)
-			say(rp, "unconfirmed entry %s holds nothing", utab[k].key);
-out:
 	free(held);
-	free(otab);
-	free(htab);
-	free(utab);
-	free(ltab);
-	free(stab);
 }
 
-/* The Redis holds' ids as a PostgreSQL uuid[] literal (malloc'd), or NULL. */
-static char *
-hold_ids_literal(const redisReply *orders)
+/* holders (user -> order) and holds (order -> user) agree. */
+static void
+check_holders(struct reporter *rp, const struct tables *t)
 {
-	size_t len = 2 + orders->elements / 2 * 38 + 1, used = 0;
+	for (size_t k = 0; k < t->nholders; k++) {
+		const struct entry *o = find(t->holds, t->nholds, t->holders[k].val);
+
+		if (o == NULL || !o->hold->readable || strcmp(o->hold->user, t->holders[k].key) != 0)
+			say(rp, "holder %s -> order %s has no matching hold record",
+			    t->holders[k].key, t->holders[k].val);
+	}
+	for (size_t k = 0; k < t->nholds; k++) {
+		const struct fs_stock_record *h = t->holds[k].hold;
+		const struct entry *u;
+
+		if (!h->readable) {
+			say(rp, "hold %s has an unreadable record \"%.80s\"", h->order_id, h->raw);
+			continue;
+		}
+		u = find(t->holders, t->nholders, h->user);
+		if (u == NULL || strcmp(u->val, h->order_id) != 0)
+			say(rp, "hold %s of user %s is not that user's holder entry", h->order_id,
+			    h->user);
+	}
+}
+
+/* Every live order holds its unit; every hold is a live order or one on its way. */
+static void
+check_orders(struct reporter *rp, const struct tables *t)
+{
+	for (size_t k = 0; k < t->nlive; k++) {
+		const struct entry *o = find(t->holds, t->nholds, t->live[k].key);
+
+		if (o == NULL)
+			say(rp, "live order %s (user %s) has no hold in Redis", t->live[k].key,
+			    t->live[k].val);
+		else if (!o->hold->readable || strcmp(o->hold->user, t->live[k].val) != 0)
+			say(rp, "live order %s of user %s is held for \"%.80s\"", t->live[k].key,
+			    t->live[k].val, o->hold->raw);
+	}
+	for (size_t k = 0; k < t->nholds; k++) {
+		const char *id = t->holds[k].key;
+		const struct entry *st;
+
+		if (find(t->live, t->nlive, id) != NULL)
+			continue;
+		if ((st = find(t->statuses, t->nstatuses, id)) != NULL)
+			say(rp, "hold %s belongs to a %s order: its unit should be back", id,
+			    st->val);
+		else if (find(t->unconf, t->nunconf, id) == NULL)
+			say(rp, "hold %s has no order in the database and is not on its way", id);
+	}
+	for (size_t k = 0; k < t->nunconf; k++)
+		if (find(t->holds, t->nholds, t->unconf[k].key) == NULL)
+			say(rp, "unconfirmed entry %s holds nothing", t->unconf[k].key);
+}
+
+/* Checks the Redis side against the database's live orders and statuses. */
+static void
+check_redis(struct reporter *rp, const struct fs_stock_snapshot *snap, PGresult *items,
+    PGresult *live, PGresult *statuses, struct fs_reconcile_summary *sum)
+{
+	struct tables t;
+
+	sum->holds = (long)snap->nholds;
+	sum->unconfirmed = (long)snap->nunconfirmed;
+	if (tables_make(&t, snap, live, statuses) != 0) {
+		say(rp, "out of memory while checking Redis");
+		goto out;
+	}
+	check_units(rp, snap, items);
+	check_holders(rp, &t);
+	check_orders(rp, &t);
+out:
+	tables_free(&t);
+}
+
+/* The holds' well-formed ids as a PostgreSQL uuid[] literal (malloc'd), or NULL. */
+static char *
+hold_ids_literal(const struct fs_stock_snapshot *snap)
+{
+	size_t len = 2 + snap->nholds * (FS_UUID_STRLEN + 1) + 1, used = 0;
 	char *s = malloc(len);
 
 	if (s == NULL)
 		return NULL;
 	s[used++] = '{';
-	for (size_t i = 0; i + 1 < orders->elements; i += 2) {
-		const redisReply *id = orders->element[i];
+	for (size_t i = 0; i < snap->nholds; i++) {
+		const char *id = snap->holds[i].order_id;
 
 		/* Only well-formed ids: anything else fails the check elsewhere. */
-		if (id->type != REDIS_REPLY_STRING || id->len != 36 ||
-		    strspn(id->str, "0123456789abcdef-") != 36)
+		if (fs_uuid_parse(id, strlen(id), NULL) != 0)
 			continue;
 		if (used > 1)
 			s[used++] = ',';
-		memcpy(s + used, id->str, 36);
-		used += 36;
+		memcpy(s + used, id, FS_UUID_STRLEN);
+		used += FS_UUID_STRLEN;
 	}
 	s[used++] = '}';
 	s[used] = '\0';
@@ -326,17 +310,19 @@ hold_ids_literal(const redisReply *orders)
 }
 
 int
-fs_reconcile_sale(fs_pg *pg, fs_redis *r, uint64_t sale, fs_reconcile_report *fn, void *arg,
+fs_reconcile_sale(fs_pg *pg, fs_stock *st, uint64_t sale, fs_reconcile_report *fn, void *arg,
     struct fs_reconcile_summary *sum, char *err, size_t errlen)
 {
 	struct reporter rp = { fn, arg, sale, 0 };
 	char sale_s[24], *ids = NULL;
 	const char *p1[1] = { sale_s }, *p2[2] = { sale_s, NULL };
 	PGresult *items = NULL, *figs = NULL, *twice = NULL, *live = NULL, *statuses = NULL;
-	redisReply *snap = NULL;
+	struct fs_stock_snapshot snap;
+	uint64_t *item_ids = NULL;
 	int rc = -1, in_tx = 0;
 
 	memset(sum, 0, sizeof(*sum));
+	memset(&snap, 0, sizeof(snap));
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	if ((items = fs_pg_exec(pg,
 	    "SELECT i.id, i.quantity FROM sales s LEFT JOIN items i ON i.sale_id = s.id "
@@ -356,10 +342,18 @@ fs_reconcile_sale(fs_pg *pg, fs_redis *r, uint64_t sale, fs_reconcile_report *fn
 	}
 	sum->items = PQntuples(items);
 	/* Redis first: see the header. */
-	if ((snap = redis_snapshot(r, sale, items, err, errlen)) == NULL)
+	if ((item_ids = calloc((size_t)sum->items, sizeof(*item_ids))) == NULL) {
+		ERR("out of memory");
 		goto out;
-	sum->in_redis = snap->element[0]->integer > 0;
-	if ((ids = hold_ids_literal(snap->element[1])) == NULL) {
+	}
+	for (int i = 0; i < PQntuples(items); i++)
+		item_ids[i] = strtoull(PQgetvalue(items, i, 0), NULL, 10);
+	if (fs_stock_snapshot(st, sale, item_ids, (size_t)sum->items, &snap) != 0) {
+		ERR("%s", st->errstr);
+		goto out;
+	}
+	sum->in_redis = snap.loaded;
+	if ((ids = hold_ids_literal(&snap)) == NULL) {
 		ERR("out of memory");
 		goto out;
 	}
@@ -411,10 +405,10 @@ fs_reconcile_sale(fs_pg *pg, fs_redis *r, uint64_t sale, fs_reconcile_report *fn
 		say(&rp, "user %s has %s live orders", PQgetvalue(twice, i, 0),
 		    PQgetvalue(twice, i, 1));
 	if (sum->in_redis)
-		check_redis(&rp, snap, items, live, statuses, sum);
-	else if (sum->live > 0 || snap->element[1]->elements > 0)
+		check_redis(&rp, &snap, items, live, statuses, sum);
+	else if (sum->live > 0 || snap.nholds > 0)
 		say(&rp, "not loaded into Redis, yet %ld live orders and %zu holds", sum->live,
-		    snap->element[1]->elements / 2);
+		    snap.nholds);
 	rc = rp.count;
 	goto out;
 dberr:
@@ -422,8 +416,8 @@ dberr:
 out:
 	if (in_tx)
 		fs_pg_run(pg, "ROLLBACK", 0, NULL);
-	if (snap != NULL)
-		freeReplyObject(snap);
+	fs_stock_snapshot_free(&snap);
+	free(item_ids);
 	free(ids);
 	PQclear(items);
 	PQclear(figs);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "pg.h"
-#include "redis.h"
+#include "stock.h"
 
 /* Called once per violation with a one-line description. */
 typedef void fs_reconcile_report(void *arg, const char *line);
@@ -34,7 +34,7 @@ struct fs_reconcile_summary {
  * Checks one sale; returns the number of violations (each reported), or -1
  * with err set when a store could not be read or the sale is unknown.
  */
-int fs_reconcile_sale(fs_pg *, fs_redis *, uint64_t sale, fs_reconcile_report *, void *arg,
+int fs_reconcile_sale(fs_pg *, fs_stock *, uint64_t sale, fs_reconcile_report *, void *arg,
     struct fs_reconcile_summary *, char *err, size_t errlen);
 /* The ids of every sale, in order, into sales (room for max): the count, or -1. */
 int fs_reconcile_all_sales(fs_pg *, uint64_t *sales, int max, char *err, size_t errlen);

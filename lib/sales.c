@@ -81,49 +81,37 @@ fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
 }
 
 /*
- * Units left in Redis for every item, one MGET; left stays -1 for an item
- * Redis does not know (the sale is not warmed) or when Redis cannot answer.
+ * Units left in Redis for every item, one round trip; left stays -1 for an
+ * item Redis does not know (the sale is not warmed) or when Redis cannot
+ * answer.
  */
 static void
-read_left(fs_redis *r, struct fs_sale *s)
+read_left(fs_stock *st, struct fs_sale *s)
 {
-	const char **argv = NULL;
-	char(*keys)[FS_STOCK_KEY_MAX] = NULL;
-	redisReply *reply = NULL;
+	uint64_t *ids = NULL;
+	long *left = NULL;
 
 	if (s->nitems == 0)
 		return;
-	argv = calloc((size_t)s->nitems + 1, sizeof(*argv));
-	keys = calloc((size_t)s->nitems, sizeof(*keys));
-	if (argv == NULL || keys == NULL)
-		goto fail;
-	argv[0] = "MGET";
-	for (int i = 0; i < s->nitems; i++) {
-		fs_stock_key(keys[i], FS_STOCK_KEY_STOCK, s->id, s->items[i].id);
-		argv[i + 1] = keys[i];
+	ids = calloc((size_t)s->nitems, sizeof(*ids));
+	left = calloc((size_t)s->nitems, sizeof(*left));
+	if (ids == NULL || left == NULL)
+		goto out;
+	for (int i = 0; i < s->nitems; i++)
+		ids[i] = s->items[i].id;
+	if (fs_stock_left(st, s->id, ids, (size_t)s->nitems, left) != 0) {
+		fs_log_warn("redis stock of sale %" PRIu64 ": %s", s->id, st->errstr);
+		goto out;
 	}
-	reply = fs_redis_argv(r, s->nitems + 1, argv, NULL);
-	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
-	    reply->elements != (size_t)s->nitems) {
-		fs_log_warn("redis stock of sale %" PRIu64 ": %s", s->id,
-		    reply == NULL ? r->errstr : "unexpected reply");
-		goto fail;
-	}
-	for (int i = 0; i < s->nitems; i++) {
-		redisReply *e = reply->element[i];
-
-		if (e->type == REDIS_REPLY_STRING)
-			s->items[i].left = strtol(e->str, NULL, 10);
-	}
-fail:
-	if (reply != NULL)
-		freeReplyObject(reply);
-	free(keys);
-	free(argv);
+	for (int i = 0; i < s->nitems; i++)
+		s->items[i].left = left[i];
+out:
+	free(left);
+	free(ids);
 }
 
 int
-fs_sales_read(fs_pg *pg, fs_redis *r, uint64_t sale, struct fs_sale *s, char *err, size_t errlen)
+fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "SELECT s.name, floor(extract(epoch FROM s.starts_at) * 1000)::bigint, "
@@ -211,7 +199,7 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 	char starts[72], ends[72], window_s[24], qty_s[24], price_s[24], sale_s[24];
 	json_object *doc = NULL, *items, *item;
 	PGresult *res = NULL;
-	int64_t window = 600, qty, price;
+	int64_t window = FS_STOCK_WINDOW_DEFAULT, qty, price;
 	const char *name, *iname, *cur, *why;
 	size_t nitems, used;
 	int rc = -1, in_tx = 0;
@@ -337,31 +325,19 @@ fail:
 	return rc;
 }
 
-/* Runs one Redis command and drops its reply; 0 or -1. */
-static int
-redis_do(fs_redis *r, int argc, const char **argv)
-{
-	redisReply *reply = fs_redis_argv(r, argc, argv, NULL);
-
-	if (reply == NULL)
-		return -1;
-	freeReplyObject(reply);
-	return 0;
-}
-
 int
-fs_sales_warm(fs_pg *pg, fs_redis *r, uint64_t sale, int force, char *err, size_t errlen)
+fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size_t errlen)
 {
-	char sale_s[24], keys[FS_STOCK_KEY__MAX][FS_STOCK_KEY_MAX], stock[FS_STOCK_KEY_MAX];
-	char rec[128], msg[48];
+	char sale_s[24];
 	const char *p[1] = { sale_s };
 	PGresult *sres = NULL, *ires = NULL, *ores = NULL;
-	redisReply *reply = NULL;
-	int rc = -1, in_multi = 0;
+	struct fs_stock_warm_item *items = NULL;
+	struct fs_stock_record *holds = NULL;
+	struct fs_stock_warm w;
+	long held;
+	int rc = -1, done;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	for (int k = 0; k < FS_STOCK_KEY__MAX; k++)
-		fs_stock_key(keys[k], (enum fs_stock_key_kind)k, sale, 0);
 	if ((sres = fs_pg_exec(pg, "SELECT payment_window_s FROM sales WHERE id = $1", 1, p)) == NULL)
 		goto dberr;
 	if (PQntuples(sres) != 1) {
@@ -382,63 +358,44 @@ fs_sales_warm(fs_pg *pg, fs_redis *r, uint64_t sale, int force, char *err, size_
 	if (ires == NULL || ores == NULL)
 		goto dberr;
 
-	if ((reply = fs_redis_command(r, "HLEN %s", keys[FS_STOCK_KEY_HOLDERS])) == NULL)
-		goto rediserr;
-	if (reply->integer > 0 && !force) {
-		ERR("sale %s already has %lld holds in Redis; use --force to rebuild from PostgreSQL",
-		    sale_s, reply->integer);
+	items = calloc((size_t)PQntuples(ires) + 1, sizeof(*items));
+	holds = calloc((size_t)PQntuples(ores) + 1, sizeof(*holds));
+	if (items == NULL || holds == NULL) {
+		ERR("out of memory");
 		goto fail;
 	}
-	freeReplyObject(reply);
-	reply = NULL;
-
-	/* All keys share the sale's hash tag: one MULTI works on a cluster too. */
-	if (redis_do(r, 1, (const char *[]){ "MULTI" }) != 0)
-		goto rediserr;
-	in_multi = 1;
-	if (redis_do(r, 4, (const char *[]){ "DEL", keys[FS_STOCK_KEY_HOLDERS], keys[FS_STOCK_KEY_ORDERS],
-			       keys[FS_STOCK_KEY_UNCONFIRMED] }) != 0)
-		goto rediserr;
-	if (redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_SALE], "window",
-			       PQgetvalue(sres, 0, 0) }) != 0)
-		goto rediserr;
+	memset(&w, 0, sizeof(w));
+	w.window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
+	w.items = items;
+	w.holds = holds;
 	for (int i = 0; i < PQntuples(ires); i++) {
-		uint64_t item = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
-
-		fs_stock_key(stock, FS_STOCK_KEY_STOCK, sale, item);
-		if (redis_do(r, 3, (const char *[]){ "SET", stock, PQgetvalue(ires, i, 1) }) != 0)
-			goto rediserr;
+		items[w.nitems].id = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
+		items[w.nitems++].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
 	}
 	for (int i = 0; i < PQntuples(ores); i++) {
-		snprintf(rec, sizeof(rec), "%s %s %s", PQgetvalue(ores, i, 2), PQgetvalue(ores, i, 1),
-		    PQgetvalue(ores, i, 3));
-		if (redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_HOLDERS],
-				       PQgetvalue(ores, i, 2), PQgetvalue(ores, i, 0) }) != 0 ||
-		    redis_do(r, 4, (const char *[]){ "HSET", keys[FS_STOCK_KEY_ORDERS],
-				       PQgetvalue(ores, i, 0), rec }) != 0)
-			goto rediserr;
+		struct fs_stock_record *h = &holds[w.nholds++];
+
+		snprintf(h->order_id, sizeof(h->order_id), "%s", PQgetvalue(ores, i, 0));
+		h->item = strtoull(PQgetvalue(ores, i, 1), NULL, 10);
+		snprintf(h->user, sizeof(h->user), "%s", PQgetvalue(ores, i, 2));
+		h->reserved_ms = strtoll(PQgetvalue(ores, i, 3), NULL, 10);
 	}
-	if ((reply = fs_redis_command(r, "EXEC")) == NULL)
-		goto rediserr;
-	in_multi = 0;
-	/* Units may be back: let every host drop its sold-out markers. */
-	for (int i = 0; i < PQntuples(ires); i++) {
-		snprintf(msg, sizeof(msg), "%s %s", sale_s, PQgetvalue(ires, i, 0));
-		if (redis_do(r, 3, (const char *[]){ "PUBLISH", "fs:restock", msg }) != 0)
-			goto rediserr;
+	if ((done = fs_stock_warm(st, sale, &w, force, &held)) < 0) {
+		ERR("%s", st->errstr);
+		goto fail;
+	}
+	if (done == 1) {
+		ERR("sale %s already has %ld holds in Redis; use --force to rebuild from PostgreSQL",
+		    sale_s, held);
+		goto fail;
 	}
 	rc = 0;
 	goto fail;
 dberr:
 	ERR("database: %s", pg->errstr);
-	goto fail;
-rediserr:
-	ERR("redis: %s", r->errstr);
 fail:
-	if (in_multi)
-		redis_do(r, 1, (const char *[]){ "DISCARD" });
-	if (reply != NULL)
-		freeReplyObject(reply);
+	free(items);
+	free(holds);
 	PQclear(sres);
 	PQclear(ires);
 	PQclear(ores);
@@ -446,13 +403,14 @@ fail:
 }
 
 int
-fs_sales_figures(fs_pg *pg, fs_redis *r, uint64_t sale, struct fs_sales_figures *figs, int max,
+fs_sales_figures(fs_pg *pg, fs_stock *st, uint64_t sale, struct fs_sales_figures *figs, int max,
     char *err, size_t errlen)
 {
-	char sale_s[24], key[FS_STOCK_KEY_MAX];
+	char sale_s[24];
 	const char *p[1] = { sale_s };
 	PGresult *res = NULL;
-	redisReply *reply = NULL;
+	uint64_t *ids = NULL;
+	long *left = NULL, *held = NULL;
 	int n = 0, rc = -1;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
@@ -472,46 +430,41 @@ fs_sales_figures(fs_pg *pg, fs_redis *r, uint64_t sale, struct fs_sales_figures 
 		ERR("no sale %s", sale_s);
 		goto fail;
 	}
+	ids = calloc((size_t)max + 1, sizeof(*ids));
+	left = calloc((size_t)max + 1, sizeof(*left));
+	held = calloc((size_t)max + 1, sizeof(*held));
+	if (ids == NULL || left == NULL || held == NULL) {
+		ERR("out of memory");
+		goto fail;
+	}
 	for (int i = 0; i < PQntuples(res) && n < max; i++) {
 		struct fs_sales_figures *f = &figs[n];
 
 		if (PQgetisnull(res, i, 1))
 			continue;
 		memset(f, 0, sizeof(*f));
-		f->item = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+		f->item = ids[n] = strtoull(PQgetvalue(res, i, 1), NULL, 10);
 		snprintf(f->name, sizeof(f->name), "%s", PQgetvalue(res, i, 2));
 		f->quantity = strtol(PQgetvalue(res, i, 3), NULL, 10);
 		f->sold = strtol(PQgetvalue(res, i, 4), NULL, 10);
 		f->pending = strtol(PQgetvalue(res, i, 5), NULL, 10);
 		f->paid = strtol(PQgetvalue(res, i, 6), NULL, 10);
-		fs_stock_key(key, FS_STOCK_KEY_STOCK, sale, f->item);
-		if ((reply = fs_redis_command(r, "GET %s", key)) == NULL) {
-			ERR("redis: %s", r->errstr);
-			goto fail;
-		}
-		f->redis_left = reply->type == REDIS_REPLY_STRING ? strtol(reply->str, NULL, 10) : -1;
-		freeReplyObject(reply);
-		reply = NULL;
 		n++;
 	}
-	/* Holds per item, from the order records ("shopper item reservedAtMs"). */
-	fs_stock_key(key, FS_STOCK_KEY_ORDERS, sale, 0);
-	if ((reply = fs_redis_command(r, "HVALS %s", key)) == NULL) {
-		ERR("redis: %s", r->errstr);
+	if (fs_stock_left(st, sale, ids, (size_t)n, left) != 0 ||
+	    fs_stock_count_holds(st, sale, ids, (size_t)n, held) != 0) {
+		ERR("%s", st->errstr);
 		goto fail;
 	}
-	for (size_t j = 0; j < reply->elements; j++) {
-		const char *sp = strchr(reply->element[j]->str, ' ');
-		uint64_t item = sp != NULL ? strtoull(sp + 1, NULL, 10) : 0;
-
-		for (int i = 0; i < n; i++)
-			if (figs[i].item == item)
-				figs[i].redis_holds++;
+	for (int i = 0; i < n; i++) {
+		figs[i].redis_left = left[i];
+		figs[i].redis_holds = held[i];
 	}
 	rc = n;
 fail:
-	if (reply != NULL)
-		freeReplyObject(reply);
+	free(ids);
+	free(left);
+	free(held);
 	PQclear(res);
 	return rc;
 }

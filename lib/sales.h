@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "pg.h"
-#include "redis.h"
+#include "stock.h"
 #include "urlsig.h"
 
 /* The largest sale description accepted, and the most items in one sale. */
@@ -67,12 +67,12 @@ int fs_sales_create(fs_pg *, const char *json, size_t len, char *out, size_t out
  * window, and (with force) the holds of the live orders. Without force it
  * refuses a sale that already has holds in Redis.
  */
-int fs_sales_warm(fs_pg *, fs_redis *, uint64_t sale, int force, char *err, size_t errlen);
+int fs_sales_warm(fs_pg *, fs_stock *, uint64_t sale, int force, char *err, size_t errlen);
 /*
  * Fills figs (room for max) with one row per item; returns the count, or -1
  * with err set (an unknown sale is an error).
  */
-int fs_sales_figures(fs_pg *, fs_redis *, uint64_t sale, struct fs_sales_figures *figs, int max,
+int fs_sales_figures(fs_pg *, fs_stock *, uint64_t sale, struct fs_sales_figures *figs, int max,
     char *err, size_t errlen);
 /*
  * Reads the sale and its items from PostgreSQL into s (found = 0 for an
@@ -80,7 +80,7 @@ int fs_sales_figures(fs_pg *, fs_redis *, uint64_t sale, struct fs_sales_figures
  * item's left stays -1 when Redis does not know it or cannot answer.
  * 0, or -1 with err set when PostgreSQL cannot answer.
  */
-int fs_sales_read(fs_pg *, fs_redis *r, uint64_t sale, struct fs_sale *s, char *err,
+int fs_sales_read(fs_pg *, fs_stock *, uint64_t sale, struct fs_sale *s, char *err,
     size_t errlen);
 /*
  * Calls each(arg, item, path) with the signed purchase path of every item

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "log.h"
 #include "redis.h"
+#include "stock.h"
 #include "soldout.h"
 
 /*
@@ -272,7 +273,7 @@ listen_restocks(void *arg)
 			usleep(200000); /* Redis is down: retry soon, it is a pause not a wait. */
 			continue;
 		}
-		reply = redisCommand(s->sub, "SUBSCRIBE fs:restock");
+		reply = redisCommand(s->sub, "SUBSCRIBE %s", FS_STOCK_RESTOCK_CHANNEL);
 		if (reply == NULL) {
 			redisFree(s->sub);
 			s->sub = NULL;
@@ -295,7 +296,7 @@ listen_restocks(void *arg)
 			reply = r;
 			if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
 			    reply->element[2]->type == REDIS_REPLY_STRING &&
-			    sscanf(reply->element[2]->str, "%" SCNu64 " %" SCNu64, &sale, &item) == 2)
+			    fs_stock_restock_parse(reply->element[2]->str, &sale, &item) == 0)
 				fs_soldout_clear(s, item);
 			freeReplyObject(reply);
 		}

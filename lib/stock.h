@@ -1,7 +1,20 @@
 /*
- * Stock rules in Redis: take one unit for a shopper, give it back once, and
- * name the keys. Every key of a sale carries the sale's hash tag "{S}", so a
- * Redis Cluster keeps a sale's stock and holders in one slot.
+ * The Redis layout of a sale, and its one owner: every key, command,
+ * script and record format of the stock lives in stock.c and the scripts
+ * it loads (lua/reserve.lua, lua/release.lua). Nobody else sends Redis a
+ * command about a sale. Every key of a sale carries the sale's hash tag
+ * "{S}", so a Redis Cluster keeps a sale's stock and holders in one slot
+ * and one script sees them all.
+ *
+ *   fs:{S}:stock:<item>  units left (absent: the item is not loaded)
+ *   fs:{S}:holders       shopper -> order id
+ *   fs:{S}:orders        order id -> hold record "<shopper> <item> <reservedAtMs>"
+ *   fs:{S}:unconfirmed   order ids not yet recorded in PostgreSQL, by reservedAtMs
+ *   fs:{S}:sale          sale settings ("window": payment window in seconds)
+ *   fs:restock           channel: "<sale> <item>" each time a unit comes back
+ *
+ * A fs_stock owns its Redis connection (one per thread: hiredis contexts
+ * are not shared); it connects when first used and reconnects by itself.
  */
 #ifndef FS_STOCK_H
 #define FS_STOCK_H
@@ -9,19 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redis.h"
+#include "uuid.h"
 
-#define FS_STOCK_KEY_MAX 64
-#define FS_ORDER_ID_LEN 36
-
-enum fs_stock_key_kind {
-	FS_STOCK_KEY_STOCK,       /* fs:{S}:stock:<item> units left */
-	FS_STOCK_KEY_HOLDERS,     /* fs:{S}:holders shopper -> order */
-	FS_STOCK_KEY_ORDERS,      /* fs:{S}:orders order -> "shopper item reservedAtMs" */
-	FS_STOCK_KEY_UNCONFIRMED, /* fs:{S}:unconfirmed order by reservedAtMs */
-	FS_STOCK_KEY_SALE,        /* fs:{S}:sale settings */
-	FS_STOCK_KEY__MAX
-};
+#define FS_STOCK_USER_MAX	64	/* bytes in a shopper id of a hold record */
+#define FS_STOCK_RECORD_MAX	128	/* bytes in a hold record, NUL included */
+#define FS_STOCK_RESTOCK_CHANNEL "fs:restock"
+#define FS_STOCK_WINDOW_DEFAULT	600	/* payment window (s) of a sale without one */
 
 enum fs_stock_result {
 	FS_STOCK_RESERVED,
@@ -32,30 +38,153 @@ enum fs_stock_result {
 	FS_STOCK__MAX
 };
 
+/* What went wrong, in fs_stock.err (0 when nothing did). */
+enum fs_stock_err {
+	FS_STOCK_OK = 0,
+	FS_STOCK_ERR_IO,	/* Redis unreachable: worth a retry */
+	FS_STOCK_ERR_REPLY,	/* Redis refused or answered unexpectedly: a retry will not heal */
+	FS_STOCK_ERR_NOMEM,
+	FS_STOCK_ERR__MAX
+};
+
 struct fs_stock_hold {
-	char order_id[FS_ORDER_ID_LEN + 1]; /* the new order, or the one already held */
-	long window_s;                      /* payment window, when reserved */
-	long left;                          /* units left after this one, when reserved */
+	char order_id[FS_UUID_STRLEN + 1]; /* the new order, or the one already held */
+	long window_s;                     /* payment window, when reserved */
+	long left;                         /* units left after this one, when reserved */
+};
+
+/* One hold of a sale, as its record in fs:{S}:orders says. */
+struct fs_stock_record {
+	char order_id[FS_UUID_STRLEN + 1];
+	char user[FS_STOCK_USER_MAX + 1];
+	uint64_t item;
+	int64_t reserved_ms;
+	int readable;		/* 0: order_id or the record is not of the format */
+	int exists;		/* 0: an unconfirmed entry with no record behind it */
+	char raw[81];		/* the record's start, for reports when unreadable */
+};
+
+/* One shopper -> order entry of fs:{S}:holders. */
+struct fs_stock_holder {
+	char user[FS_STOCK_USER_MAX + 1];
+	char order_id[FS_UUID_STRLEN + 1];
+};
+
+/* Everything of one sale in Redis, read in one MULTI (see fs_stock_snapshot). */
+struct fs_stock_snapshot {
+	int loaded;			/* fs:{S}:sale exists */
+	struct fs_stock_record *holds;	/* fs:{S}:orders */
+	size_t nholds;
+	struct fs_stock_holder *holders;
+	size_t nholders;
+	char (*unconfirmed)[FS_UUID_STRLEN + 1];
+	size_t nunconfirmed;
+	long *left;			/* per asked item; -1 when the key is absent */
+	int *has_left;			/* 1 when the item's key exists */
+	size_t nitems;
+};
+
+/* What warm writes: one sale's state as PostgreSQL says it. */
+struct fs_stock_warm_item {
+	uint64_t id;
+	long left;
+};
+
+struct fs_stock_warm {
+	long window_s;
+	const struct fs_stock_warm_item *items;
+	size_t nitems;
+	const struct fs_stock_record *holds; /* of the live orders */
+	size_t nholds;
 };
 
 typedef struct fs_stock {
-	fs_redis *redis; /* borrowed */
+	struct fs_redis *redis; /* owned */
 	int reserve;
 	int release;
-	int err;
+	int err;		/* enum fs_stock_err */
 	char errstr[128];
 } fs_stock;
 
-/* Loads lua/reserve.lua and lua/release.lua from datadir. */
-fs_stock *fs_stock_new(fs_redis *, const char *datadir);
+/*
+ * A stock on the Redis at addr (a unix socket path or host:port), with the
+ * scripts of datadir/lua loaded; datadir NULL for a reader that never
+ * reserves or releases. NULL with err written when it cannot be made.
+ */
+fs_stock *fs_stock_new(const char *addr, const char *datadir, char *err, size_t errlen);
+/* Closes the connection; NULL is fine. */
 void fs_stock_free(fs_stock *);
-/* Writes a key's name; item is used by FS_STOCK_KEY_STOCK only. */
-void fs_stock_key(char out[FS_STOCK_KEY_MAX], enum fs_stock_key_kind, uint64_t sale, uint64_t item);
+const char *fs_stock_strerror(enum fs_stock_err);
+
 enum fs_stock_result fs_stock_reserve(fs_stock *, uint64_t sale, uint64_t item, const char *user,
     const char *order_id, int64_t now_ms, struct fs_stock_hold *out);
-/* 1: the unit went back; 0: that order held nothing; -1: Redis failed. */
+/*
+ * Gives an order's unit back, once, and announces it on the restock
+ * channel. 1: the unit went back; 0: that order held nothing; -1: err set
+ * (FS_STOCK_ERR_IO: Redis away; FS_STOCK_ERR_REPLY: the record is of another
+ * item, which no retry heals).
+ */
 int fs_stock_release(fs_stock *, uint64_t sale, uint64_t item, const char *order_id);
-/* Marks orders as recorded in PostgreSQL, so the ghost sweeper skips them. */
+/* Marks orders as recorded in PostgreSQL, so the ghost sweeper skips them; 0 or -1. */
 int fs_stock_confirm(fs_stock *, uint64_t sale, const char *const *order_ids, size_t n);
+
+/* Writes a hold record; its length, or -1 when it does not fit. */
+int fs_stock_record_format(char *out, size_t outlen, const char *user, uint64_t item,
+    int64_t reserved_ms);
+/* Reads a hold record into r (user, item, reserved_ms); 0, or -1 when it is not one. */
+int fs_stock_record_parse(const char *rec, struct fs_stock_record *r);
+/* Reads a restock message "<sale> <item>"; 0 or -1. */
+int fs_stock_restock_parse(const char *msg, uint64_t *sale, uint64_t *item);
+
+/*
+ * Units left of n items (one round trip) into left; -1 for an item that is
+ * not loaded. 0, or -1 with err set.
+ */
+int fs_stock_left(fs_stock *, uint64_t sale, const uint64_t *items, size_t n, long *left);
+/* Holds per item of n items into holds (zeroed first); 0 or -1. */
+int fs_stock_count_holds(fs_stock *, uint64_t sale, const uint64_t *items, size_t n, long *holds);
+/*
+ * The hold of one order: 1 found (rec filled), 0 none or unreadable, -1
+ * err set.
+ */
+int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
+    struct fs_stock_record *rec);
+/* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
+long fs_stock_window(fs_stock *, uint64_t sale);
+/*
+ * Sets the sale to what w says: clears its holds, sets units left, the
+ * window and the live holds in one MULTI, then announces every item on the
+ * restock channel. Unless force, refuses (returns 1, *holds set) a sale
+ * that has holds already. 0 done, 1 refused, -1 err set.
+ */
+int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w, int force,
+    long *holds);
+/*
+ * The sales that have holds (keys fs:{S}:orders), sorted and unique, at
+ * most max. SCAN walks one node (XXX a Redis Cluster needs every master
+ * walked). 0, or -1.
+ */
+int fs_stock_sales_with_holds(fs_stock *, uint64_t *sales, size_t max, size_t *n);
+/*
+ * The first max unconfirmed holds reserved before before_ms, oldest first,
+ * with their records (exists = 0 for an entry without one). 0, or -1.
+ */
+int fs_stock_unconfirmed_before(fs_stock *, uint64_t sale, int64_t before_ms,
+    struct fs_stock_record *recs, size_t max, size_t *n);
+/*
+ * One step of a walk over the sale's holds: cursor starts as "0" and is
+ * "0" again after the last step; each step fills at most max records with
+ * well-formed order ids. 0, or -1.
+ */
+int fs_stock_scan_holds(fs_stock *, uint64_t sale, char cursor[32], struct fs_stock_record *recs,
+    size_t max, size_t *n);
+/*
+ * Reads the whole sale in one MULTI (one consistent view): whether it is
+ * loaded, its holds, holders, unconfirmed entries and the units left of
+ * the n items. 0 (free with fs_stock_snapshot_free), or -1 with err set.
+ */
+int fs_stock_snapshot(fs_stock *, uint64_t sale, const uint64_t *items, size_t n,
+    struct fs_stock_snapshot *snap);
+void fs_stock_snapshot_free(struct fs_stock_snapshot *);
 
 #endif

@@ -11,17 +11,13 @@ fs_stores_open(struct fs_stores *st, const struct fs_cfg *cfg, char *err, size_t
 	char why[256];
 
 	memset(st, 0, sizeof(*st));
-	if ((st->pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG))) == NULL ||
-	    (st->redis = fs_redis_new(fs_cfg_get(cfg, FS_CFG_REDIS))) == NULL) {
-		snprintf(err, errlen, "out of memory, or FLASHSALE_PG/FLASHSALE_REDIS too long");
+	if ((st->pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG))) == NULL) {
+		snprintf(err, errlen, "out of memory, or FLASHSALE_PG too long");
 		return -1;
 	}
-	if ((st->stock = fs_stock_new(st->redis, fs_cfg_get(cfg, FS_CFG_DATADIR))) == NULL ||
-	    st->stock->err) {
-		snprintf(err, errlen, "stock: %s",
-		    st->stock != NULL ? st->stock->errstr : "out of memory");
+	if ((st->stock = fs_stock_new(fs_cfg_get(cfg, FS_CFG_REDIS), fs_cfg_get(cfg, FS_CFG_DATADIR),
+		 err, errlen)) == NULL)
 		return -1;
-	}
 	if ((st->push = fs_push_new(fs_cfg_get(cfg, FS_CFG_NCHAN_PUB), why, sizeof(why))) == NULL) {
 		snprintf(err, errlen, "FLASHSALE_NCHAN_PUB: %s", why);
 		return -1;
@@ -34,7 +30,6 @@ fs_stores_close(struct fs_stores *st)
 {
 	fs_push_free(st->push);
 	fs_stock_free(st->stock);
-	fs_redis_free(st->redis);
 	fs_pg_free(st->pg);
 	memset(st, 0, sizeof(*st));
 }

@@ -11,13 +11,11 @@
 #include "cfg.h"
 #include "pg.h"
 #include "push.h"
-#include "redis.h"
 #include "stock.h"
 
 struct fs_stores {
 	fs_pg *pg;
-	fs_redis *redis;
-	fs_stock *stock; /* on redis */
+	fs_stock *stock; /* Redis, with the stock scripts */
 	fs_push *push;
 };
 

@@ -6,10 +6,11 @@
 -- KEYS[2] fs:{S}:holders
 -- KEYS[3] fs:{S}:orders
 -- KEYS[4] fs:{S}:unconfirmed
--- ARGV    order id, sale id, item id
+-- ARGV    order id, sale id, item id, the restock channel
 --
 -- Returns 1 when the unit went back, 0 when the order held nothing (any more).
--- Publishes "<sale> <item>" on fs:restock so that sold-out markers clear.
+-- Publishes "<sale> <item>" on the restock channel so that sold-out markers
+-- clear. The hold record "<shopper> <item> <reservedAtMs>" is lib/stock.c's.
 
 local rec = redis.call('HGET', KEYS[3], ARGV[1])
 if not rec then
@@ -26,5 +27,5 @@ if redis.call('HGET', KEYS[2], shopper) == ARGV[1] then
 	redis.call('HDEL', KEYS[2], shopper)
 end
 redis.call('INCR', KEYS[1])
-redis.call('PUBLISH', 'fs:restock', ARGV[2] .. ' ' .. ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[2] .. ' ' .. ARGV[3])
 return 1

@@ -7,7 +7,8 @@
 -- KEYS[3] fs:{S}:orders        order id -> "<shopper> <item> <reservedAtMs>"
 -- KEYS[4] fs:{S}:unconfirmed   order ids not yet confirmed by PostgreSQL, by reservedAtMs
 -- KEYS[5] fs:{S}:sale          sale settings ("window": payment window in seconds)
--- ARGV    shopper, order id, item id, now in ms
+-- ARGV    shopper, order id, hold record (written by lib/stock.c, the format's
+--         owner), now in ms, the payment window when the sale has none
 --
 -- Returns {1, orderId, windowSeconds, unitsLeft} when reserved,
 -- {2, existingOrderId} when the shopper already holds a unit of this sale,
@@ -28,7 +29,7 @@ end
 
 left = redis.call('DECR', KEYS[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
-local window = tonumber(redis.call('HGET', KEYS[5], 'window')) or 600
+local window = tonumber(redis.call('HGET', KEYS[5], 'window')) or tonumber(ARGV[5])
 return {1, ARGV[2], window, left}
