@@ -82,6 +82,7 @@ bench_init() {
 	RUN=$STATE/run
 	LOG=$STATE/log
 	TICK_US=$((1000000 / $(getconf CLK_TCK)))
+	PORT_EDGE=$BASE
 	PORT_ORIGIN=$((BASE + 1))
 	PORT_BENCH=$((BASE + 7))
 	STACK_UP=0
@@ -215,6 +216,10 @@ component_pids() {
 		;;
 	postgres)
 		master=$(head -n 1 "$STATE/postgres/postmaster.pid" 2>/dev/null)
+		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
+		;;
+	varnish)
+		master=$(cat "$RUN/varnish.pid" 2>/dev/null)
 		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
 		;;
 	redis) cat "$RUN/redis.pid" 2>/dev/null ;;
