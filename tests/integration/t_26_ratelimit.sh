@@ -18,6 +18,37 @@ fi
 is "$(json_get "$(cat "$FLASHSALE_STATE/rl-body")" error)" "RATE_LIMITED" "429 carries RATE_LIMITED"
 is "$(tr -d '\r' <"$FLASHSALE_STATE/rl-hdr" | sed -n 's/^Retry-After: //Ip')" "1" "429 carries Retry-After"
 is "$(grep -c '^202$' "$FLASHSALE_STATE/rl-out")" "1" "the shopper's first purchase went through"
+
+# The same token spelled eight ways (scheme case, spaces) is one shopper: the
+# limit keys on the token, not on the header's spelling.
+sp_tok=$(admin token mint --user "rl-spell-$sale")
+: >"$FLASHSALE_STATE/rl-spell"
+for scheme in "Bearer " "bearer " "BEARER " "Bearer  " "bEaReR   " "BeArEr    " "bearer     " "BEARER      "; do
+	curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: $scheme$sp_tok" \
+	    "$FLASHSALE_ORIGIN_URL$path" >>"$FLASHSALE_STATE/rl-spell"
+done
+limited=$(grep -c '^429$' "$FLASHSALE_STATE/rl-spell")
+if [ "$limited" -ge 4 ]; then ok "eight spellings of one token share one limit ($limited of 8 got 429)"; else
+	not_ok "eight spellings of one token share one limit" "statuses: $(tr '\n' ' ' <"$FLASHSALE_STATE/rl-spell")"
+fi
+is "$(grep -c '^202$' "$FLASHSALE_STATE/rl-spell")" "1" "and bought exactly once"
+# Junk is refused by nginx before the limiter: no zone entry, no handler.
+fcgi_before=$(grep -c 'upstream=unix:' "$FLASHSALE_STATE/log/nginx-access.log")
+: >"$FLASHSALE_STATE/rl-junk"
+for junk in "Basic dXNlcjpwYXNz" "Bearer" "Bearer not-a-jwt" "Bearer a.b" "Bearer\ta.b.c" "Bearer a.b.c.d" \
+    "Bearer a.b.c!" "bearer$sp_tok" "Token $sp_tok" "Bearer a b.c.d"; do
+	curl -s -D "$FLASHSALE_STATE/rl-junk-hdr" -o "$FLASHSALE_STATE/rl-junk-body" -w '%{http_code}\n' -X POST \
+	    -H "Authorization: $junk" "$FLASHSALE_ORIGIN_URL$path" >>"$FLASHSALE_STATE/rl-junk"
+done
+is "$(sort -u "$FLASHSALE_STATE/rl-junk" | tr '\n' ' ')" "401 " "ten junk Authorization values: 401 each"
+is "$(json_get "$(cat "$FLASHSALE_STATE/rl-junk-body")" error)" "UNAUTHENTICATED" "401 carries UNAUTHENTICATED"
+is "$(tr -d '\r' <"$FLASHSALE_STATE/rl-junk-hdr" | grep -ci '^WWW-Authenticate: Bearer')" "1" \
+    "401 carries the Bearer challenge"
+is "$(grep -c 'upstream=unix:' "$FLASHSALE_STATE/log/nginx-access.log")" "$fcgi_before" \
+    "junk reached no handler"
+ans=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer junk" \
+    "$FLASHSALE_ORIGIN_URL/api/flash-sales/orders/00000000-0000-7000-8000-000000000000")
+is "$ans" "401" "the order endpoints refuse junk the same way"
 other=$(admin token mint --user "rl2-$sale")
 ans=$(http POST "$path" "$other")
 is "${ans%% *}" "202" "another shopper is not limited by the first one"
