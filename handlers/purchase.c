@@ -101,7 +101,16 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
 		return;
 	default:
-		fs_log_warn("reserve failed: %s", w->stock->errstr);
+		/*
+		 * The script may have run and its answer be lost (a timeout): give
+		 * the order id's unit back. Release is idempotent, a no-op when
+		 * nothing was taken, and the script refuses to run past its
+		 * deadline, so no late reservation follows this release.
+		 */
+		fs_log_warn("reserve failed: %s; releasing order %s", w->stock->errstr, o.id);
+		if (fs_stock_release(w->stock, o.sale, o.item, o.id) < 0)
+			fs_log_error("release of %s failed (%s); the sweeper will release it", o.id,
+			    w->stock->errstr);
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}

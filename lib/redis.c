@@ -9,7 +9,8 @@
 #include "redis.h"
 
 /* Bounded waits: a stuck Redis must turn into a 503, not a hung handler. */
-static const struct timeval redis_timeout = { 1, 0 };
+static const struct timeval redis_timeout = { FS_REDIS_TIMEOUT_MS / 1000,
+	(FS_REDIS_TIMEOUT_MS % 1000) * 1000 };
 
 static void
 set_err(fs_redis *r, const char *what, const char *detail)

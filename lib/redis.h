@@ -9,6 +9,8 @@
 
 #include <hiredis/hiredis.h>
 
+/* How long a command may wait for its answer before it fails. */
+#define FS_REDIS_TIMEOUT_MS 1000
 #define FS_REDIS_SCRIPTS_MAX 4
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)
 

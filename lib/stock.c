@@ -215,7 +215,8 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
     int64_t now_ms, struct fs_stock_hold *out)
 {
 	char keys[KEY__MAX][KEY_MAX], now_s[24], rec[FS_STOCK_RECORD_MAX], window_s[24];
-	const char *argv[KEY__MAX + 5];
+	char deadline_s[24];
+	const char *argv[KEY__MAX + 6];
 	enum fs_stock_result res = FS_STOCK_ERROR;
 	redisReply *r;
 	long long code;
@@ -236,7 +237,14 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 	argv[KEY__MAX + 2] = rec;
 	argv[KEY__MAX + 3] = now_s;
 	argv[KEY__MAX + 4] = window_s;
-	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 5, argv)) == NULL) {
+	/*
+	 * Half the driver's timeout: a caller who gave up (and released the
+	 * order id) did so after the deadline even across a clock skew of up to
+	 * that half, so a late script refuses instead of leaving a ghost.
+	 */
+	snprintf(deadline_s, sizeof(deadline_s), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
+	argv[KEY__MAX + 5] = deadline_s;
+	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 6, argv)) == NULL) {
 		redis_err(s, "reserve");
 		return FS_STOCK_ERROR;
 	}
@@ -268,6 +276,10 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 	case -1:
 		res = FS_STOCK_UNKNOWN_ITEM;
 		break;
+	case -2:
+		set_err(s, FS_STOCK_ERR_IO, "reserve ran past its deadline, nothing taken");
+		freeReplyObject(r);
+		return FS_STOCK_ERROR;
 	default:
 		goto bad;
 	}

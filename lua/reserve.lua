@@ -8,11 +8,20 @@
 -- KEYS[4] fs:{S}:unconfirmed   order ids not yet confirmed by PostgreSQL, by reservedAtMs
 -- KEYS[5] fs:{S}:sale          sale settings ("window": payment window in seconds)
 -- ARGV    shopper, order id, hold record (written by lib/stock.c, the format's
---         owner), now in ms, the payment window when the sale has none
+--         owner), now in ms, the payment window when the sale has none,
+--         the deadline in ms (by the caller's clock) after which the caller
+--         may have given up on this call
 --
 -- Returns {1, orderId, windowSeconds, unitsLeft} when reserved,
 -- {2, existingOrderId} when the shopper already holds a unit of this sale,
--- {0} when sold out, {-1} when the item is not in the sale.
+-- {0} when sold out, {-1} when the item is not in the sale, {-2} when it
+-- runs past the deadline: the caller may have answered "try again" and
+-- released the order id already, so a late hold would be a ghost.
+
+local now = redis.call('TIME')
+if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[6]) then
+	return {-2}
+end
 
 local held = redis.call('HGET', KEYS[2], ARGV[1])
 if held then

@@ -53,7 +53,8 @@ p_now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # directly, as if the purchase never reached Kafka. Prints the script's answer.
 p_reserve() {
 	redis EVAL "$(cat "$top_srcdir/lua/reserve.lua")" 5 "fs:{$1}:stock:$2" "fs:{$1}:holders" \
-	    "fs:{$1}:orders" "fs:{$1}:unconfirmed" "fs:{$1}:sale" "$3" "$4" "$3 $2 $5" "$5" 600 | head -n 1
+	    "fs:{$1}:orders" "fs:{$1}:unconfirmed" "fs:{$1}:sale" "$3" "$4" "$3 $2 $5" "$5" 600 \
+	    "$(($(p_now_ms) + 60000))" | head -n 1
 }
 
 # A run of the expiry as cron starts it: prints its JSON counts.
