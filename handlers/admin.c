@@ -379,16 +379,19 @@ cmd_kafka_topics(void)
 	return 0;
 }
 
+/* The table of settings; then the environment's values are checked (exit 1 when wrong). */
 static int
 cmd_config(void)
 {
+	struct fs_cfg cfg;
+
 	for (int k = 0; k < FS_CFG__MAX; k++)
 		printf("%-28s %-22s %s\n", fs_cfg_name((enum fs_cfg_key)k),
 		    fs_cfg_default((enum fs_cfg_key)k) == NULL ? "(required)" :
 		    *fs_cfg_default((enum fs_cfg_key)k) == '\0' ? "(empty)" :
 								 fs_cfg_default((enum fs_cfg_key)k),
 		    fs_cfg_meaning((enum fs_cfg_key)k));
-	return 0;
+	return load_cfg(&cfg, 0);
 }
 
 /* Prints a violation found by the checker. */

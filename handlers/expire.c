@@ -149,10 +149,7 @@ setup_app(struct app *app)
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	if ((age = fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE)) < 0) {
-		fs_log_error("FLASHSALE_HOLD_MAX_AGE must be a number of seconds");
-		return -1;
-	}
+	age = fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE); /* checked by fs_cfg_load */
 	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {
 		fs_log_error("%s", err);
 		return -1;

@@ -159,12 +159,7 @@ setup(void *arg)
 	}
 	timeout = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_TIMEOUT_MS);
 	linger = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_LINGER_MS);
-	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS);
-	if (timeout < 100 || linger < 0 || linger > 1000 || app->threads < 1 || app->threads > 256) {
-		fs_log_error("FLASHSALE_KAFKA_TIMEOUT_MS (>= 100), FLASHSALE_KAFKA_LINGER_MS "
-			     "(0-1000) or FLASHSALE_PURCHASE_THREADS (1-256) is out of range");
-		return -1;
-	}
+	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
 	if ((app->producer = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
 		 (int)timeout, (int)linger, err, sizeof(err))) == NULL) {
 		fs_log_error("kafka: %s", err);

@@ -50,6 +50,109 @@ static const struct {
 	    "secret that the operator expiry endpoint requires (empty: endpoint off)" },
 };
 
+/* The integer settings' ranges; {0, 0}: not an integer setting. */
+static const struct {
+	long min, max;
+} cfg_range[FS_CFG__MAX] = {
+	[FS_CFG_DEMO_SIGNIN] = { 0, 1 },
+	[FS_CFG_KAFKA_TIMEOUT_MS] = { 100, 300000 },
+	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
+	[FS_CFG_PURCHASE_THREADS] = { 1, 256 },
+	[FS_CFG_HOLD_MAX_AGE] = { 1, 86400 },
+};
+
+#define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */
+#define TOPIC_MAX 240	    /* Kafka's 249, less ".dlq" and some room */
+
+static int
+invalid(struct fs_cfg *cfg, enum fs_cfg_key k, const char *why)
+{
+	cfg->err = 1;
+	snprintf(cfg->errstr, sizeof(cfg->errstr), "%s=%.64s: %s", cfg_table[k].name, cfg->value[k],
+	    why);
+	return -1;
+}
+
+/* Empty, a socket path, or host:port with a port of 1-65535. */
+static int
+address_ok(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	long port;
+
+	if (*v == '\0' || *v == '/')
+		return 1;
+	if (colon == NULL || colon == v || colon[1] == '\0' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5)
+		return 0;
+	port = strtol(colon + 1, NULL, 10);
+	return port >= 1 && port <= 65535;
+}
+
+/* Each value on its own: ranges and forms, so a typo stops the start. */
+static int
+check_values(struct fs_cfg *cfg)
+{
+	const char *v;
+	char why[96];
+
+	for (int k = 0; k < FS_CFG__MAX; k++) {
+		long n;
+
+		if (cfg_range[k].min == 0 && cfg_range[k].max == 0)
+			continue;
+		n = fs_cfg_long(cfg, (enum fs_cfg_key)k);
+		if (n < cfg_range[k].min || n > cfg_range[k].max) {
+			snprintf(why, sizeof(why), "must be an integer from %ld to %ld", cfg_range[k].min,
+			    cfg_range[k].max);
+			return invalid(cfg, (enum fs_cfg_key)k, why);
+		}
+	}
+	v = cfg->value[FS_CFG_KAFKA_TOPIC];
+	if (*v == '\0' || strlen(v) > TOPIC_MAX ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+		strlen(v))
+		return invalid(cfg, FS_CFG_KAFKA_TOPIC,
+		    "a Kafka topic name is 1-240 of a-z A-Z 0-9 . _ -");
+	if (!address_ok(cfg->value[FS_CFG_REDIS]))
+		return invalid(cfg, FS_CFG_REDIS, "expected a socket path (/...) or host:port");
+	v = cfg->value[FS_CFG_NCHAN_PUB];
+	if (*v != '\0' && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+		return invalid(cfg, FS_CFG_NCHAN_PUB, "expected an http:// or https:// URL");
+	v = cfg->value[FS_CFG_SOLDOUT_DIR];
+	if (*v != '\0' && *v != '/')
+		return invalid(cfg, FS_CFG_SOLDOUT_DIR, "expected an absolute path (nginx reads it too)");
+	v = cfg->value[FS_CFG_EXPIRE_TOKEN];
+	if (*v != '\0' && strlen(v) < EXPIRE_TOKEN_MIN) {
+		cfg->err = 1;
+		snprintf(cfg->errstr, sizeof(cfg->errstr),
+		    "FLASHSALE_EXPIRE_TOKEN is shorter than %d bytes: too easy to guess",
+		    EXPIRE_TOKEN_MIN);
+		return -1;
+	}
+	return 0;
+}
+
+/* Values against those they depend on. */
+static int
+check_dependencies(struct fs_cfg *cfg)
+{
+	long age_ms = fs_cfg_long(cfg, FS_CFG_HOLD_MAX_AGE) * 1000,
+	     in_flight_ms = fs_cfg_long(cfg, FS_CFG_KAFKA_TIMEOUT_MS) +
+	    fs_cfg_long(cfg, FS_CFG_KAFKA_LINGER_MS);
+
+	if (age_ms < in_flight_ms + FS_CFG_HOLD_MARGIN_MS) {
+		cfg->err = 1;
+		snprintf(cfg->errstr, sizeof(cfg->errstr),
+		    "FLASHSALE_HOLD_MAX_AGE (%ld s) must exceed FLASHSALE_KAFKA_TIMEOUT_MS + "
+		    "FLASHSALE_KAFKA_LINGER_MS (%ld ms) by %d s: an order may be on its way to the "
+		    "broker that long, and the sweeper would fail it as a ghost",
+		    age_ms / 1000, in_flight_ms, FS_CFG_HOLD_MARGIN_MS / 1000);
+		return -1;
+	}
+	return 0;
+}
+
 int
 fs_cfg_load(struct fs_cfg *cfg, unsigned need)
 {
@@ -75,7 +178,7 @@ fs_cfg_load(struct fs_cfg *cfg, unsigned need)
 		}
 		strcpy(cfg->value[k], v);
 	}
-	return 0;
+	return check_values(cfg) == 0 && check_dependencies(cfg) == 0 ? 0 : -1;
 }
 
 const char *

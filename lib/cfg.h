@@ -34,12 +34,20 @@ enum fs_cfg_key {
 struct fs_cfg {
 	char value[FS_CFG__MAX][512];
 	int err;
-	char errstr[128];
+	char errstr[256];
 };
 
 /*
- * Reads every variable (or its default). Returns -1 and names the first
- * missing required variable in errstr, or the one whose value is too long.
+ * An unconfirmed hold may be an order still on its way to the broker for
+ * FLASHSALE_KAFKA_TIMEOUT_MS + FLASHSALE_KAFKA_LINGER_MS; the ghost sweeper
+ * must wait at least this much longer before it calls it a ghost.
+ */
+#define FS_CFG_HOLD_MARGIN_MS 10000
+
+/*
+ * Reads every variable (or its default) and checks each value, then each
+ * against those it depends on. Returns -1 and says in errstr which variable
+ * is missing, too long, out of its range or at odds with another, and why.
  */
 int fs_cfg_load(struct fs_cfg *, unsigned need);
 const char *fs_cfg_get(const struct fs_cfg *, enum fs_cfg_key);

@@ -32,6 +32,54 @@ main(void)
 	fs_cfg_load(&cfg, 0);
 	check(fs_cfg_long(&cfg, FS_CFG_KAFKA_TIMEOUT_MS) == -1, "malformed integers are -1");
 
+	/* Every value is checked at load, and against those it depends on. */
+	setenv("FLASHSALE_KAFKA_TIMEOUT_MS", "3000", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "the defaults are consistent");
+	setenv("FLASHSALE_HOLD_MAX_AGE", "3", 1);
+	check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, "FLASHSALE_HOLD_MAX_AGE") != NULL &&
+		strstr(cfg.errstr, "FLASHSALE_KAFKA_TIMEOUT_MS") != NULL,
+	    "a hold age within the Kafka delivery timeout is refused, naming both");
+	setenv("FLASHSALE_HOLD_MAX_AGE", "13", 1);
+	check(fs_cfg_load(&cfg, 0) == -1, "and within the timeout plus the margin");
+	setenv("FLASHSALE_HOLD_MAX_AGE", "14", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "beyond both it loads");
+	setenv("FLASHSALE_KAFKA_TIMEOUT_MS", "60000", 1);
+	check(fs_cfg_load(&cfg, 0) == -1, "a longer delivery timeout needs a longer hold age");
+	unsetenv("FLASHSALE_HOLD_MAX_AGE");
+	setenv("FLASHSALE_KAFKA_TIMEOUT_MS", "25x", 1);
+	check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, "FLASHSALE_KAFKA_TIMEOUT_MS=25x") != NULL &&
+		strstr(cfg.errstr, "100 to 300000") != NULL,
+	    "a malformed integer stops the load, with its range");
+	unsetenv("FLASHSALE_KAFKA_TIMEOUT_MS");
+	{
+		static const char *const bad[][2] = {
+			{ "FLASHSALE_PURCHASE_THREADS", "0" },
+			{ "FLASHSALE_PURCHASE_THREADS", "257" },
+			{ "FLASHSALE_KAFKA_LINGER_MS", "-1" },
+			{ "FLASHSALE_DEMO_SIGNIN", "yes" },
+			{ "FLASHSALE_DEMO_SIGNIN", "2" },
+			{ "FLASHSALE_KAFKA_TOPIC", "orders topic" },
+			{ "FLASHSALE_REDIS", "localhost" },
+			{ "FLASHSALE_REDIS", "localhost:0" },
+			{ "FLASHSALE_REDIS", "localhost:65536" },
+			{ "FLASHSALE_REDIS", ":6379" },
+			{ "FLASHSALE_NCHAN_PUB", "127.0.0.1:8080/pub" },
+			{ "FLASHSALE_SOLDOUT_DIR", "state/soldout" },
+			{ "FLASHSALE_EXPIRE_TOKEN", "short" },
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char what[128];
+
+			setenv(bad[i][0], bad[i][1], 1);
+			snprintf(what, sizeof(what), "%s=%s is refused by name", bad[i][0], bad[i][1]);
+			check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, bad[i][0]) != NULL, what);
+			unsetenv(bad[i][0]);
+		}
+	}
+	setenv("FLASHSALE_REDIS", "127.0.0.1:6379", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "host:port is an address");
+	setenv("FLASHSALE_REDIS", "/tmp/redis.sock", 1);
+
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	setenv("FLASHSALE_PG", big, 1);
