@@ -1,0 +1,159 @@
+vcl 4.1;
+
+# The caching edge in front of the origins: an example for production.
+#
+# The local stack renders its own from deploy/varnish.vcl; this file says
+# what each rule is for and what to change (lines marked CHANGE). A
+# commercial CDN needs the same four rules: cache the page and the two sale
+# documents for about a second without grace, pass every other API request,
+# stream the order events, refuse the operator paths.
+#
+# Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
+
+import directors;
+
+# CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
+# The probe takes an origin out of rotation when its nginx stops answering.
+probe origin_alive {
+	.url = "/api/time";
+	.interval = 1s;
+	.timeout = 500ms;
+	.window = 5;
+	.threshold = 3;
+}
+backend origin1 {
+	.host = "10.0.0.11";
+	.port = "80";
+	.probe = origin_alive;
+	.connect_timeout = 1s;
+	# A reveal is held by the origin until the start instant; the first
+	# byte may take that long.
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+}
+backend origin2 {
+	.host = "10.0.0.12";
+	.port = "80";
+	.probe = origin_alive;
+	.connect_timeout = 1s;
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+}
+
+sub vcl_init {
+	new origins = directors.round_robin();
+	origins.add_backend(origin1);
+	origins.add_backend(origin2);
+}
+
+sub vcl_recv {
+	set req.backend_hint = origins.backend();
+
+	# The edge is the first hop: its client's address replaces whatever
+	# X-Forwarded-For the client sent, so the origin's per-IP limit cannot
+	# be dodged by forging the header. CHANGE only if another proxy sits
+	# in front of this one (then append instead, and trust that proxy).
+	set req.http.X-Forwarded-For = client.ip;
+
+	# nginx decodes %XX, merges slashes and resolves dot segments before it
+	# routes: refuse such paths, so that the rules below see the path the
+	# origin will route. No URL of the shop has them.
+	if (req.url !~ "^/" || req.url ~ "^[^?]*(%|//|/\.\.?(/|\?|$))") {
+		return (synth(400));
+	}
+	# Operator endpoints and the nchan publisher never pass the edge.
+	if (req.url ~ "^/api/flash-sales/admin(/|\?|$)" || req.url ~ "^/pub(/|\?|$)" ||
+	    req.url ~ "^/(metrics|healthz|readyz)(\?|$)") {
+		return (synth(403));
+	}
+
+	# Server-Sent Events: pass would deliver an empty body (nchan sends
+	# neither Content-Length nor chunks); pipe streams it.
+	if (req.url ~ "^/api/flash-sales/orders/[^/?]+/events(\?|$)") {
+		return (pipe);
+	}
+
+	if (req.method != "GET" && req.method != "HEAD") {
+		return (pass);
+	}
+	if (req.url ~ "^/api/") {
+		if (req.url ~ "^/api/flash-sales/sales/[0-9]+(/reveal)?(\?|$)") {
+			# Public documents, the same for everyone: a query string, a
+			# token or a cookie must not split (or bust) the cache.
+			unset req.http.Authorization;
+			unset req.http.Cookie;
+			set req.url = regsub(req.url, "\?.*$", "");
+			return (hash);
+		}
+		# Orders, purchases, the clock: per shopper, never cached.
+		return (pass);
+	}
+
+	# The page and its files.
+	unset req.http.Authorization;
+	unset req.http.Cookie;
+	set req.url = regsub(req.url, "\?.*$", "");
+	return (hash);
+}
+
+# One cache entry per URL, whatever Host the client sent. CHANGE: add
+# hash_data(req.http.host) if this edge serves other sites too.
+sub vcl_hash {
+	hash_data(req.url);
+	return (lookup);
+}
+
+sub vcl_backend_response {
+	# Errors of the origin are never cached, and the next request goes to
+	# the origin again at once (no hit-for-miss period).
+	if (beresp.status >= 500) {
+		set beresp.ttl = 0s;
+		set beresp.grace = 0s;
+		set beresp.uncacheable = true;
+		return (deliver);
+	}
+	# The reveal document: one second, never stale (the default grace of
+	# 10 s would hand out an old answer right after expiry). A 425 before
+	# the start is cached too, so the herd waiting for the start instant
+	# is coalesced into one origin request per second.
+	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+/reveal$") {
+		set beresp.ttl = 1s;
+		set beresp.grace = 0s;
+		return (deliver);
+	}
+	# The sale document follows the origin's Cache-Control (max-age=1); its
+	# serverTime must not go stale either.
+	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+$") {
+		set beresp.grace = 0s;
+	}
+}
+
+# Pipe (the event streams) lasts as long as the stream; the origin pings
+# every 15 s, below Varnish's pipe_timeout (60 s, a varnishd parameter).
+
+# The edge's own refusals, in the API's JSON shape.
+sub vcl_synth {
+	set resp.http.Content-Type = "application/json; charset=utf-8";
+	set resp.http.Cache-Control = "no-store";
+	if (resp.status == 400) {
+		set resp.body = """{"error":"BAD_REQUEST","message":"The request is malformed."}""";
+	} elsif (resp.status == 403) {
+		set resp.body = """{"error":"FORBIDDEN","message":"Not allowed."}""";
+	} else {
+		set resp.body = """{"error":"ERROR","message":"The edge could not answer."}""";
+	}
+	return (deliver);
+}
+
+# Every origin is down or too slow: ask the client to retry.
+sub vcl_backend_error {
+	set beresp.status = 503;
+	set beresp.http.Content-Type = "application/json; charset=utf-8";
+	set beresp.http.Cache-Control = "no-store";
+	set beresp.http.Retry-After = "1";
+	set beresp.body = """{"error":"TRY_AGAIN","message":"The service is busy; retry in a second."}""";
+	set beresp.ttl = 0s;
+	set beresp.grace = 0s;
+	set beresp.uncacheable = true;
+	return (deliver);
+}

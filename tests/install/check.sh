@@ -1,0 +1,128 @@
+#!/bin/sh
+# What `make install` delivers, checked the way a packager would (TAP):
+# the manual pages are clean (mandoc -T lint), the environment they, the
+# example environment file and README.md describe is exactly the one the
+# programs read (`flashsale-admin config` plus the variables read with
+# getenv), the installed tree holds every program, script, page and unit,
+# `systemd-analyze verify` accepts the units as installed, and nginx and
+# Varnish accept the production examples.
+set -u
+
+top_srcdir=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
+bindir=${FLASHSALE_BINDIR:-$(pwd)}
+tmp=$(mktemp -d /tmp/flashsale-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/integration/lib.sh"
+
+programs="flashsale-admin flashsale-purchase flashsale-order flashsale-sale flashsale-signin
+flashsale-expire flashsale-consumer"
+pages="man/flashsale.conf.5"
+for p in $programs; do pages="$pages man/$p.8"; done
+
+# 1. The pages are clean.
+if command -v mandoc >/dev/null 2>&1; then
+	lint=$(cd "$top_srcdir" && mandoc -T lint -W warning $pages 2>&1)
+	is "$lint" "" "mandoc -T lint finds nothing in the manual pages"
+else
+	not_ok "mandoc -T lint finds nothing in the manual pages" "no mandoc: run deploy/install-deps"
+fi
+
+# 2. One list of variables: "NAME DEFAULT" lines, the data directory's
+# default written as $prefix/share/flashsale.
+# (in an empty environment: the table, not a check of this one's settings).
+env -i PATH="$PATH" "$bindir/flashsale-admin" config 2>/dev/null |
+	awk '/^FLASHSALE_/ { d = $2; if (d == "(required)") d = "required"; else if (d == "(empty)") d = "empty";
+		sub(/.*\/share\/flashsale$/, "$prefix/share/flashsale", d); print $1, d }' >"$tmp/config"
+grep -oh 'getenv("FLASHSALE_[A-Z_]*")' "$top_srcdir"/lib/*.c "$top_srcdir"/handlers/*.c |
+	sed 's/getenv("\(.*\)")/\1/' | sort -u >"$tmp/getenv"
+sed -n 's/^\.It Ev \(FLASHSALE_[A-Z_]*\) Pq \(Li \)\{0,1\}\(.*\)$/\1 \3/p' \
+	"$top_srcdir/man/flashsale.conf.5" >"$tmp/man"
+is "$(grep -v -F -f "$tmp/getenv" "$tmp/man")" "$(cat "$tmp/config")" \
+	"flashsale.conf(5) lists the variables and defaults of flashsale-admin config, in order"
+is "$(cut -d' ' -f1 "$tmp/man" | grep -F -x -f "$tmp/getenv")" "$(cat "$tmp/getenv")" \
+	"flashsale.conf(5) lists the variables read outside the table (getenv)"
+
+# The example environment file names each variable once; a commented line
+# shows the default.
+env=$top_srcdir/deploy/systemd/flashsale.env
+is "$(sed -n 's/^#\{0,1\}\(FLASHSALE_[A-Z_]*\)=.*/\1/p' "$env" | sort)" \
+	"$( (cut -d' ' -f1 "$tmp/config"; cat "$tmp/getenv") | sort)" \
+	"deploy/systemd/flashsale.env names every variable"
+bad_defaults=$(sed -n 's/^#\(FLASHSALE_[A-Z_]*\)=\(.*\)/\1 \2/p' "$env" | while read -r name val; do
+	want=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/config")
+	case $want in
+	empty) want= ;;
+	'$prefix/share/flashsale') continue ;;
+	'') continue ;;
+	esac
+	[ "$val" = "$want" ] || echo "$name=$val (default: $want)"
+done)
+is "$bad_defaults" "" "the commented lines of flashsale.env show the defaults"
+is "$(sed -n 's/^| `\(FLASHSALE_[A-Z_]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
+	"$( (cut -d' ' -f1 "$tmp/config"; cat "$tmp/getenv") | sort)" \
+	"README's configuration table names every variable"
+
+# 3. make install into a staging directory.
+dest=$tmp/dest
+if ${MAKE:-make} -C "$bindir" install DESTDIR="$dest" >"$tmp/install.log" 2>&1; then
+	ok "make install DESTDIR=..."
+else
+	not_ok "make install DESTDIR=..." "$(tail -n 20 "$tmp/install.log")"
+fi
+prefix=$(sed -n 's/^prefix = //p' "$bindir/Makefile")
+missing=
+for f in $(for p in $programs; do echo "bin/$p"; done) \
+	share/flashsale/lua/reserve.lua share/flashsale/lua/release.lua \
+	share/flashsale/sql/001_schema.sql share/flashsale/sql/002_orders.sql \
+	share/flashsale/static/index.html share/flashsale/static/app.js \
+	share/flashsale/examples/flashsale.env share/flashsale/examples/nginx.conf \
+	share/flashsale/examples/varnish.vcl share/man/man5/flashsale.conf.5 \
+	$(for p in $programs; do echo "share/man/man8/$p.8"; done) \
+	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
+	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
+	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf; do
+	[ -s "$dest$prefix/$f" ] || missing="$missing $f"
+done
+is "$missing" "" "the install holds the programs, Lua, SQL, static files, pages, units, examples"
+
+# 4. The units as installed: systemd-analyze verify against the staging
+# root (with the host's own units for the targets they name), each
+# program present and executable, each Documentation= page installed.
+# Any complaint counts, not only a non-zero exit.
+if command -v systemd-analyze >/dev/null 2>&1; then
+	# systemd looks for units in its own directories only: the prefix may
+	# be anything (make distcheck's), so they are copied to /etc's.
+	mkdir -p "$dest/usr/lib/systemd" "$dest/etc/systemd/system"
+	cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/"
+	cp "$dest$prefix"/lib/systemd/system/flashsale* "$dest/etc/systemd/system/"
+	units=
+	for h in flashsale-purchase flashsale-order flashsale-sale flashsale-signin; do
+		units="$units $h.socket $h@1.service"
+	done
+	units="$units flashsale-consumer.service flashsale-expire.service flashsale-expire.timer"
+	# shellcheck disable=SC2086
+	verify=$(cd "$dest/etc/systemd/system" && MANPATH=$dest$prefix/share/man \
+		systemd-analyze verify --root="$dest" $units 2>&1; echo "exit $?")
+	is "$verify" "exit 0" "systemd-analyze verify accepts every unit"
+else
+	not_ok "systemd-analyze verify accepts every unit" "no systemd-analyze: run deploy/install-deps"
+fi
+
+# 5. The production examples: nginx -t (on loopback ports of the test's
+# own and with a private pid and log) and Varnish's compiler.
+base=${FLASHSALE_TEST_PORT_BASE:-28080}
+sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
+	-e "s|listen 127.0.0.1:8086|listen 127.0.0.1:$((base + 11))|" \
+	-e "s|listen 127.0.0.1:8087|listen 127.0.0.1:$((base + 12))|" \
+	-e "s|/run/nginx.pid|$tmp/nginx.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
+	"$top_srcdir/deploy/production/nginx.conf" >"$tmp/nginx.conf"
+mkdir -p "$tmp/nginx"
+check "nginx -t accepts deploy/production/nginx.conf" \
+	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx.conf"
+if out=$(varnishd -C -f "$top_srcdir/deploy/production/varnish.vcl" 2>&1 >/dev/null); then
+	ok "varnishd -C compiles deploy/production/varnish.vcl"
+else
+	not_ok "varnishd -C compiles deploy/production/varnish.vcl" "$(printf '%s\n' "$out" | tail -n 5)"
+fi
+echo "1..$tap_n"
+[ "$tap_failed" -eq 0 ]
