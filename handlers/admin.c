@@ -85,43 +85,57 @@ write_key(const char *dir, const char *name, const void *key, size_t len)
 	return close(fd);
 }
 
+/*
+ * Writes every key file, all or nothing; in a directory of an older version
+ * that has the production keys only, adds the demo pair.
+ */
 static int
 cmd_keys_generate(const char *dir)
 {
-	static const char *const names[] = { FS_TOKEN_ED25519_PUB_FILE, FS_TOKEN_ED25519_KEY_FILE,
-		FS_TOKEN_HS256_KEY_FILE, FS_URLSIG_KEY_FILE };
+	enum { NKEYS = 6, NPRODUCTION = 4 };
+	static const char *const names[NKEYS] = { FS_TOKEN_ED25519_PUB_FILE,
+		FS_TOKEN_ED25519_KEY_FILE, FS_TOKEN_HS256_KEY_FILE, FS_URLSIG_KEY_FILE,
+		FS_TOKEN_DEMO_PUB_FILE, FS_TOKEN_DEMO_KEY_FILE };
 	unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES], ed_sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char demo_pk[crypto_sign_PUBLICKEYBYTES], demo_sk[crypto_sign_SECRETKEYBYTES];
 	unsigned char hs[32], url[crypto_auth_KEYBYTES];
-	const void *keys[] = { ed_pk, ed_sk, hs, url };
-	const size_t lens[] = { sizeof(ed_pk), sizeof(ed_sk), sizeof(hs), sizeof(url) };
+	const void *keys[NKEYS] = { ed_pk, ed_sk, hs, url, demo_pk, demo_sk };
+	const size_t lens[NKEYS] = { sizeof(ed_pk), sizeof(ed_sk), sizeof(hs), sizeof(url),
+		sizeof(demo_pk), sizeof(demo_sk) };
 	char path[1024];
-	int rc = 1, written = 0;
+	int rc = 1, first = 0, written, exists[NKEYS], nexisting = 0;
 
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return fail("cannot create %s", dir);
-	for (size_t i = 0; i < 4; i++) {
+	for (int i = 0; i < NKEYS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (access(path, F_OK) == 0)
-			return fail("%s exists; refusing to replace keys", path);
+		exists[i] = access(path, F_OK) == 0;
+		nexisting += exists[i];
 	}
+	if (nexisting == NPRODUCTION && exists[0] && exists[1] && exists[2] && exists[3])
+		first = NPRODUCTION;
+	else if (nexisting > 0)
+		return fail("%s has keys already; refusing to replace them", dir);
 	crypto_sign_keypair(ed_pk, ed_sk);
+	crypto_sign_keypair(demo_pk, demo_sk);
 	randombytes_buf(hs, sizeof(hs));
 	crypto_auth_keygen(url);
-	for (; written < 4; written++)
+	for (written = first; written < NKEYS; written++)
 		if (write_key(dir, names[written], keys[written], lens[written]) != 0)
 			break;
-	if (written == 4) {
-		printf("keys written to %s\n", dir);
+	if (written == NKEYS) {
+		printf(first == 0 ? "keys written to %s\n" : "demo key added to %s\n", dir);
 		rc = 0;
 	} else {
 		/* All or nothing: remove what this run wrote. */
 		fail("cannot write keys in %s", dir);
-		while (written-- > 0) {
+		while (written-- > first) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[written]);
 			unlink(path);
 		}
 	}
 	sodium_memzero(ed_sk, sizeof(ed_sk));
+	sodium_memzero(demo_sk, sizeof(demo_sk));
 	sodium_memzero(hs, sizeof(hs));
 	sodium_memzero(url, sizeof(url));
 	return rc;

@@ -4,7 +4,9 @@
  * Gives a shopper a token for the user id in the body ({"userId":"..."}),
  * or for a random one when there is none. Production tokens come from the
  * shop's own identity provider: unless FLASHSALE_DEMO_SIGNIN is 1 this
- * program answers 404 to everything and needs no key.
+ * program answers 404 to everything and needs no key. It signs with the
+ * demo key (lib/token: "kid":"demo"), never the production one, and the
+ * other handlers accept such tokens only while the flag is on.
  */
 #include "config.h"
 
@@ -119,7 +121,7 @@ handle(fs_fcgi *fcgi, void *arg)
 		return;
 	}
 	now = time(NULL);
-	ts = fs_token_mint(app->keys, FS_TOKEN_ALG_EDDSA, user, now, TOKEN_TTL_S, token, sizeof(token));
+	ts = fs_token_mint(app->keys, FS_TOKEN_ALG_EDDSA_DEMO, user, now, TOKEN_TTL_S, token, sizeof(token));
 	if (ts != FS_TOKEN_OK) {
 		fs_log_error("cannot mint a token: %s", fs_token_strerror(ts));
 		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
@@ -145,7 +147,7 @@ setup(void *arg)
 		return -1;
 	}
 	if (strcmp(fs_cfg_get(&app->cfg, FS_CFG_DEMO_SIGNIN), "1") == 0) {
-		if (fs_keys_load(&app->cfg, &app->keys, NULL, err, sizeof(err)) != 0) {
+		if (fs_keys_load_demo_signer(&app->cfg, &app->keys, err, sizeof(err)) != 0) {
 			fs_log_error("keys: %s (the demo sign-in signs tokens)", err);
 			return -1;
 		}

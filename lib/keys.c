@@ -1,10 +1,40 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <sodium.h>
 
 #include "keys.h"
+
+int
+fs_keys_load_demo_signer(const struct fs_cfg *cfg, fs_token_keys **tokens, char *err,
+    size_t errlen)
+{
+	const char *dir = fs_cfg_get(cfg, FS_CFG_KEYS_DIR);
+	fs_token_keys *t = NULL;
+
+	if (sodium_init() < 0 || (t = fs_token_keys_new()) == NULL) {
+		snprintf(err, errlen, "libsodium failed to start");
+		return -1;
+	}
+	if (*dir == '\0') {
+		snprintf(err, errlen, "FLASHSALE_KEYS_DIR is not set");
+		goto fail;
+	}
+	if (fs_token_keys_load_demo(t, dir, 1, err, errlen) != 0)
+		goto fail;
+	if (fs_token_keys_set_claims(t, fs_cfg_get(cfg, FS_CFG_JWT_ISSUER),
+		fs_cfg_get(cfg, FS_CFG_JWT_AUDIENCE)) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	*tokens = t;
+	return 0;
+fail:
+	fs_token_keys_free(t);
+	return -1;
+}
 
 int
 fs_keys_load(const struct fs_cfg *cfg, fs_token_keys **tokens, fs_urlsig_key **url, char *err,
@@ -28,6 +58,10 @@ fs_keys_load(const struct fs_cfg *cfg, fs_token_keys **tokens, fs_urlsig_key **u
 		goto fail;
 	}
 	if (t != NULL && fs_token_keys_load_dir(t, dir, err, errlen) != 0)
+		goto fail;
+	/* Demo tokens pass only while the demo sign-in is on. */
+	if (t != NULL && strcmp(fs_cfg_get(cfg, FS_CFG_DEMO_SIGNIN), "1") == 0 &&
+	    fs_token_keys_load_demo(t, dir, 0, err, errlen) != 0)
 		goto fail;
 	if (t != NULL && fs_token_keys_set_claims(t, fs_cfg_get(cfg, FS_CFG_JWT_ISSUER),
 			     fs_cfg_get(cfg, FS_CFG_JWT_AUDIENCE)) != 0) {

@@ -14,11 +14,19 @@
 
 /*
  * Starts libsodium and loads the token keys into *tokens when tokens is
- * not NULL and the URL key into *url when url is not NULL. Returns 0, or
+ * not NULL (with the demo public key while FLASHSALE_DEMO_SIGNIN is 1, so
+ * demo tokens pass only then) and the URL key into *url when url is not NULL. Returns 0, or
  * -1 with the reason in err and nothing allocated. The caller frees them
  * with fs_token_keys_free and fs_urlsig_key_free.
  */
 int fs_keys_load(const struct fs_cfg *, fs_token_keys **tokens, fs_urlsig_key **url, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * The demo sign-in's keys: the demo pair only (never the production secret
+ * key), with the configured issuer and audience. 0, or -1 with err set.
+ */
+int fs_keys_load_demo_signer(const struct fs_cfg *, fs_token_keys **tokens, char *err,
     size_t errlen) __attribute__((warn_unused_result));
 
 #endif

@@ -24,6 +24,10 @@ struct fs_token_keys {
 	size_t hs_keylen;	/* 0: HS256 not configured */
 	int has_ed_pk;
 	int has_ed_sk;
+	unsigned char demo_pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char demo_sk[crypto_sign_SECRETKEYBYTES];
+	int has_demo_pk;
+	int has_demo_sk;
 	char *issuer;		/* NULL: not checked */
 	char *audience;		/* NULL: not checked, and none accepted */
 };
@@ -46,6 +50,7 @@ static const char *const token_errors[FS_TOKEN__MAX] = {
 static const char *const token_headers[FS_TOKEN_ALG__MAX] = {
 	[FS_TOKEN_ALG_EDDSA] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}",
 	[FS_TOKEN_ALG_HS256] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
+	[FS_TOKEN_ALG_EDDSA_DEMO] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"" FS_TOKEN_DEMO_KID "\"}",
 };
 
 const char *
@@ -159,6 +164,47 @@ fail:
 	return rc;
 }
 
+int
+fs_token_keys_load_demo(fs_token_keys *keys, const char *dir, int with_secret, char *err,
+    size_t errlen)
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char derived[crypto_sign_PUBLICKEYBYTES];
+	enum fs_keyfile_status st;
+	int rc = -1;
+
+	if ((st = fs_keyfile_read(dir, FS_TOKEN_DEMO_PUB_FILE, pk, sizeof(pk), err, errlen)) !=
+	    FS_KEYFILE_OK) {
+		if (st == FS_KEYFILE_ABSENT)
+			snprintf(err, errlen, "%s/%s: no demo key (flashsale-admin keys generate %s)",
+			    dir, FS_TOKEN_DEMO_PUB_FILE, dir);
+		goto fail;
+	}
+	if (with_secret) {
+		if ((st = fs_keyfile_read(dir, FS_TOKEN_DEMO_KEY_FILE, sk, sizeof(sk), err, errlen)) !=
+		    FS_KEYFILE_OK) {
+			if (st == FS_KEYFILE_ABSENT)
+				snprintf(err, errlen, "%s/%s: no demo secret key", dir,
+				    FS_TOKEN_DEMO_KEY_FILE);
+			goto fail;
+		}
+		if (!token_ed25519_sk_ok(sk, derived) ||
+		    sodium_memcmp(derived, pk, sizeof(pk)) != 0) {
+			snprintf(err, errlen, "%s/%s: not the secret key of %s", dir,
+			    FS_TOKEN_DEMO_KEY_FILE, FS_TOKEN_DEMO_PUB_FILE);
+			goto fail;
+		}
+		memcpy(keys->demo_sk, sk, sizeof(sk));
+		keys->has_demo_sk = 1;
+	}
+	memcpy(keys->demo_pk, pk, sizeof(pk));
+	keys->has_demo_pk = 1;
+	rc = 0;
+fail:
+	sodium_memzero(sk, sizeof(sk));
+	return rc;
+}
+
 /* Copies s, or NULL for NULL and "" (not configured); -1 when out of memory. */
 static int
 token_set_string(char **dst, const char *s)
@@ -245,7 +291,7 @@ static enum fs_token_status
 token_header_alg(const fs_token_keys *keys, const void *hdr, size_t len,
     enum fs_token_alg *alg)
 {
-	struct json_object *obj, *v;
+	struct json_object *obj, *v, *kid;
 	enum fs_token_status st = FS_TOKEN_BAD_ALG;
 
 	if ((obj = token_json(hdr, len)) == NULL)
@@ -254,7 +300,14 @@ token_header_alg(const fs_token_keys *keys, const void *hdr, size_t len,
 	if (!json_object_object_get_ex(obj, "alg", &v) ||
 	    json_object_object_get_ex(obj, "crit", NULL))
 		st = FS_TOKEN_MALFORMED;
-	else if (token_string_is(v, "EdDSA") && keys->has_ed_pk) {
+	else if (json_object_object_get_ex(obj, "kid", &kid)) {
+		/* The one key id is the demo key's, and only where it is loaded. */
+		if (token_string_is(kid, FS_TOKEN_DEMO_KID) && token_string_is(v, "EdDSA") &&
+		    keys->has_demo_pk) {
+			*alg = FS_TOKEN_ALG_EDDSA_DEMO;
+			st = FS_TOKEN_OK;
+		}
+	} else if (token_string_is(v, "EdDSA") && keys->has_ed_pk) {
 		*alg = FS_TOKEN_ALG_EDDSA;
 		st = FS_TOKEN_OK;
 	} else if (token_string_is(v, "HS256") && keys->hs_keylen > 0) {
@@ -299,10 +352,11 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
 		return FS_TOKEN_MALFORMED;
 	/* The signing input is the header and payload as sent, dot included. */
-	if (alg == FS_TOKEN_ALG_EDDSA)
+	if (alg == FS_TOKEN_ALG_EDDSA || alg == FS_TOKEN_ALG_EDDSA_DEMO)
 		ok = n == crypto_sign_BYTES &&
 		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
-		    (size_t)(dot2 - jws), keys->ed_pk) == 0;
+		    (size_t)(dot2 - jws), alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_pk :
+		    keys->ed_pk) == 0;
 	else {
 		token_hs256(keys, jws, (size_t)(dot2 - jws), mac);
 		ok = n == sizeof(mac) &&
@@ -510,6 +564,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 		out[0] = '\0';
 	if ((unsigned)alg >= FS_TOKEN_ALG__MAX ||
 	    (alg == FS_TOKEN_ALG_EDDSA && !keys->has_ed_sk) ||
+	    (alg == FS_TOKEN_ALG_EDDSA_DEMO && !keys->has_demo_sk) ||
 	    (alg == FS_TOKEN_ALG_HS256 && keys->hs_keylen == 0))
 		return FS_TOKEN_BAD_ALG;
 	if (sub == NULL || !token_subject_ok(sub, strnlen(sub,
@@ -537,8 +592,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 
 	hdr = token_headers[alg];
 	hdrlen = strlen(hdr);
-	siglen = alg == FS_TOKEN_ALG_EDDSA ? crypto_sign_BYTES :
-	    crypto_auth_hmacsha256_BYTES;
+	siglen = alg == FS_TOKEN_ALG_HS256 ? crypto_auth_hmacsha256_BYTES : crypto_sign_BYTES;
 	need = FS_B64URL_ENCODED_LEN(hdrlen) + 1 +
 	    FS_B64URL_ENCODED_LEN(bodylen) + 1 + FS_B64URL_ENCODED_LEN(siglen);
 	if (need > FS_TOKEN_MAX || need >= outmax)
@@ -549,9 +603,9 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 	out[pos++] = '.';
 	(void)fs_b64url_encode(out + pos, outmax - pos, body, bodylen, &n);
 	pos += n;
-	if (alg == FS_TOKEN_ALG_EDDSA)
+	if (alg == FS_TOKEN_ALG_EDDSA || alg == FS_TOKEN_ALG_EDDSA_DEMO)
 		crypto_sign_detached(sig, NULL, (const unsigned char *)out, pos,
-		    keys->ed_sk);
+		    alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_sk : keys->ed_sk);
 	else
 		token_hs256(keys, out, pos, sig);
 	out[pos++] = '.';

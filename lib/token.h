@@ -20,6 +20,14 @@
 #define FS_TOKEN_ED25519_PUB_FILE	"jwt-ed25519.pub"	/* 32 bytes */
 #define FS_TOKEN_ED25519_KEY_FILE	"jwt-ed25519.key"	/* 64, libsodium sk */
 #define FS_TOKEN_HS256_KEY_FILE		"jwt-hs256.key"		/* 32 bytes */
+/*
+ * The demo sign-in's own Ed25519 pair: its tokens say "kid":"demo" and are
+ * verified with this key only, and only where it is loaded (the demo flag
+ * is on), so turning the flag off ends every demo token.
+ */
+#define FS_TOKEN_DEMO_PUB_FILE		"demo-ed25519.pub"	/* 32 bytes */
+#define FS_TOKEN_DEMO_KEY_FILE		"demo-ed25519.key"	/* 64, libsodium sk */
+#define FS_TOKEN_DEMO_KID		"demo"
 
 /* Keys and expected claims; the keys are wiped when freed. */
 typedef struct fs_token_keys fs_token_keys;
@@ -27,6 +35,7 @@ typedef struct fs_token_keys fs_token_keys;
 enum fs_token_alg {
 	FS_TOKEN_ALG_EDDSA,
 	FS_TOKEN_ALG_HS256,
+	FS_TOKEN_ALG_EDDSA_DEMO,	/* EdDSA under the demo key, "kid":"demo" */
 	FS_TOKEN_ALG__MAX
 };
 
@@ -70,6 +79,14 @@ int fs_token_keys_load_dir(fs_token_keys *, const char *dir, char *err,
 int fs_token_keys_set(fs_token_keys *, const unsigned char *ed_pk,
     const unsigned char *ed_sk, const unsigned char *hs_key, size_t hs_keylen)
     __attribute__((warn_unused_result));
+
+/*
+ * Loads the demo pair from dir: the public key, and with_secret the secret
+ * key too (the demo sign-in mints). The keys' other keys stay. Returns 0,
+ * or -1 with the reason in err.
+ */
+int fs_token_keys_load_demo(fs_token_keys *, const char *dir, int with_secret, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
 
 /*
  * Sets the required `iss` and `aud`; NULL or "" means not checked. When no

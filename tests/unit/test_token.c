@@ -757,6 +757,81 @@ test_keys(void)
 	fs_token_keys_free(NULL);
 }
 
+/* Verifies a token of this header, a valid payload and a junk signature. */
+static enum fs_token_status
+verify_header(const fs_token_keys *keys, const char *header)
+{
+	char tok[1024], sub[FS_TOKEN_SUB_MAX + 1];
+	const char *payload = "{\"sub\":\"u\",\"exp\":4102444800}";
+	size_t n, m;
+
+	(void)fs_b64url_encode(tok, sizeof(tok), header, strlen(header), &n);
+	tok[n++] = '.';
+	(void)fs_b64url_encode(tok + n, sizeof(tok) - n, payload, strlen(payload), &m);
+	n += m;
+	snprintf(tok + n, sizeof(tok) - n, ".%s", "AAAA");
+	return fs_token_verify(keys, tok, strlen(tok), NOW, sub, sizeof(sub));
+}
+
+/*
+ * The demo key: tokens of the demo sign-in carry "kid":"demo" and verify
+ * only where the demo public key is loaded; a production verifier refuses
+ * them, and no other key id or key passes for it.
+ */
+static void
+test_demo(const fs_token_keys *all)
+{
+	unsigned char demo_pk[crypto_sign_PUBLICKEYBYTES], demo_sk[crypto_sign_SECRETKEYBYTES];
+	char dir[] = "/tmp/test_token_demo.XXXXXX", err[512], tok[FS_TOKEN_MAX], prod[FS_TOKEN_MAX];
+	char sub[FS_TOKEN_SUB_MAX + 1], forged[FS_TOKEN_MAX];
+	fs_token_keys *signer = fs_token_keys_new(), *demo_on = fs_token_keys_new();
+	const char *dot;
+
+	crypto_sign_keypair(demo_pk, demo_sk);
+	check(mkdtemp(dir) != NULL, "demo: a keys directory");
+	check(fs_token_keys_load_demo(signer, dir, 1, err, sizeof(err)) == -1 &&
+	    strstr(err, "no demo key") != NULL, "demo: a missing demo key is named");
+	check(write_file(dir, FS_TOKEN_DEMO_PUB_FILE, demo_pk, sizeof(demo_pk)) == 0 &&
+	    write_file(dir, FS_TOKEN_DEMO_KEY_FILE, ed_sk, sizeof(ed_sk)) == 0 &&
+	    fs_token_keys_load_demo(signer, dir, 1, err, sizeof(err)) == -1 &&
+	    strstr(err, "not the secret key") != NULL,
+	    "demo: a secret key of another public key is refused");
+	check(write_file(dir, FS_TOKEN_DEMO_KEY_FILE, demo_sk, sizeof(demo_sk)) == 0 &&
+	    fs_token_keys_load_demo(signer, dir, 1, err, sizeof(err)) == 0,
+	    "demo: the signer loads the demo pair");
+	check(fs_token_mint(signer, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, tok, sizeof(tok)) ==
+	    FS_TOKEN_BAD_ALG, "demo: the signer holds no production key");
+	check(fs_token_mint(signer, FS_TOKEN_ALG_EDDSA_DEMO, "u", NOW, 60, tok, sizeof(tok)) ==
+	    FS_TOKEN_OK, "demo: the signer mints a demo token");
+	check(fs_token_verify(all, tok, strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_BAD_ALG,
+	    "demo: a verifier without the demo key refuses it (the flag is off)");
+	check(fs_token_keys_set(demo_on, ed_pk, NULL, NULL, 0) == 0 &&
+	    fs_token_keys_load_demo(demo_on, dir, 0, err, sizeof(err)) == 0 &&
+	    fs_token_verify(demo_on, tok, strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_OK &&
+	    strcmp(sub, "u") == 0, "demo: a verifier with the demo key accepts it (the flag is on)");
+	check(fs_token_mint(all, FS_TOKEN_ALG_EDDSA, "u", NOW, 60, prod, sizeof(prod)) ==
+	    FS_TOKEN_OK && fs_token_verify(demo_on, prod, strlen(prod), NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_OK, "demo: production tokens pass as before");
+	/* The demo header on a production signature, and the reverse. */
+	dot = strchr(tok, '.');
+	snprintf(forged, sizeof(forged), "%.*s%s", (int)(dot - tok), tok, strchr(prod, '.'));
+	check(fs_token_verify(demo_on, forged, strlen(forged), NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_BAD_SIGNATURE, "demo: kid demo with the production signature is refused");
+	dot = strchr(prod, '.');
+	snprintf(forged, sizeof(forged), "%.*s%s", (int)(dot - prod), prod, strchr(tok, '.'));
+	check(fs_token_verify(demo_on, forged, strlen(forged), NOW, sub, sizeof(sub)) ==
+	    FS_TOKEN_BAD_SIGNATURE, "demo: the demo signature under a production header is refused");
+	check(verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":\"prod\"}") == FS_TOKEN_BAD_ALG &&
+	    verify_header(demo_on, "{\"alg\":\"HS256\",\"kid\":\"demo\"}") == FS_TOKEN_BAD_ALG &&
+	    verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":1}") == FS_TOKEN_BAD_ALG,
+	    "demo: another key id, another algorithm or a numeric kid is refused");
+	remove_file(dir, FS_TOKEN_DEMO_PUB_FILE);
+	remove_file(dir, FS_TOKEN_DEMO_KEY_FILE);
+	rmdir(dir);
+	fs_token_keys_free(signer);
+	fs_token_keys_free(demo_on);
+}
+
 int
 main(void)
 {
@@ -785,6 +860,7 @@ main(void)
 	test_bearer(all);
 	test_mint(all, ed_only);
 	test_keys();
+	test_demo(all);
 	check(strcmp(fs_token_strerror(FS_TOKEN_BAD_ALG),
 	    "algorithm not accepted") == 0 &&
 	    fs_token_strerror(FS_TOKEN__MAX) != NULL,
