@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "admin_ops.h"
 #include "cfg.h"
 #include "kafka.h"
 #include "keys.h"
@@ -43,10 +44,8 @@ static const char usage[] =
     "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis;\n"
     "                                    prints every violation (--check: exit 1 on any)\n";
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Says what went wrong on standard error; returns the exit status 1. */
-static int
+int
 fail(const char *fmt, ...)
 {
 	va_list ap;
@@ -480,9 +479,12 @@ int
 main(int argc, char **argv)
 {
 	uint64_t sale;
+	int rc;
 
 	if (sodium_init() < 0)
 		return fail("%s", "libsodium failed to start");
+	if ((rc = admin_ops_main(argc, argv)) >= 0)
+		return rc;
 	if (argc >= 4 && strcmp(argv[1], "keys") == 0 && strcmp(argv[2], "generate") == 0 && argc == 4)
 		return cmd_keys_generate(argv[3]);
 	if (argc == 4 && strcmp(argv[1], "sale") == 0 && strcmp(argv[2], "create") == 0)
@@ -507,5 +509,6 @@ main(int argc, char **argv)
 	if (argc >= 3 && strcmp(argv[1], "reconcile") == 0)
 		return cmd_reconcile(argc - 2, argv + 2);
 	fputs(usage, argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+	fputs(admin_ops_usage, argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
 	return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 }

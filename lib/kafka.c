@@ -2,10 +2,12 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "kafka.h"
 
 /* A group of messages one caller waits for; the reports count it down. */
@@ -452,6 +454,34 @@ fs_kafka_consumer_caught_up(fs_kafka_consumer *c)
 	return done;
 }
 
+/*
+ * The metadata of one existing topic (at most FS_KAFKA_PARTITIONS_MAX
+ * partitions); 0 with *rkt and *md to free, or -1 with err set (what was
+ * made is in *rkt and *md all the same).
+ */
+static int
+topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, rd_kafka_topic_t **rkt,
+    const struct rd_kafka_metadata **md, char *err, size_t errlen)
+{
+	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+	if ((*rkt = rd_kafka_topic_new(rk, topic, NULL)) == NULL ||
+	    (e = rd_kafka_metadata(rk, 0, *rkt, md, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "metadata of %s: %s", topic,
+		    *rkt == NULL ? "cannot name the topic" : rd_kafka_err2str(e));
+		return -1;
+	}
+	if ((*md)->topic_cnt != 1 || (*md)->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR ||
+	    (*md)->topics[0].partition_cnt > FS_KAFKA_PARTITIONS_MAX) {
+		snprintf(err, errlen, "topic %s: %s", topic,
+		    (*md)->topic_cnt == 1 && (*md)->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR ?
+			rd_kafka_err2str((*md)->topics[0].err) :
+			"not found, or too many partitions");
+		return -1;
+	}
+	return 0;
+}
+
 long long
 fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, int timeout_ms,
     char *err, size_t errlen)
@@ -475,17 +505,8 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 		rd_kafka_conf_destroy(conf);
 		return -1;
 	}
-	if ((rkt = rd_kafka_topic_new(rk, topic, NULL)) == NULL ||
-	    (e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "metadata of %s: %s", topic,
-		    rkt == NULL ? "cannot name the topic" : rd_kafka_err2str(e));
+	if (topic_metadata(rk, topic, timeout_ms, &rkt, &md, err, errlen) != 0)
 		goto out;
-	}
-	if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "topic %s: %s", topic,
-		    md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "not found");
-		goto out;
-	}
 	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
 	for (int i = 0; i < md->topics[0].partition_cnt; i++)
 		rd_kafka_topic_partition_list_add(list, topic, md->topics[0].partitions[i].id);
@@ -516,4 +537,113 @@ out:
 		rd_kafka_topic_destroy(rkt);
 	rd_kafka_destroy(rk);
 	return lag;
+}
+
+long
+fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeout_ms,
+    fs_kafka_each_msg *each, void *arg, char *err, size_t errlen)
+{
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_topic_partition_list_t *list = NULL;
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_topic_t *rkt = NULL;
+	rd_kafka_resp_err_t e;
+	rd_kafka_t *rk = NULL;
+	int64_t deadline = fs_clock_now_ms() + timeout_ms, ends[FS_KAFKA_PARTITIONS_MAX];
+	long n = 0, rc = -1;
+	int left = 0;
+
+	/* assign() joins no group; the id only satisfies the consumer. */
+	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
+	    conf_set(conf, "group.id", "flashsale-admin-reader", err, errlen) != 0 ||
+	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
+	    conf_set(conf, "enable.partition.eof", "false", err, errlen) != 0 ||
+	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	if ((rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL) {
+		rd_kafka_conf_destroy(conf);
+		return -1;
+	}
+	rd_kafka_poll_set_consumer(rk);
+	if (topic_metadata(rk, topic, timeout_ms, &rkt, &md, err, errlen) != 0)
+		goto out;
+	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+	for (int i = 0; i < md->topics[0].partition_cnt; i++) {
+		int32_t part = md->topics[0].partitions[i].id;
+		int64_t lo, hi;
+
+		ends[i] = -1;
+		e = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi, timeout_ms);
+		if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, part,
+			    rd_kafka_err2str(e));
+			goto out;
+		}
+		if (hi > lo) {
+			rd_kafka_topic_partition_list_add(list, topic, part)->offset = lo;
+			ends[i] = hi;
+			left++;
+		}
+	}
+	if (left > 0 && (e = rd_kafka_assign(rk, list)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "assign %s: %s", topic, rd_kafka_err2str(e));
+		goto out;
+	}
+	while (left > 0 && n < max) {
+		rd_kafka_message_t *m;
+		int64_t wait = deadline - fs_clock_now_ms();
+
+		if (wait <= 0) {
+			snprintf(err, errlen, "%s: not read to its end within %d ms", topic, timeout_ms);
+			goto out;
+		}
+		if ((m = rd_kafka_consumer_poll(rk, (int)(wait < 200 ? wait : 200))) == NULL)
+			continue;
+		if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			snprintf(err, errlen, "%s: %s", topic, rd_kafka_message_errstr(m));
+			rd_kafka_message_destroy(m);
+			goto out;
+		}
+		for (int i = 0; i < md->topics[0].partition_cnt; i++)
+			if (md->topics[0].partitions[i].id == m->partition && ends[i] >= 0 &&
+			    m->offset + 1 >= ends[i]) {
+				ends[i] = -1;
+				left--;
+			}
+		n++;
+		if (each(arg, m) != 0) {
+			rd_kafka_message_destroy(m);
+			break;
+		}
+		rd_kafka_message_destroy(m);
+	}
+	rc = n;
+out:
+	if (list != NULL)
+		rd_kafka_topic_partition_list_destroy(list);
+	if (md != NULL)
+		rd_kafka_metadata_destroy(md);
+	if (rkt != NULL)
+		rd_kafka_topic_destroy(rkt);
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	return rc;
+}
+
+int
+fs_kafka_msg_header(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen)
+{
+	rd_kafka_headers_t *h = NULL;
+	const void *v;
+	size_t len;
+
+	/* librdkafka parses the headers into the message: it is not const there. */
+	if (rd_kafka_message_headers((rd_kafka_message_t *)(uintptr_t)m, &h) !=
+		RD_KAFKA_RESP_ERR_NO_ERROR ||
+	    rd_kafka_header_get_last(h, name, &v, &len) != RD_KAFKA_RESP_ERR_NO_ERROR || v == NULL)
+		return 0;
+	snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), (const char *)v);
+	return 1;
 }

@@ -113,4 +113,18 @@ int fs_kafka_consumer_caught_up(fs_kafka_consumer *);
 long long fs_kafka_group_lag(const char *brokers, const char *group, const char *topic,
     int timeout_ms, char *err, size_t errlen);
 
+/* Called per message by fs_kafka_read_topic; non-zero stops the reading. */
+typedef int fs_kafka_each_msg(void *arg, const rd_kafka_message_t *m);
+
+/*
+ * Reads every message of topic, each partition from its start to the end it
+ * has now, without a consumer group (nothing is committed or joined), and
+ * calls each per message; at most max messages, all within timeout_ms. The
+ * number read, or -1 with err set.
+ */
+long fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeout_ms,
+    fs_kafka_each_msg *each, void *arg, char *err, size_t errlen);
+/* The value of a message's header name into out (truncated); 1 found, 0 not. */
+int fs_kafka_msg_header(const rd_kafka_message_t *, const char *name, char *out, size_t outlen);
+
 #endif

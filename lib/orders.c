@@ -321,6 +321,26 @@ fs_orders_get(fs_pg *pg, struct fs_order *o)
 	    o, 0);
 }
 
+long
+fs_orders_count_expiring(fs_pg *pg, uint64_t sale, long within_ms)
+{
+	char sale_s[24], within_s[24];
+	const char *p[2] = { sale_s, within_s };
+	PGresult *res;
+	long n;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(within_s, sizeof(within_s), "%ld", within_ms);
+	if ((res = fs_pg_exec(pg,
+		 "SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'PENDING' AND "
+		 "expires_at < now() + make_interval(secs => $2::bigint / 1000.0)",
+		 2, p)) == NULL)
+		return -1;
+	n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return n;
+}
+
 enum fs_orders_result
 fs_orders_pay(fs_pg *pg, struct fs_order *o)
 {

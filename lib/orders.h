@@ -81,6 +81,11 @@ enum fs_orders_result fs_orders_place_batch(fs_pg *, struct fs_order *orders, si
 /* Reads the shopper's order into o (o->id and o->user filled in). */
 enum fs_orders_result fs_orders_get(fs_pg *, struct fs_order *o);
 /*
+ * PENDING orders of a sale whose payment window ends within within_ms from
+ * now (the units about to come back); the count, or -1.
+ */
+long fs_orders_count_expiring(fs_pg *, uint64_t sale, long within_ms);
+/*
  * Pays or cancels the shopper's order; o->status is its status afterwards
  * and o->changed says whether this call changed it.
  */

@@ -338,7 +338,10 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size
 	int rc = -1, done;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((sres = fs_pg_exec(pg, "SELECT payment_window_s FROM sales WHERE id = $1", 1, p)) == NULL)
+	if ((sres = fs_pg_exec(pg,
+		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint "
+		 "FROM sales WHERE id = $1",
+		 1, p)) == NULL)
 		goto dberr;
 	if (PQntuples(sres) != 1) {
 		ERR("no sale %s", sale_s);
@@ -366,6 +369,7 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size
 	}
 	memset(&w, 0, sizeof(w));
 	w.window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
+	w.ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
 	w.items = items;
 	w.holds = holds;
 	for (int i = 0; i < PQntuples(ires); i++) {

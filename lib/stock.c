@@ -434,6 +434,26 @@ fs_stock_window(fs_stock *s, uint64_t sale)
 	return window;
 }
 
+int
+fs_stock_set_end(fs_stock *s, uint64_t sale, int64_t ends_ms)
+{
+	char k[KEY_MAX], num[24];
+	redisReply *r;
+	int loaded;
+
+	key(k, KEY_SALE, sale, 0);
+	if ((r = cmd(s, "set end", 2, (const char *[]){ "EXISTS", k })) == NULL)
+		return -1;
+	loaded = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	if (!loaded)
+		return 0;
+	snprintf(num, sizeof(num), "%" PRId64, ends_ms);
+	if (cmd_do(s, "set end", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
+		return -1;
+	return 1;
+}
+
 /* Queues the writes of warm inside the open MULTI; 0 or -1. */
 static int
 warm_queue(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w,
@@ -446,6 +466,10 @@ warm_queue(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w,
 		return -1;
 	snprintf(num, sizeof(num), "%ld", w->window_s);
 	if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", keys[KEY_SALE], "window", num }) != 0)
+		return -1;
+	snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
+	if (w->ends_ms > 0 &&
+	    cmd_do(s, "warm", 4, (const char *[]){ "HSET", keys[KEY_SALE], "ends", num }) != 0)
 		return -1;
 	for (size_t i = 0; i < w->nitems; i++) {
 		key(k, KEY_STOCK, sale, w->items[i].id);

@@ -10,7 +10,8 @@
  *   fs:{S}:holders       shopper -> order id
  *   fs:{S}:orders        order id -> hold record "<shopper> <item> <reservedAtMs>"
  *   fs:{S}:unconfirmed   order ids not yet recorded in PostgreSQL, by reservedAtMs
- *   fs:{S}:sale          sale settings ("window": payment window in seconds)
+ *   fs:{S}:sale          sale settings ("window": payment window in seconds,
+ *                        "ends": end of the sale in ms, after which nothing sells)
  *   fs:restock           channel: "<sale> <item>" each time a unit comes back
  *
  * A fs_stock owns its Redis connection (one per thread: hiredis contexts
@@ -92,6 +93,7 @@ struct fs_stock_warm_item {
 
 struct fs_stock_warm {
 	long window_s;
+	int64_t ends_ms;	/* the sale's end: reserve refuses from then on */
 	const struct fs_stock_warm_item *items;
 	size_t nitems;
 	const struct fs_stock_record *holds; /* of the live orders */
@@ -159,6 +161,12 @@ long fs_stock_window(fs_stock *, uint64_t sale);
  */
 int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w, int force,
     long *holds);
+/*
+ * Moves the sale's end, after which reserve answers sold out whatever the
+ * signed URL says (closing a sale early, extending it). Writes only a sale
+ * loaded into Redis: 1 written, 0 not loaded, -1 err set.
+ */
+int fs_stock_set_end(fs_stock *, uint64_t sale, int64_t ends_ms);
 /*
  * The sales that have holds (keys fs:{S}:orders), sorted and unique, at
  * most max. SCAN walks one node (XXX a Redis Cluster needs every master

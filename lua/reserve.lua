@@ -6,7 +6,8 @@
 -- KEYS[2] fs:{S}:holders       shopper -> order id
 -- KEYS[3] fs:{S}:orders        order id -> "<shopper> <item> <reservedAtMs>"
 -- KEYS[4] fs:{S}:unconfirmed   order ids not yet confirmed by PostgreSQL, by reservedAtMs
--- KEYS[5] fs:{S}:sale          sale settings ("window": payment window in seconds)
+-- KEYS[5] fs:{S}:sale          sale settings ("window": payment window in seconds,
+--                              "ends": the sale's end in ms, when it was closed or moved)
 -- ARGV    shopper, order id, hold record (written by lib/stock.c, the format's
 --         owner), now in ms, the payment window when the sale has none,
 --         the deadline in ms (by the caller's clock) after which the caller
@@ -14,8 +15,8 @@
 --
 -- Returns {1, orderId, windowSeconds, unitsLeft} when reserved,
 -- {2, existingOrderId} when the shopper already holds a unit of this sale,
--- {0} when sold out, {-1} when the item is not in the sale, {-2} when it
--- runs past the deadline: the caller may have answered "try again" and
+-- {0} when sold out or the sale has ended, {-1} when the item is not in the
+-- sale, {-2} when it runs past the deadline: the caller may have answered "try again" and
 -- released the order id already, so a late hold would be a ghost.
 
 local now = redis.call('TIME')
@@ -26,6 +27,13 @@ end
 local held = redis.call('HGET', KEYS[2], ARGV[1])
 if held then
 	return {2, held}
+end
+
+-- A sale closed early (flashsale-admin sale close) sells nothing more, even
+-- to a purchase URL signed for a later end.
+local ends = tonumber(redis.call('HGET', KEYS[5], 'ends'))
+if ends and tonumber(ARGV[4]) >= ends then
+	return {0}
 end
 
 local left = redis.call('GET', KEYS[1])

@@ -1,0 +1,104 @@
+/*
+ * Unit test of lib/httpc against a one-shot server in a child process on
+ * a loopback port of the kernel's choosing: the answer's status, headers
+ * and body, and the refusals (bad URL, no server, a server that does not
+ * answer in time, an answer that is not HTTP).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "httpc.h"
+#include "expect.h"
+
+/* Listens on 127.0.0.1:0; the socket, its port in *port. */
+static int
+listen_any(int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 4) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		exit(2);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* A child that accepts one connection, reads the request, sends answer (or stays silent). */
+static pid_t
+serve_once(int lfd, const char *answer)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char req[4096];
+		int c = accept(lfd, NULL, NULL);
+
+		if (c >= 0 && read(c, req, sizeof(req)) > 0) {
+			if (answer != NULL && write(c, answer, strlen(answer)) < 0)
+				_exit(1);
+			if (answer == NULL)
+				sleep(5);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+int
+main(void)
+{
+	struct fs_httpc_answer a;
+	char url[128], err[256], v[64];
+	int lfd, port, rc;
+	pid_t pid;
+
+	lfd = listen_any(&port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/api/x", port);
+
+	pid = serve_once(lfd, "HTTP/1.1 410 Gone\r\nX-Flashsale-Answered-By: nginx\r\n"
+			      "Content-Length: 5\r\n\r\nhello");
+	rc = fs_httpc_request("GET", url, 2000, &a, err, sizeof(err));
+	check(rc == 0 && a.status == 410, "the status of the answer");
+	check(rc == 0 && fs_httpc_header(&a, "x-flashsale-answered-by", v, sizeof(v)) == 1 &&
+		strcmp(v, "nginx") == 0,
+	    "a header, by its name in any case");
+	check(rc == 0 && fs_httpc_header(&a, "Retry-After", v, sizeof(v)) == 0, "a missing header");
+	check(rc == 0 && a.len == 5 && strcmp(a.body, "hello") == 0, "the body");
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+
+	pid = serve_once(lfd, "SSH-2.0-OpenSSH\r\n\r\n");
+	check(fs_httpc_request("GET", url, 2000, &a, err, sizeof(err)) == -1,
+	    "an answer that is not HTTP is refused");
+	waitpid(pid, NULL, 0);
+
+	pid = serve_once(lfd, NULL);
+	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1 &&
+		strstr(err, "timed out") != NULL,
+	    "a silent server times out");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(lfd);
+
+	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1,
+	    "no server: refused");
+	check(fs_httpc_request("GET", "http://localhost:80/", 300, &a, err, sizeof(err)) == -1,
+	    "a host name is refused (numeric IPv4 only)");
+	check(fs_httpc_request("GET", "ftp://127.0.0.1:21/", 300, &a, err, sizeof(err)) == -1,
+	    "another scheme is refused");
+	check(fs_httpc_request("GET", "http://127.0.0.1:99999/", 300, &a, err, sizeof(err)) == -1,
+	    "a port out of range is refused");
+	return failures == 0 ? 0 : 1;
+}
