@@ -4,13 +4,15 @@ vcl 4.1;
 #
 # The local stack renders its own from deploy/varnish.vcl; this file says
 # what each rule is for and what to change (lines marked CHANGE). A
-# commercial CDN needs the same four rules: cache the page and the two sale
-# documents for about a second without grace, pass every other API request,
-# stream the order events, refuse the operator paths.
+# commercial CDN needs the same five rules: cache the page and the two sale
+# documents for about a second without grace, keep an item's sold-out answer
+# to a purchase for at most a second, pass every other API request, stream
+# the order events, refuse the operator paths.
 #
 # Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
 
 import directors;
+import std;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
 # The probe takes an origin out of rotation when its nginx stops answering.
@@ -73,11 +75,26 @@ sub vcl_recv {
 		return (pipe);
 	}
 
+	# A purchase is looked up by its item alone (vcl_hash): the origin's
+	# 410 SOLD_OUT is the same for every shopper and URL of that item, so
+	# the edge answers it for up to a second and each origin sees about one
+	# purchase per sold-out item per second, not one per shopper. Any other
+	# answer is never stored (vcl_backend_response); the request still goes
+	# to the origin as the POST it was, body, token and signed query intact.
+	if (req.method == "POST" && req.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
+		if (!std.cache_req_body(4KB)) {
+			return (synth(413));
+		}
+		set req.http.X-Fs-Purchase = "1";
+		return (hash);
+	}
+	unset req.http.X-Fs-Purchase;
+
 	if (req.method != "GET" && req.method != "HEAD") {
 		return (pass);
 	}
 	if (req.url ~ "^/api/") {
-		if (req.url ~ "^/api/flash-sales/sales/[0-9]+(/reveal)?(\?|$)") {
+		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal)?(\?|$)") {
 			# Public documents, the same for everyone: a query string, a
 			# token or a cookie must not split (or bust) the cache.
 			unset req.http.Authorization;
@@ -96,14 +113,47 @@ sub vcl_recv {
 	return (hash);
 }
 
-# One cache entry per URL, whatever Host the client sent. CHANGE: add
+# One cache entry per URL, whatever Host the client sent; one per item for
+# purchases, whatever their shopper, query string or signature. CHANGE: add
 # hash_data(req.http.host) if this edge serves other sites too.
 sub vcl_hash {
-	hash_data(req.url);
+	if (req.http.X-Fs-Purchase) {
+		hash_data("purchase");
+		hash_data(regsub(req.url, "\?.*$", ""));
+	} else {
+		hash_data(req.url);
+	}
 	return (lookup);
 }
 
+# A lookup's miss is fetched as a GET without a body: a purchase goes as
+# the POST it is, with its (cached) body.
+sub vcl_backend_fetch {
+	if (bereq.http.X-Fs-Purchase) {
+		set bereq.method = "POST";
+		unset bereq.http.X-Fs-Purchase;
+	}
+}
+
 sub vcl_backend_response {
+	# A purchase: only the sold-out answer is kept, for one second, never
+	# stale (grace 0), so a unit that comes back sells again within about a
+	# second. Anything else becomes a hit-for-miss object: the next
+	# purchases of the item go to the origin at once, in parallel.
+	if (bereq.method == "POST" && bereq.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
+		unset beresp.http.Set-Cookie;
+		if (beresp.status == 410) {
+			set beresp.ttl = 1s;
+			set beresp.grace = 0s;
+			set beresp.keep = 0s;
+		} else {
+			set beresp.ttl = 5s;
+			set beresp.grace = 0s;
+			set beresp.keep = 0s;
+			set beresp.uncacheable = true;
+		}
+		return (deliver);
+	}
 	# Errors of the origin are never cached, and the next request goes to
 	# the origin again at once (no hit-for-miss period).
 	if (beresp.status >= 500) {
@@ -116,14 +166,14 @@ sub vcl_backend_response {
 	# 10 s would hand out an old answer right after expiry). A 425 before
 	# the start is cached too, so the herd waiting for the start instant
 	# is coalesced into one origin request per second.
-	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+/reveal$") {
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/reveal$") {
 		set beresp.ttl = 1s;
 		set beresp.grace = 0s;
 		return (deliver);
 	}
 	# The sale document follows the origin's Cache-Control (max-age=1); its
 	# serverTime must not go stale either.
-	if (bereq.url ~ "^/api/flash-sales/sales/[0-9]+$") {
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}$") {
 		set beresp.grace = 0s;
 	}
 }
@@ -137,6 +187,8 @@ sub vcl_synth {
 	set resp.http.Cache-Control = "no-store";
 	if (resp.status == 400) {
 		set resp.body = """{"error":"BAD_REQUEST","message":"The request is malformed."}""";
+	} elsif (resp.status == 413) {
+		set resp.body = """{"error":"PAYLOAD_TOO_LARGE","message":"The request body is too large."}""";
 	} elsif (resp.status == 403) {
 		set resp.body = """{"error":"FORBIDDEN","message":"Not allowed."}""";
 	} else {

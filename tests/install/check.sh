@@ -5,7 +5,7 @@
 # programs read (`flashsale-admin config` plus the variables read with
 # getenv), the installed tree holds every program, script, page and unit,
 # `systemd-analyze verify` accepts the units as installed, and nginx and
-# Varnish accept the production examples.
+# Varnish accept the production examples, which follow the local templates.
 set -u
 
 top_srcdir=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
@@ -124,5 +124,24 @@ if out=$(varnishd -C -f "$top_srcdir/deploy/production/varnish.vcl" 2>&1 >/dev/n
 else
 	not_ok "varnishd -C compiles deploy/production/varnish.vcl" "$(printf '%s\n' "$out" | tail -n 5)"
 fi
+
+# 6. The production examples follow the local templates: every location of
+# deploy/nginx.conf.in and every URL pattern of deploy/varnish.vcl (the
+# benchmarks' parts aside) is in them too. Change both in one commit.
+locations() {
+	sed '/@BENCH_BEGIN@/,/@BENCH_END@/d' "$1" |
+		sed -n 's/^[[:space:]]*\(location [^{]*\){.*/\1/p' | sed 's/[[:space:]]*$//' | sort -u
+}
+patterns() {
+	sed '/@BENCH_BEGIN@/,/@BENCH_END@/d' "$1" | grep -o '~ "[^"]*"' | sort -u
+}
+locations "$top_srcdir/deploy/nginx.conf.in" >"$tmp/loc.local"
+locations "$top_srcdir/deploy/production/nginx.conf" >"$tmp/loc.prod"
+is "$(comm -23 "$tmp/loc.local" "$tmp/loc.prod")" "" \
+	"deploy/production/nginx.conf has every location of deploy/nginx.conf.in"
+patterns "$top_srcdir/deploy/varnish.vcl" >"$tmp/vcl.local"
+patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
+is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
+	"deploy/production/varnish.vcl has every URL pattern of deploy/varnish.vcl"
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]
