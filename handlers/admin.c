@@ -23,6 +23,7 @@
 #include "kafka.h"
 #include "keys.h"
 #include "pg.h"
+#include "payments.h"
 #include "reconcile.h"
 #include "stock.h"
 #include "sales.h"
@@ -41,7 +42,8 @@ static const char usage[] =
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1)\n"
     "  config                            the environment variables and their defaults\n"
-    "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis;\n"
+    "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis,\n"
+    "                                    and the payment rules over every order;\n"
     "                                    prints every violation (--check: exit 1 on any)\n";
 
 /* Says what went wrong on standard error; returns the exit status 1. */
@@ -415,6 +417,14 @@ print_violation(void *arg, const char *line)
 	printf("VIOLATION %s\n", line);
 }
 
+/* The payment rules (lib/payments) are checked over every order, whatever the sale. */
+static void
+print_payment_violation(void *arg, const char *order, const char *problem)
+{
+	(void)arg;
+	printf("VIOLATION order %s: %s\n", order, problem);
+}
+
 static int
 cmd_reconcile(int argc, char **argv)
 {
@@ -425,6 +435,7 @@ cmd_reconcile(int argc, char **argv)
 	uint64_t *sales = NULL;
 	char err[512];
 	int n = 0, check = argc == 2 && strcmp(argv[1], "--check") == 0, rc = 1, bad = 0;
+	size_t npay = 0;
 
 	if (argc < 1 || argc > 2 || (argc == 2 && !check))
 		return fail("%s", "usage: reconcile SALE_ID|--all [--check]");
@@ -455,6 +466,12 @@ cmd_reconcile(int argc, char **argv)
 		    sales[i], v == 0 ? "ok" : "VIOLATED", sum.items, sum.live, sum.holds, sum.unconfirmed,
 		    sum.in_redis ? "" : ", not in Redis");
 	}
+	if (fs_payments_check(pg, print_payment_violation, NULL, &npay) != FS_PAYMENTS_OK) {
+		fail("payments: %s", pg->errstr);
+		goto out;
+	}
+	printf("payments: %s (%zu violations)\n", npay == 0 ? "ok" : "VIOLATED", npay);
+	bad += (int)npay;
 	printf("%d sales checked, %d violations\n", n, bad);
 	rc = check && bad > 0 ? 1 : 0;
 out:

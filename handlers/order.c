@@ -2,14 +2,14 @@
  * flashsale-order: the shopper's view of one order.
  *
  *   GET  /api/flash-sales/orders/{orderId}          status
- *   POST /api/flash-sales/orders/{orderId}/pay      PENDING -> PAID, inside the window
  *   POST /api/flash-sales/orders/{orderId}/cancel   PENDING -> CANCELLED, the unit goes back
  *   /_fs/auth/order-events                          nchan's authorization of the SSE
  *                                                   subscriber (original URI in REQUEST_URI)
  *
  * Only the order's shopper sees it: any other caller gets 404, as for an
  * order that does not exist. An order that Redis holds but PostgreSQL has
- * not recorded yet is PROCESSING.
+ * not recorded yet is PROCESSING. Payment is flashsale-payment's: only the
+ * payment provider's signed word makes an order PAID.
  */
 #include "config.h"
 
@@ -32,7 +32,7 @@
 #define AUTH_URI	"/_fs/auth/order-events"
 #define SALES_MAX	"64"	/* open sales looked at for a PROCESSING order */
 
-enum action { ACTION_STATUS, ACTION_PAY, ACTION_CANCEL, ACTION_EVENTS, ACTION__MAX };
+enum action { ACTION_STATUS, ACTION_CANCEL, ACTION_EVENTS, ACTION__MAX };
 
 /*
  * The path after the order id, the method each action takes and, for
@@ -47,7 +47,6 @@ static const struct {
 	const char *done;
 } actions[ACTION__MAX] = {
 	[ACTION_STATUS] = { "", "GET", "Allow: GET, HEAD\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
-	[ACTION_PAY] = { "/pay", "POST", "Allow: POST\r\n", fs_orders_pay, FS_ORDER_PAID, "paid" },
 	[ACTION_CANCEL] = { "/cancel", "POST", "Allow: POST\r\n", fs_orders_cancel,
 	    FS_ORDER_CANCELLED, "cancelled" },
 	[ACTION_EVENTS] = { "/events", "GET", "Allow: GET\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
@@ -60,7 +59,7 @@ struct app {
 };
 
 /*
- * Splits /api/flash-sales/orders/{id}[/pay|/cancel|/events][?query] into
+ * Splits /api/flash-sales/orders/{id}[/cancel|/events][?query] into
  * the id and the action; -1 for any other path.
  */
 static int

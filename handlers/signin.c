@@ -105,16 +105,8 @@ handle(fs_fcgi *fcgi, void *arg)
 		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
 		return;
 	}
-	switch (fs_fcgi_read_body(fcgi, &body, &len)) {
-	case FS_FCGI_BODY_OK:
-		break;
-	case FS_FCGI_BODY_TOO_BIG:
-		fs_fcgi_error(fcgi, FS_ERR_PAYLOAD_TOO_LARGE, NULL, NULL);
+	if (fs_fcgi_body_or_answer(fcgi, &body, &len) != 0)
 		return;
-	default:
-		fs_fcgi_error(fcgi, FS_ERR_BAD_REQUEST, NULL, NULL);
-		return;
-	}
 	if (strlen(body) != len || requested_user(body, len, user) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_BAD_REQUEST,
 		    "\"detail\":\"userId must be 1 to 64 characters of A-Z a-z 0-9 . _ -\"", NULL);

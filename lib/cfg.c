@@ -48,6 +48,14 @@ static const struct {
 	    "seconds after which an unconfirmed hold counts as a ghost" },
 	[FS_CFG_EXPIRE_TOKEN] = { "FLASHSALE_EXPIRE_TOKEN", "",
 	    "secret that the operator expiry endpoint requires (empty: endpoint off)" },
+	[FS_CFG_PAYMENT_URL] = { "FLASHSALE_PAYMENT_URL", NULL,
+	    "payment provider's API base URL, http://IPv4:PORT (flashsale-payment)" },
+	[FS_CFG_PAYMENT_API_KEY] = { "FLASHSALE_PAYMENT_API_KEY", NULL,
+	    "secret API key of the payment provider (flashsale-payment)" },
+	[FS_CFG_PAYMENT_WEBHOOK_SECRET] = { "FLASHSALE_PAYMENT_WEBHOOK_SECRET", NULL,
+	    "shared secret of the provider's webhook signatures, 16-256 bytes (flashsale-payment)" },
+	[FS_CFG_SHOP_URL] = { "FLASHSALE_SHOP_URL", NULL,
+	    "the shop's public URL, where the provider sends shoppers back (flashsale-payment)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */

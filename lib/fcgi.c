@@ -245,6 +245,21 @@ fs_fcgi_read_body(fs_fcgi *f, const char **body, size_t *len)
 	return FS_FCGI_BODY_OK;
 }
 
+int
+fs_fcgi_body_or_answer(fs_fcgi *f, const char **body, size_t *len)
+{
+	switch (fs_fcgi_read_body(f, body, len)) {
+	case FS_FCGI_BODY_OK:
+		return 0;
+	case FS_FCGI_BODY_TOO_BIG:
+		fs_fcgi_error(f, FS_ERR_PAYLOAD_TOO_LARGE, NULL, NULL);
+		return -1;
+	default:
+		fs_fcgi_error(f, FS_ERR_BAD_REQUEST, NULL, NULL);
+		return -1;
+	}
+}
+
 /* API answers are not cached unless the caller says how. */
 static int
 has_cache_control(const char *headers)

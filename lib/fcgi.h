@@ -44,6 +44,11 @@ int fs_fcgi_method_is(fs_fcgi *, const char *method);
 /* Reads the whole body (at most FS_FCGI_BODY_MAX bytes) into *body, NUL-terminated. */
 enum fs_fcgi_body fs_fcgi_read_body(fs_fcgi *, const char **body, size_t *len);
 /*
+ * The same, answering a body too big (413) or unreadable (400) itself:
+ * 0 when the caller has the body and goes on, -1 when it is answered.
+ */
+int fs_fcgi_body_or_answer(fs_fcgi *, const char **body, size_t *len);
+/*
  * Answers with a JSON body. headers, when not NULL, are extra header lines,
  * each ending in "\r\n".
  */

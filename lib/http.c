@@ -61,6 +61,13 @@ static const struct {
 	[FS_ERR_INTERNAL] = { FS_HTTP_INTERNAL_ERROR, "INTERNAL", "Something went wrong on our side." },
 	[FS_ERR_TRY_AGAIN] = { FS_HTTP_SERVICE_UNAVAILABLE, "TRY_AGAIN",
 	    "We are busy; try again in a moment." },
+	[FS_ERR_BAD_SIGNATURE] = { FS_HTTP_UNAUTHORIZED, "BAD_SIGNATURE",
+	    "The webhook signature is missing, malformed, stale or wrong." },
+	[FS_ERR_BAD_EVENT] = { FS_HTTP_BAD_REQUEST, "BAD_EVENT", "The event is not one we know." },
+	[FS_ERR_UNKNOWN_ORDER] = { FS_HTTP_BAD_REQUEST, "UNKNOWN_ORDER",
+	    "The event names an order we do not have." },
+	[FS_ERR_AMOUNT_MISMATCH] = { FS_HTTP_BAD_REQUEST, "AMOUNT_MISMATCH",
+	    "The amount or currency differ from the order's." },
 };
 
 int

@@ -342,14 +342,6 @@ fs_orders_count_expiring(fs_pg *pg, uint64_t sale, long within_ms)
 }
 
 enum fs_orders_result
-fs_orders_pay(fs_pg *pg, struct fs_order *o)
-{
-	return one_order(pg,
-	    "SELECT status, sale_id, item_id, expires_ms, changed FROM fs_pay_order($1::uuid, $2)",
-	    o, 1);
-}
-
-enum fs_orders_result
 fs_orders_cancel(fs_pg *pg, struct fs_order *o)
 {
 	return one_order(pg,

@@ -1,6 +1,6 @@
 /*
  * Order rules in PostgreSQL (sql/002_orders.sql): record a batch of orders
- * from the topic exactly once, read, pay, cancel and expire an order, and
+ * from the topic exactly once, read, cancel and expire an order, and
  * close a ghost hold. Every change of `sold` happens in the same transaction
  * as the order's change; Redis is the caller's business, after the commit.
  */
@@ -39,7 +39,7 @@ struct fs_order {
 	char failure[16];	/* NO_STOCK, LIVE_ORDER, GHOST_HOLD, UNKNOWN_ITEM or "" */
 	int64_t expires_ms;	/* end of the payment window */
 	int duplicate;		/* place: the order was recorded before this call */
-	int changed;		/* pay, cancel: this call made the change */
+	int changed;		/* cancel: this call made the change */
 };
 
 enum fs_orders_result {
@@ -86,10 +86,10 @@ enum fs_orders_result fs_orders_get(fs_pg *, struct fs_order *o);
  */
 long fs_orders_count_expiring(fs_pg *, uint64_t sale, long within_ms);
 /*
- * Pays or cancels the shopper's order; o->status is its status afterwards
- * and o->changed says whether this call changed it.
+ * Cancels the shopper's order; o->status is its status afterwards and
+ * o->changed says whether this call changed it. (An order is paid by the
+ * payment provider only: lib/payments.)
  */
-enum fs_orders_result fs_orders_pay(fs_pg *, struct fs_order *o);
 enum fs_orders_result fs_orders_cancel(fs_pg *, struct fs_order *o);
 /*
  * Expires up to max overdue PENDING orders in one transaction; fills out

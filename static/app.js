@@ -7,7 +7,7 @@
  * Modules (ES modules, no build step): i18n (words), api (the one request
  * function), clock (the server's time), auth (the shopper's token), sale
  * (sale and reveal documents), outcomes (per-item answers), buy, order
- * (status, stream, pay, cancel), changes (change notification), view (the
+ * (status, stream, checkout, cancel), changes (change notification), view (the
  * page). This one starts them and runs the clock tick.
  */
 import { onSignedOut } from "./api.js";

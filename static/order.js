@@ -1,7 +1,8 @@
 /*
  * The shopper's order in this sale: remembered per sale and shopper in
  * localStorage, followed live by Server-Sent Events (polling when the
- * stream is unavailable), paid or cancelled.
+ * stream is unavailable), paid through the payment provider's checkout
+ * or cancelled.
  */
 import { API, request, retryAfter } from "./api.js";
 import { currentAuth, token } from "./auth.js";
@@ -82,7 +83,7 @@ export function forgetOrder() {
 	changed();
 }
 
-/* A status from the stream, a poll or an answer to pay or cancel. */
+/* A status from the stream, a poll or the answer to a cancel. */
 function applyOrder(o, from) {
 	if (!order || !o || o.orderId !== order.orderId)
 		return;
@@ -204,15 +205,47 @@ export function checkExpiry() {
 	}
 }
 
-/* POST .../pay or .../cancel for the order. */
-export async function orderAction(action) {
+/*
+ * Pay now: the checkout opens (or finds again) the payment provider's
+ * hosted page for the order, and the shopper goes there. The provider
+ * sends them back to this page, which follows the order as before: only
+ * the provider's word, by its webhook, makes the order PAID.
+ */
+export async function checkout() {
 	const o = order, tok = token();
 	if (!o || !tok)
 		return;
-	acting = action;
+	acting = "pay";
 	notice = null;
 	changed();
-	const ans = await request("POST", `${API}/orders/${o.orderId}/${action}`, { token: tok });
+	const ans = await request("POST", `${API}/orders/${o.orderId}/checkout`, { token: tok });
+	const url = ans.body.redirectUrl;
+	if (ans.ok && typeof url === "string" && /^https?:\/\//.test(url)) {
+		/* The button stays busy while the browser leaves. */
+		location.assign(url);
+		return;
+	}
+	acting = null;
+	if (ans.status === 409)
+		await fetchOrder();
+	else if (ans.status === 404)
+		notice = { key: "orderGone" };
+	else if (ans.status === 0)
+		notice = { key: "outNetwork" };
+	else if (ans.status !== 401)
+		notice = { key: "outRetry", vars: { s: retryAfter(ans, 2) } };
+	changed();
+}
+
+/* POST .../cancel for the order. */
+export async function cancelOrder() {
+	const o = order, tok = token();
+	if (!o || !tok)
+		return;
+	acting = "cancel";
+	notice = null;
+	changed();
+	const ans = await request("POST", `${API}/orders/${o.orderId}/cancel`, { token: tok });
 	acting = null;
 	if (ans.ok) {
 		applyOrder(Object.assign({ orderId: o.orderId }, ans.body), "action");
@@ -221,9 +254,9 @@ export async function orderAction(action) {
 	if (ans.status === 409 && ans.body.error === "ORDER_PROCESSING" && retries < 20) {
 		/* Not in the database yet: the consumer records it within moments. */
 		retries++;
-		acting = action;
+		acting = "cancel";
 		notice = { key: "payProcessing" };
-		setTimeout(() => orderAction(action), 1000);
+		setTimeout(cancelOrder, 1000);
 	} else if (ans.status === 409) {
 		await fetchOrder();
 	} else if (ans.status === 0) {

@@ -8,7 +8,7 @@ import { buy, retryUntil } from "./buy.js";
 import { onChange } from "./changes.js";
 import { clockInfo, serverNow } from "./clock.js";
 import { chooseLanguage, language, t } from "./i18n.js";
-import { currentOrder, forgetOrder, LIVE, orderAction, orderState, restoreOrder, startOrder } from "./order.js";
+import { cancelOrder, checkout, currentOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
 import { dropOutcomes, outcome, statusOutcome } from "./outcomes.js";
 import { currentSale, currentSaleId, itemName, purchaseUrl, revealed, saleProblem } from "./sale.js";
 
@@ -307,7 +307,8 @@ function renderOrder() {
 	const expiredHere = left !== null && left <= 0;
 	pay.hidden = cancel.hidden = !payable;
 	pay.textContent = t(st.acting === "pay" ? "paying" : "pay");
-	pay.disabled = !payable || expiredHere || st.acting !== null;
+	/* The provider takes a payment for a recorded (PENDING) order only. */
+	pay.disabled = status !== "PENDING" || expiredHere || st.acting !== null;
 	if (st.acting === "cancel")
 		cancel.textContent = t("cancelling");
 	else if (!cancelArmed)
@@ -399,7 +400,7 @@ function onCancel() {
 	if (cancelArmed && performance.now() - cancelArmed < 5000) {
 		cancelArmed = 0;
 		btn.classList.remove("confirm");
-		orderAction("cancel");
+		cancelOrder();
 		return;
 	}
 	cancelArmed = performance.now();
@@ -421,7 +422,7 @@ export function bindView() {
 		b.addEventListener("click", () => setLanguage(b.dataset.lang));
 	$("signin").addEventListener("submit", onSignIn);
 	$("signout").addEventListener("click", signOut);
-	$("pay").addEventListener("click", () => orderAction("pay"));
+	$("pay").addEventListener("click", checkout);
 	$("cancel").addEventListener("click", onCancel);
 	onChange(render);
 }

@@ -2,9 +2,11 @@
  * The shopper's page in Debian's Chromium, through the edge (Varnish):
  * the countdown runs, the purchase URLs appear at the start instant, a buy
  * is reserved with its payment countdown, and a payment made elsewhere
- * turns the page to "paid" live (Server-Sent Events). A second shopper, on
- * a phone-sized screen in Vietnamese and without EventSource (so polling),
- * sees the first item sold out, buys the second and pays on the page.
+ * through the payment provider simulator's hosted checkout turns the page
+ * to "paid" live (Server-Sent Events). A second shopper, on a phone-sized
+ * screen in Vietnamese and without EventSource (so polling), sees the
+ * first item sold out, buys the second and pays through the provider. A
+ * third declines at the provider and sees the order expire.
  *
  * Prints TAP lines ("ok - ...", "not ok - ...", "# ...") for
  * tests/integration/t_50_browser.sh to relay; exits 0 when all passed.
@@ -12,7 +14,8 @@
  * Environment: FLASHSALE_EDGE_URL, FS_TEST_SALE, FS_TEST_START_MS (the
  * sale's start, ms since the epoch), FS_TEST_ITEMS ("item1,item2", one
  * unit each), FS_TEST_WINDOW_S (payment window), FLASHSALE_ARTIFACTS
- * (where screenshots go).
+ * (where screenshots go), FLASHSALE_PAYMENT_URL and _API_KEY (the provider
+ * simulator), FLASHSALE_ORIGIN_URL and FLASHSALE_EXPIRE_TOKEN (expiry).
  */
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +23,8 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const EDGE = process.env.FLASHSALE_EDGE_URL;
+const PROVIDER = process.env.FLASHSALE_PAYMENT_URL;
+const ORIGIN = process.env.FLASHSALE_ORIGIN_URL;
 const SALE = process.env.FS_TEST_SALE;
 const START = Number(process.env.FS_TEST_START_MS);
 const [ITEM1, ITEM2] = (process.env.FS_TEST_ITEMS || "").split(",");
@@ -42,6 +47,16 @@ const notOk = (name, why) => {
 const diag = (s) => console.log(`# ${s}`);
 const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* How the provider simulator sends its next webhooks (deploy/provider). */
+async function providerMode(mode) {
+	const r = await fetch(`${PROVIDER}/v1/test/mode`, {
+		method: "POST", body: JSON.stringify(mode),
+		headers: { Authorization: `Bearer ${process.env.FLASHSALE_PAYMENT_API_KEY}` },
+	});
+	if (r.status !== 200)
+		throw new Error(`provider mode answered ${r.status}`);
+}
 
 /* Runs a step; a throw (a timeout) fails it and the steps that need it. */
 async function step(name, fn) {
@@ -207,6 +222,51 @@ async function outcomes(saleId, items) {
 	}
 }
 
+/*
+ * A declined payment: Pay now, Decline at the provider, back on the page
+ * the order is still reserved; when its short window closes and the
+ * expiry runs (the operator endpoint, as cron would), the page shows it
+ * expired.
+ */
+async function declined(saleId, itemId) {
+	let s = null;
+	try {
+		s = await shopper("d", { viewport: { width: 1280, height: 860 }, locale: "en-GB" });
+		await s.page.goto(`${EDGE}/?sale=${saleId}&lang=en`);
+		await signIn(s, `dora-${saleId}`);
+		await s.page.waitForSelector(`${item(itemId)} .buy:not([disabled])`, { timeout: 10000 });
+		await s.page.click(`${item(itemId)} .buy`);
+		const declinedOk = await step("Decline at the provider: back on the page, the order is still reserved", async () => {
+			await s.page.waitForSelector(`#order[data-status="PENDING"] #pay:not([disabled])`, { timeout: 15000 });
+			await s.page.click("#pay");
+			await s.page.waitForURL((u) => u.href.startsWith(`${PROVIDER}/checkout/`), { timeout: 10000 });
+			await s.page.click("#decline");
+			await s.page.waitForURL((u) => u.href.startsWith(`${EDGE}/`), { timeout: 10000 });
+			await s.page.waitForSelector(`#order[data-status="PENDING"]`, { timeout: 10000 });
+			await shot(s, "11-declined.png");
+		});
+		if (!declinedOk)
+			return;
+		await step("when the window closes and the expiry runs, the page shows the order expired", async () => {
+			await s.page.waitForSelector(`#pay-countdown[data-left="0"]`, { timeout: 30000 });
+			for (let i = 0; i < 20; i++) {
+				const r = await fetch(`${ORIGIN}/api/flash-sales/admin/expire`, {
+					method: "POST", headers: { "X-Expire-Token": process.env.FLASHSALE_EXPIRE_TOKEN },
+				});
+				const body = await r.json();
+				if (body.expired > 0)
+					break;
+				await sleep(500);
+			}
+			await s.page.waitForSelector(`#order[data-status="EXPIRED"]`, { timeout: 15000 });
+			await shot(s, "12-declined-expired.png");
+		});
+		check(s.log.errors.length === 0, "no script errors on the declined shopper's page", s.log.errors.join("\n"));
+	} finally {
+		await close(s);
+	}
+}
+
 /* deploy/demo's URL: the page opens on a sale that starts about a minute later. */
 async function demo(url) {
 	mkdirSync(SHOTS, { recursive: true });
@@ -230,6 +290,10 @@ async function demo(url) {
 async function main() {
 	if (process.env.FS_TEST_DEMO_URL)
 		return demo(process.env.FS_TEST_DEMO_URL);
+	if (process.env.FS_TEST_DECLINE_SALE) {
+		mkdirSync(SHOTS, { recursive: true });
+		return declined(process.env.FS_TEST_DECLINE_SALE, process.env.FS_TEST_DECLINE_ITEM);
+	}
 	if (process.env.FS_TEST_OUTCOMES_SALE)
 		return outcomes(process.env.FS_TEST_OUTCOMES_SALE, process.env.FS_TEST_OUTCOMES_ITEMS || "");
 	if (!EDGE || !SALE || !START || !ITEM1 || !ITEM2) {
@@ -325,43 +389,45 @@ async function main() {
 		});
 		await shot(b, "04-sold-out-phone-vi.png");
 
-		/* A payment made elsewhere reaches the page live. */
+		/*
+		 * Pay now: the provider's hosted checkout, Pay there, back on the
+		 * shop's page; the provider's webhook (held back 2.5 s, so that the
+		 * page is listening again) turns the order PAID live.
+		 */
 		const live = reserved && await step("the order page listens live (Server-Sent Events)", async () => {
 			await a.page.waitForSelector(`#order[data-live="sse"]`, { timeout: 10000 });
 		});
 		if (reserved) {
-			const auth = await a.page.evaluate(() => JSON.parse(localStorage.getItem("fs.auth")));
-			const orderId = await a.page.evaluate(() => {
-				const k = Object.keys(localStorage).find((x) => x.startsWith("fs.order."));
-				return k ? JSON.parse(localStorage.getItem(k)).orderId : null;
+			const atProvider = await step("Pay now opens the payment provider's hosted checkout", async () => {
+				await a.page.waitForSelector(`#order[data-status="PENDING"] #pay:not([disabled])`, { timeout: 15000 });
+				await a.page.click("#pay");
+				await a.page.waitForURL((u) => u.href.startsWith(`${PROVIDER}/checkout/`), { timeout: 10000 });
+				const amount = await a.page.textContent("#amount");
+				diag(`provider page ${a.page.url()}: ${amount}`);
+				return /^4990000 VND$/.test(amount.trim());
 			});
-			const paid = await step("the order is paid (POST .../pay, as from another device)", async () => {
-				/* 409 ORDER_PROCESSING until the consumer has recorded it. */
-				for (let i = 0; i < 30; i++) {
-					const r = await fetch(`${EDGE}/api/flash-sales/orders/${orderId}/pay`, {
-						method: "POST", headers: { Authorization: `Bearer ${auth.token}` },
-					});
-					const body = await r.text();
-					if (r.status === 200)
-						return true;
-					if (r.status !== 409 && r.status !== 503)
-						throw new Error(`pay answered ${r.status} ${body}`);
-					await sleep(500);
-				}
-				throw new Error("pay did not succeed within 15 s");
-			});
-			if (paid) {
-				await step("the page changes to paid live, by the stream", async () => {
-					await a.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 8000 });
-					const source = await a.page.getAttribute("#order", "data-source");
-					diag(`PAID arrived by ${source}`);
-					return !live || source === "sse";
+			if (atProvider) {
+				await shot(a, "05-provider-checkout.png");
+				await providerMode({ delayMs: 2500 });
+				const back = await step("Pay at the provider sends the shopper back to the shop's page", async () => {
+					await a.page.click("#pay");
+					await a.page.waitForURL((u) => u.href.startsWith(`${EDGE}/?sale=${SALE}&order=`), { timeout: 10000 });
+					await a.page.waitForSelector(`#order[data-live="sse"]`, { timeout: 10000 });
 				});
-				await shot(a, "05-paid.png");
+				if (back) {
+					await step("the provider's webhook turns the page to paid live, by the stream", async () => {
+						await a.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 15000 });
+						const source = await a.page.getAttribute("#order", "data-source");
+						diag(`PAID arrived by ${source}`);
+						return !live || source === "sse";
+					});
+					await shot(a, "05-paid.png");
+				}
+				await providerMode({});
 			}
 		}
 
-		/* The second shopper buys the other item and pays on the page, polling. */
+		/* The second shopper buys the other item and pays through the provider, polling. */
 		const bReserved = await step("shopper two (no EventSource) buys the second item", async () => {
 			await b.page.click(`${item(ITEM2)} .buy`);
 			await b.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
@@ -370,8 +436,12 @@ async function main() {
 		});
 		if (bReserved) {
 			await shot(b, "06-reserved-phone-vi.png");
-			await step("the Pay button on the page pays the order", async () => {
+			await step("Pay now, Pay at the provider, and the page polls its way to paid", async () => {
+				await b.page.waitForSelector(`#order[data-status="PENDING"] #pay:not([disabled])`, { timeout: 15000 });
 				await b.page.click("#pay");
+				await b.page.waitForURL((u) => u.href.startsWith(`${PROVIDER}/checkout/`), { timeout: 10000 });
+				await b.page.click("#pay");
+				await b.page.waitForURL((u) => u.href.startsWith(`${EDGE}/`), { timeout: 10000 });
 				await b.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 20000 });
 			});
 			await shot(b, "07-paid-phone-vi.png");

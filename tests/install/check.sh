@@ -73,7 +73,7 @@ programs=$( (echo flashsale-admin flashsale-purchase flashsale-order flashsale-s
 missing=
 for f in $(for p in $programs; do echo "bin/$p"; done) \
 	share/flashsale/lua/reserve.lua share/flashsale/lua/release.lua \
-	share/flashsale/sql/001_schema.sql share/flashsale/sql/002_orders.sql \
+	share/flashsale/sql/001_schema.sql share/flashsale/sql/002_orders.sql share/flashsale/sql/003_payments.sql \
 	share/flashsale/static/index.html share/flashsale/static/app.js \
 	share/flashsale/examples/flashsale.env share/flashsale/examples/nginx.conf \
 	share/flashsale/examples/varnish.vcl share/man/man5/flashsale.conf.5 \
@@ -96,7 +96,7 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/"
 	cp "$dest$prefix"/lib/systemd/system/flashsale* "$dest/etc/systemd/system/"
 	units=
-	for h in flashsale-purchase flashsale-order flashsale-sale flashsale-signin; do
+	for h in flashsale-purchase flashsale-order flashsale-sale flashsale-signin flashsale-payment; do
 		units="$units $h.socket $h@1.service"
 	done
 	units="$units flashsale-consumer.service flashsale-expire.service flashsale-expire.timer"

@@ -91,3 +91,42 @@ p_buy_all() {
 
 # The token of a shopper from a p_buy_all directory.
 p_token_of() { awk -v u="$2" '$1 == u { print $2 }' "$1/tokens"; }
+
+# --- payment through the provider simulator (deploy/provider) ----------
+
+# p_provider METHOD PATH [JSON]: the simulator's API with its API key;
+# prints "STATUS BODY".
+p_provider() {
+	curl -s -o "$FLASHSALE_STATE/provider.body" -w '%{http_code}' -X "$1" \
+	    -H "Authorization: Bearer $FLASHSALE_PAYMENT_API_KEY" ${3:+--data-binary "$3"} \
+	    "$FLASHSALE_PAYMENT_URL$2" >"$FLASHSALE_STATE/provider.status"
+	printf '%s %s' "$(cat "$FLASHSALE_STATE/provider.status")" "$(cat "$FLASHSALE_STATE/provider.body")"
+}
+
+# p_provider_mode JSON: how the simulator sends the next webhooks.
+p_provider_mode() { p_provider POST /v1/test/mode "$1" >/dev/null; }
+
+# p_checkout ORDER TOKEN: prints "STATUS BODY" of POST .../checkout.
+p_checkout() { http POST "/api/flash-sales/orders/$1/checkout" "$2"; }
+
+# p_press URL pay|decline: presses a button of the hosted checkout page at
+# URL; prints the HTTP status (303 back to the shop).
+p_press() {
+	curl -s -o /dev/null -w '%{http_code}' -X POST "$1/$2"
+}
+
+# p_pay ORDER TOKEN: checkout, Pay at the provider, and the webhook makes
+# the order PAID (waits up to 15 s). Fails with a diagnostic otherwise.
+p_pay() {
+	p_ans=$(p_checkout "$1" "$2")
+	p_url=$(json_get "${p_ans#* }" redirectUrl)
+	[ "${p_ans%% *}" = 200 ] && [ -n "$p_url" ] || { diag "checkout of $1: $p_ans"; return 1; }
+	[ "$(p_press "$p_url" pay)" = 303 ] || { diag "Pay at $p_url refused"; return 1; }
+	p_until 15 PAID p_status "$1" || { diag "order $1 is $p_out, not PAID"; return 1; }
+}
+
+# p_payment_of ORDER: "payment_id state" of the order's payment.
+p_payment_of() { psql_q "SELECT payment_id || ' ' || state FROM payments WHERE order_id = '$1'"; }
+
+# p_at_provider PAYMENT FIELD: a member of the simulator's view of a payment.
+p_at_provider() { json_get "$(p_provider GET "/v1/payments/$1" | cut -d' ' -f2-)" "$2"; }

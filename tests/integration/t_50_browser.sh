@@ -1,6 +1,7 @@
 # The shopper's page in a real browser (Debian's Chromium driven by
 # playwright-core, tests/browser/shop.test.mjs) through the edge, from the
-# countdown to the paid order. Screenshots go to $FLASHSALE_ARTIFACTS/browser.
+# countdown to the order paid through the provider simulator, and a
+# declined payment that expires. Screenshots go to $FLASHSALE_ARTIFACTS/browser.
 
 browser_dir=$top_srcdir/tests/browser
 
@@ -90,6 +91,16 @@ else
 	FS_TEST_OUTCOMES_SALE=$osale FS_TEST_OUTCOMES_ITEMS=$(printf '%s' "$ids" | sed 's/.*"itemIds":\[\([0-9,]*\)\].*/\1/') \
 	    timeout 120 node "$browser_dir/shop.test.mjs" >"$FLASHSALE_STATE/outcomes.tap" 2>&1
 	relay_browser "$FLASHSALE_STATE/outcomes.tap" $?
+
+	# A declined payment that expires: one unit, a 12 s window.
+	printf '{"name":"declined","startsInSeconds":-5,"durationSeconds":3600,"paymentWindowSeconds":12,"items":[{"name":"One","priceMinor":100000,"currency":"VND","quantity":1}]}' \
+	    >"$FLASHSALE_STATE/declined-sale.json"
+	ids=$(admin sale create "$FLASHSALE_STATE/declined-sale.json")
+	dsale=$(printf '%s' "$ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
+	admin sale warm "$dsale" >/dev/null
+	FS_TEST_DECLINE_SALE=$dsale FS_TEST_DECLINE_ITEM=$(printf '%s' "$ids" | sed 's/.*"itemIds":\[\([0-9]*\)\].*/\1/') \
+	    timeout 90 node "$browser_dir/shop.test.mjs" >"$FLASHSALE_STATE/declined.tap" 2>&1
+	relay_browser "$FLASHSALE_STATE/declined.tap" $?
 
 	# deploy/demo on this stack (already built and up): the URL it prints
 	# opens the page with a sale starting about a minute later.
