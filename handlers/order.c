@@ -3,8 +3,11 @@
  *
  *   GET  /api/flash-sales/orders/{orderId}          status
  *   POST /api/flash-sales/orders/{orderId}/cancel   PENDING -> CANCELLED, the unit goes back
+ *   POST /api/flash-sales/orders/{orderId}/ticket   a short-lived ticket for the order's
+ *                                                   status stream (lib/urlsig)
  *   /_fs/auth/order-events                          nchan's authorization of the SSE
- *                                                   subscriber (original URI in REQUEST_URI)
+ *                                                   subscriber (original URI in REQUEST_URI,
+ *                                                   ?ticket=...): no token in any URL
  *
  * Only the order's shopper sees it: any other caller gets 404, as for an
  * order that does not exist. An order that Redis holds but PostgreSQL has
@@ -20,19 +23,22 @@
 #include <time.h>
 
 #include "cfg.h"
+#include "clock.h"
 #include "fcgi.h"
 #include "keys.h"
 #include "log.h"
 #include "orders.h"
 #include "sales.h"
 #include "stores.h"
+#include "urlsig.h"
 #include "uuid.h"
 
 #define PATH_PREFIX	"/api/flash-sales/orders/"
 #define AUTH_URI	"/_fs/auth/order-events"
 #define SALES_MAX	"64"	/* open sales looked at for a PROCESSING order */
+#define TICKET_TTL_S	120	/* a ticket opens the stream (and its reconnects) this long */
 
-enum action { ACTION_STATUS, ACTION_CANCEL, ACTION_EVENTS, ACTION__MAX };
+enum action { ACTION_STATUS, ACTION_CANCEL, ACTION_EVENTS, ACTION_TICKET, ACTION__MAX };
 
 /*
  * The path after the order id, the method each action takes and, for
@@ -50,11 +56,13 @@ static const struct {
 	[ACTION_CANCEL] = { "/cancel", "POST", "Allow: POST\r\n", fs_orders_cancel,
 	    FS_ORDER_CANCELLED, "cancelled" },
 	[ACTION_EVENTS] = { "/events", "GET", "Allow: GET\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
+	[ACTION_TICKET] = { "/ticket", "POST", "Allow: POST\r\n", NULL, FS_ORDER_STATUS__MAX, NULL },
 };
 
 struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
+	fs_urlsig_key *url_key; /* signs and checks the event tickets */
 	struct fs_stores stores;
 };
 
@@ -85,43 +93,34 @@ parse_path(const char *path, char id[FS_ORDERS_ID_LEN + 1], enum action *action)
 	return -1;
 }
 
-/* The access_token query parameter (URL-safe JWT characters only), or NULL. */
+/* The ticket query parameter of the subscriber's URI, or NULL. */
 static const char *
-query_token(const char *uri, size_t *len)
+query_ticket(const char *uri, size_t *len)
 {
-	static const char jwt_chars[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
-	const char *q = strchr(uri, '?');
+	const char *q = uri != NULL ? strchr(uri, '?') : NULL;
 
 	while (q != NULL) {
 		q++;
-		if (strncmp(q, "access_token=", 13) == 0) {
-			q += 13;
+		if (strncmp(q, "ticket=", 7) == 0) {
+			q += 7;
 			*len = strcspn(q, "&");
-			return (*len > 0 && strspn(q, jwt_chars) >= *len) ? q : NULL;
+			return q;
 		}
 		q = strchr(q, '&');
 	}
 	return NULL;
 }
 
-/* The caller's user id from the bearer token (or, for events, access_token). */
+/* The caller's user id from the bearer token. */
 static int
-authenticate(struct app *app, fs_fcgi *fcgi, int allow_query, char user[FS_TOKEN_SUB_MAX + 1])
+authenticate(struct app *app, fs_fcgi *fcgi, char user[FS_TOKEN_SUB_MAX + 1])
 {
-	const char *auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION"), *uri, *tok;
-	size_t len;
+	const char *auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION");
 
-	if (auth != NULL && *auth != '\0')
-		return fs_token_verify_bearer(app->keys, auth, strlen(auth), time(NULL), user,
-			   FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ?
-			   0 :
-			   -1;
-	if (!allow_query || (uri = fs_fcgi_param(fcgi, "REQUEST_URI")) == NULL ||
-	    (tok = query_token(uri, &len)) == NULL)
-		return -1;
-	return fs_token_verify(app->keys, tok, len, time(NULL), user,
-	    FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ? 0 : -1;
+	return auth != NULL && fs_token_verify_bearer(app->keys, auth, strlen(auth), time(NULL),
+				   user, FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK ?
+	    0 :
+	    -1;
 }
 
 /*
@@ -262,21 +261,44 @@ change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action act
 	answer_order(fcgi, o);
 }
 
-/* nchan's subrequest: 204 lets the subscriber in, 403 refuses. */
+/*
+ * nchan's subrequest: 204 lets the subscriber in, 403 refuses. The ticket
+ * alone decides (it was given to the order's shopper only): no store is
+ * asked, so a stream of subscribers costs one MAC check each.
+ */
 static void
 authorize_events(struct app *app, fs_fcgi *fcgi)
 {
-	const char *uri = fs_fcgi_param(fcgi, "REQUEST_URI");
-	struct fs_order o;
+	const char *uri = fs_fcgi_param(fcgi, "REQUEST_URI"), *ticket;
+	char id[FS_ORDERS_ID_LEN + 1];
 	enum action action;
+	size_t len;
 
-	memset(&o, 0, sizeof(o));
-	if (parse_path(uri, o.id, &action) != 0 || action != ACTION_EVENTS ||
-	    authenticate(app, fcgi, 1, o.user) != 0 || find_order(app, &o) != FS_ORDERS_OK) {
+	if (parse_path(uri, id, &action) != 0 || action != ACTION_EVENTS ||
+	    (ticket = query_ticket(uri, &len)) == NULL ||
+	    fs_urlsig_ticket_check(app->url_key, id, ticket, len, time(NULL)) != FS_URLSIG_OK) {
 		fs_fcgi_answer(fcgi, FS_HTTP_FORBIDDEN, NULL, "", 0);
 		return;
 	}
 	fs_fcgi_answer(fcgi, FS_HTTP_NO_CONTENT, NULL, "", 0);
+}
+
+/* 200 {"ticket","expiresAt"} for the caller's own order; 404 for any other. */
+static void
+answer_ticket(struct app *app, fs_fcgi *fcgi, const struct fs_order *o)
+{
+	char ticket[FS_URLSIG_TICKET_MAX + 1], expires[FS_CLOCK_TIME_LEN], body[192];
+	time_t until = time(NULL) + TICKET_TTL_S;
+	int n;
+
+	if (fs_urlsig_ticket(app->url_key, o->id, until, ticket, sizeof(ticket)) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	fs_clock_format((int64_t)until * 1000, expires);
+	n = snprintf(body, sizeof(body), "{\"ticket\":\"%s\",\"expiresAt\":\"%s\"}", ticket,
+	    expires);
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
 }
 
 static void
@@ -302,7 +324,7 @@ handle(fs_fcgi *fcgi, void *arg)
 		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, actions[action].allow);
 		return;
 	}
-	if (authenticate(app, fcgi, 0, o.user) != 0) {
+	if (authenticate(app, fcgi, o.user) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_UNAUTHENTICATED, NULL, FS_HTTP_BEARER_CHALLENGE);
 		return;
 	}
@@ -310,6 +332,8 @@ handle(fs_fcgi *fcgi, void *arg)
 		change_order(app, fcgi, &o, action);
 	else if ((r = find_order(app, &o)) != FS_ORDERS_OK)
 		answer_failure(app, fcgi, r);
+	else if (action == ACTION_TICKET)
+		answer_ticket(app, fcgi, &o);
 	else
 		answer_order(fcgi, &o);
 }
@@ -325,7 +349,7 @@ setup(void *arg)
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	if (fs_keys_load(&app->cfg, &app->keys, NULL, err, sizeof(err)) != 0) {
+	if (fs_keys_load(&app->cfg, &app->keys, &app->url_key, err, sizeof(err)) != 0) {
 		fs_log_error("keys: %s", err);
 		return -1;
 	}
@@ -344,6 +368,7 @@ teardown(void *arg)
 
 	fs_stores_close(&app->stores);
 	fs_token_keys_free(app->keys);
+	fs_urlsig_key_free(app->url_key);
 }
 
 int

@@ -220,3 +220,62 @@ fs_urlsig_check(const fs_urlsig_key *key, uint64_t item, const char *query,
 								    (time_t)num[URLSIG_END];
 	return FS_URLSIG_OK;
 }
+
+/* "ev1|", an order id and the expiry: the ticket's signed message. */
+static size_t
+ticket_message(char *msg, size_t max, const char *order_id, uint64_t exp)
+{
+	int n = snprintf(msg, max, "ev1|%s|%" PRIu64, order_id, exp);
+
+	return n < 0 || (size_t)n >= max ? 0 : (size_t)n;
+}
+
+int
+fs_urlsig_ticket(const fs_urlsig_key *key, const char *order_id, time_t expires, char *out,
+    size_t outmax)
+{
+	unsigned char tag[crypto_auth_BYTES];
+	char msg[URLSIG_MSG_MAX];
+	size_t msglen, pos;
+	int n;
+
+	if (expires <= 0 || strlen(order_id) > FS_URLSIG_ORDER_ID_MAX ||
+	    (msglen = ticket_message(msg, sizeof(msg), order_id, (uint64_t)expires)) == 0)
+		return -1;
+	crypto_auth(tag, (const unsigned char *)msg, msglen, key->raw);
+	n = snprintf(out, outmax, "%" PRIu64 ".", (uint64_t)expires);
+	if (n < 0 || (size_t)n >= outmax)
+		return -1;
+	pos = (size_t)n;
+	if (fs_b64url_encode(out + pos, outmax - pos, tag, sizeof(tag), NULL) != FS_B64URL_OK)
+		return -1;
+	return 0;
+}
+
+enum fs_urlsig_status
+fs_urlsig_ticket_check(const fs_urlsig_key *key, const char *order_id, const char *ticket,
+    size_t len, time_t now)
+{
+	unsigned char tag[crypto_auth_BYTES];
+	char msg[URLSIG_MSG_MAX];
+	const char *dot;
+	uint64_t exp;
+	size_t msglen, taglen;
+
+	if (ticket == NULL || order_id == NULL)
+		return FS_URLSIG_MALFORMED;
+	if (len > FS_URLSIG_TICKET_MAX)
+		return FS_URLSIG_TOO_LONG;
+	if ((dot = memchr(ticket, '.', len)) == NULL ||
+	    urlsig_u64(ticket, (size_t)(dot - ticket), &exp) == -1 ||
+	    fs_b64url_decode(tag, sizeof(tag), dot + 1, len - (size_t)(dot - ticket) - 1, &taglen) !=
+		FS_B64URL_OK ||
+	    taglen != sizeof(tag) || strlen(order_id) > FS_URLSIG_ORDER_ID_MAX ||
+	    (msglen = ticket_message(msg, sizeof(msg), order_id, exp)) == 0)
+		return FS_URLSIG_MALFORMED;
+	if (crypto_auth_verify(tag, (const unsigned char *)msg, msglen, key->raw) != 0)
+		return FS_URLSIG_BAD_SIGNATURE;
+	if ((now < 0 ? 0 : (uint64_t)now) >= exp)
+		return FS_URLSIG_EXPIRED;
+	return FS_URLSIG_OK;
+}

@@ -67,4 +67,22 @@ enum fs_urlsig_status fs_urlsig_check(const fs_urlsig_key *, uint64_t item,
     const char *query, size_t len, time_t now, uint64_t *sale, time_t *end)
     __attribute__((warn_unused_result));
 
+/*
+ * Event tickets: what the shopper's page puts in the URL of an order's
+ * status stream instead of its bearer token (EventSource sends no
+ * headers). "<expires>.<tag>", the tag crypto_auth over "ev1|<orderId>|<expires>"
+ * under the same key: it opens that order's stream only, until it expires,
+ * and is worth nothing else. The order handler gives one to the order's
+ * shopper; nchan's authorization subrequest checks it.
+ */
+#define FS_URLSIG_ORDER_ID_MAX	36	/* a UUID */
+#define FS_URLSIG_TICKET_MAX	80	/* bytes of a ticket, without the NUL */
+
+/* Writes the ticket of order_id valid until expires into out; 0 or -1. */
+int fs_urlsig_ticket(const fs_urlsig_key *, const char *order_id, time_t expires, char *out,
+    size_t outmax) __attribute__((warn_unused_result));
+/* Checks a ticket (len bytes) for order_id at now: OK, MALFORMED, TOO_LONG, BAD_SIGNATURE, EXPIRED. */
+enum fs_urlsig_status fs_urlsig_ticket_check(const fs_urlsig_key *, const char *order_id,
+    const char *ticket, size_t len, time_t now) __attribute__((warn_unused_result));
+
 #endif

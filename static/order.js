@@ -122,11 +122,13 @@ async function fetchOrder() {
 }
 
 /*
- * Live status: one EventSource for the caller's order (the token goes
- * in the query, EventSource cannot send headers). Polling takes over
- * when the stream does not open or keeps failing.
+ * Live status: one EventSource for the caller's order. EventSource cannot
+ * send headers, and a URL ends up in logs, so the stream's URL carries a
+ * short-lived ticket for this order only (POST .../ticket), never the
+ * token. A stream that closes is reopened with a fresh ticket a few
+ * times; polling takes over when it does not open or keeps failing.
  */
-function track() {
+async function track(reopened = 0) {
 	const o = order, tok = token();
 	if (!o || !tok)
 		return;
@@ -138,8 +140,17 @@ function track() {
 		return;
 	}
 	live = "connecting";
+	const ans = await request("POST", `${API}/orders/${o.orderId}/ticket`, { token: tok });
+	/* The order object changes with every status; the id says it is still this one. */
+	const current = () => order && order.orderId === o.orderId && !FINAL.has(order.status);
+	if (!current())
+		return;
+	if (!ans.ok || !ans.body || typeof ans.body.ticket !== "string") {
+		startPolling();
+		return;
+	}
 	let failures = 0;
-	const stream = new EventSource(`${API}/orders/${o.orderId}/events?access_token=${encodeURIComponent(tok)}`);
+	const stream = new EventSource(`${API}/orders/${o.orderId}/events?ticket=${encodeURIComponent(ans.body.ticket)}`);
 	es = stream;
 	stream.onopen = () => {
 		failures = 0;
@@ -162,7 +173,10 @@ function track() {
 			stream.close();
 			if (es === stream)
 				es = null;
-			startPolling();
+			if (stream.readyState === EventSource.CLOSED && reopened < 3 && current())
+				track(reopened + 1);
+			else
+				startPolling();
 		}
 	};
 	clearTimeout(liveTimer);

@@ -55,8 +55,16 @@ is "${ans%% *} $(json_get "${ans#* }" error)" "404 ORDER_NOT_FOUND" "the shopper
 # --- Payment through the provider, and the status push: the shopper's page
 # hears PAID at once; nobody else listens.
 sse=$FLASHSALE_STATE/sse-$sale
+ans=$(http POST "/api/flash-sales/orders/$oid/ticket" "$alice")
+ticket=$(json_get "${ans#* }" ticket)
+case "${ans%% *} $ticket" in
+"200 "[0-9]*.*) ok "the shopper gets an event ticket for her order" ;;
+*) not_ok "the shopper gets an event ticket for her order" "$ans" ;;
+esac
+is "$(http POST "/api/flash-sales/orders/$oid/ticket" "$mallory" | cut -c1-3)" "404" \
+    "another shopper gets no ticket for it (404)"
 curl -s -N -m 6 -H 'Accept: text/event-stream' \
-    "$FLASHSALE_ORIGIN_URL/api/flash-sales/orders/$oid/events?access_token=$alice" >"$sse" 2>/dev/null &
+    "$FLASHSALE_ORIGIN_URL/api/flash-sales/orders/$oid/events?ticket=$ticket" >"$sse" 2>/dev/null &
 sse_pid=$!
 sleep 1
 ans=$(p_checkout "$oid" "$alice")
@@ -86,11 +94,16 @@ esac
 sse_code() {
 	curl -s -o /dev/null -m 3 -w '%{http_code}' -H 'Accept: text/event-stream' "$FLASHSALE_ORIGIN_URL$1"
 }
-is "$(sse_code "/api/flash-sales/orders/$oid/events?access_token=$mallory")" "403" \
-    "another shopper's subscription is refused (403)"
-is "$(sse_code "/api/flash-sales/orders/$oid/events")" "403" "a subscription without a token is refused (403)"
-is "$(sse_code "/api/flash-sales/orders/$oid/events?access_token=garbage")" "403" \
-    "a subscription with a bad token is refused (403)"
+other_oid=$(p_uuid)
+is "$(sse_code "/api/flash-sales/orders/$other_oid/events?ticket=$ticket")" "403" \
+    "a ticket opens no other order's stream (403)"
+is "$(sse_code "/api/flash-sales/orders/$oid/events")" "403" "a subscription without a ticket is refused (403)"
+is "$(sse_code "/api/flash-sales/orders/$oid/events?ticket=${ticket%%.*}1.${ticket#*.}")" "403" \
+    "a ticket with a changed expiry is refused (403)"
+is "$(sse_code "/api/flash-sales/orders/$oid/events?access_token=$alice")" "403" \
+    "a bearer token in the URL opens nothing (403)"
+is "$(sse_code "/api/flash-sales/orders/$oid/events?ticket=garbage")" "403" \
+    "a subscription with a bad ticket is refused (403)"
 is "$(p_stock "$sale" "$item") $(p_sold "$item")" "9 1" "a PAID order keeps its unit: 9 left, sold 1"
 
 # --- Cancel: the unit goes back once, however often the shopper asks.

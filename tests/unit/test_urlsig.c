@@ -245,6 +245,45 @@ main(void)
 	unlink(path);
 	rmdir(dir);
 
+	/* Event tickets: one order, until they expire, under this key only. */
+	{
+		static const char oid[] = "01900000-0000-7000-8000-000000000001";
+		static const char other_oid[] = "01900000-0000-7000-8000-000000000002";
+		char t[FS_URLSIG_TICKET_MAX + 1], bad[FS_URLSIG_TICKET_MAX + 8];
+
+		fs_urlsig_key_set(key2, other);
+
+		check(fs_urlsig_ticket(key, oid, START + 120, t, sizeof(t)) == 0 &&
+		    fs_urlsig_ticket_check(key, oid, t, strlen(t), START) == FS_URLSIG_OK,
+		    "ticket: checks for its order before it expires");
+		check(fs_urlsig_ticket_check(key, oid, t, strlen(t), START + 120) == FS_URLSIG_EXPIRED,
+		    "ticket: expired at its time");
+		check(fs_urlsig_ticket_check(key, other_oid, t, strlen(t), START) ==
+		    FS_URLSIG_BAD_SIGNATURE, "ticket: opens no other order");
+		check(fs_urlsig_ticket_check(key2, oid, t, strlen(t), START) == FS_URLSIG_BAD_SIGNATURE,
+		    "ticket: another key refuses it");
+		snprintf(bad, sizeof(bad), "9%s", t);
+		check(fs_urlsig_ticket_check(key, oid, bad, strlen(bad), START) == FS_URLSIG_BAD_SIGNATURE,
+		    "ticket: a later expiry breaks the tag");
+		snprintf(bad, sizeof(bad), "0%s", t);
+		check(fs_urlsig_ticket_check(key, oid, bad, strlen(bad), START) == FS_URLSIG_MALFORMED,
+		    "ticket: a leading zero is not the expiry");
+		check(fs_urlsig_ticket_check(key, oid, t, strlen(t) - 1, START) == FS_URLSIG_MALFORMED &&
+			fs_urlsig_ticket_check(key, oid, "", 0, START) == FS_URLSIG_MALFORMED &&
+			fs_urlsig_ticket_check(key, oid, NULL, 0, START) == FS_URLSIG_MALFORMED &&
+			fs_urlsig_ticket_check(key, oid, t, FS_URLSIG_TICKET_MAX + 1, START) ==
+			    FS_URLSIG_TOO_LONG,
+		    "ticket: cut, empty, missing or too long is refused");
+		check(fs_urlsig_ticket(key, oid, START, t, 10) == -1 &&
+			fs_urlsig_ticket(key, oid, 0, t, sizeof(t)) == -1,
+		    "ticket: a small buffer or no expiry is refused");
+		/* A purchase tag is no ticket: the messages are kept apart. */
+		check(fs_urlsig_sign(key, ITEM, SALE, START, END, q, sizeof(q)) == 0 &&
+			fs_urlsig_ticket_check(key, oid, strstr(q, "sig=") + 4,
+			    strlen(strstr(q, "sig=") + 4), START) == FS_URLSIG_MALFORMED,
+		    "ticket: a purchase signature is not a ticket");
+	}
+
 	check(strcmp(fs_urlsig_strerror(FS_URLSIG_NOT_STARTED),
 	    "sale not started") == 0 &&
 	    fs_urlsig_strerror(FS_URLSIG__MAX) != NULL,
