@@ -190,29 +190,37 @@ sale_time(json_object *doc, const char *abs_name, const char *rel_name, char *ou
 	return -1;
 }
 
-int
-fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outlen, char *err,
-    size_t errlen)
+/* A sale description, checked; doc owns the strings. */
+struct description {
+	json_object *doc;
+	const char *name;
+	char starts[72], ends[72];
+	int64_t window;
+	json_object *items;
+	size_t nitems;
+};
+
+/* Checks the JSON description into d (d->doc to be put by the caller). 0 or -1, err set. */
+static int
+description_parse(const char *json, size_t len, struct description *d, char *err, size_t errlen)
 {
 	static const char *const known[] = { "name", "startsAt", "startsInSeconds", "endsAt",
 		"durationSeconds", "paymentWindowSeconds", "items", NULL };
-	char starts[72], ends[72], window_s[24], qty_s[24], price_s[24], sale_s[24];
-	json_object *doc = NULL, *items, *item;
-	PGresult *res = NULL;
-	int64_t window = FS_STOCK_WINDOW_DEFAULT, qty, price;
-	const char *name, *iname, *cur, *why;
-	size_t nitems, used;
-	int rc = -1, in_tx = 0;
+	json_object *item;
+	int64_t qty, price;
+	const char *cur, *why;
 
+	memset(d, 0, sizeof(*d));
+	d->window = FS_STOCK_WINDOW_DEFAULT;
 	if (len > FS_SALES_JSON_MAX) {
 		ERR("sale description too big (over %d bytes)", FS_SALES_JSON_MAX);
-		goto fail;
+		return -1;
 	}
-	if ((doc = fs_jsonread_object(json, len, 16, &why)) == NULL) {
+	if ((d->doc = fs_jsonread_object(json, len, 16, &why)) == NULL) {
 		ERR("the sale description must be one JSON object: %s", why);
-		goto fail;
+		return -1;
 	}
-	json_object_object_foreach(doc, key, val) {
+	json_object_object_foreach(d->doc, key, val) {
 		int ok = 0;
 
 		(void)val;
@@ -220,29 +228,30 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok) {
 			ERR("unknown member \"%.64s\"", key);
-			goto fail;
+			return -1;
 		}
 	}
-	if ((name = fs_jsonread_string(doc, "name", 200)) == NULL) {
+	if ((d->name = fs_jsonread_string(d->doc, "name", 200)) == NULL) {
 		ERR("\"name\" must be a string of 1 to 200 bytes");
-		goto fail;
+		return -1;
 	}
-	if (sale_time(doc, "startsAt", "startsInSeconds", starts, sizeof(starts), err, errlen) != 0 ||
-	    sale_time(doc, "endsAt", "durationSeconds", ends, sizeof(ends), err, errlen) != 0)
-		goto fail;
-	if (has_member(doc, "paymentWindowSeconds") &&
-	    fs_jsonread_int(doc, "paymentWindowSeconds", 10, 86400, &window) != 0) {
+	if (sale_time(d->doc, "startsAt", "startsInSeconds", d->starts, sizeof(d->starts), err,
+		errlen) != 0 ||
+	    sale_time(d->doc, "endsAt", "durationSeconds", d->ends, sizeof(d->ends), err, errlen) != 0)
+		return -1;
+	if (has_member(d->doc, "paymentWindowSeconds") &&
+	    fs_jsonread_int(d->doc, "paymentWindowSeconds", 10, 86400, &d->window) != 0) {
 		ERR("\"paymentWindowSeconds\" must be an integer from 10 to 86400");
-		goto fail;
+		return -1;
 	}
-	if (!json_object_object_get_ex(doc, "items", &items) ||
-	    !json_object_is_type(items, json_type_array) ||
-	    (nitems = json_object_array_length(items)) == 0 || nitems > FS_SALES_ITEMS_MAX) {
+	if (!json_object_object_get_ex(d->doc, "items", &d->items) ||
+	    !json_object_is_type(d->items, json_type_array) ||
+	    (d->nitems = json_object_array_length(d->items)) == 0 || d->nitems > FS_SALES_ITEMS_MAX) {
 		ERR("\"items\" must be an array of 1 to %d items", FS_SALES_ITEMS_MAX);
-		goto fail;
+		return -1;
 	}
-	for (size_t i = 0; i < nitems; i++) {
-		item = json_object_array_get_idx(items, i);
+	for (size_t i = 0; i < d->nitems; i++) {
+		item = json_object_array_get_idx(d->items, i);
 		if (!json_object_is_type(item, json_type_object) ||
 		    fs_jsonread_string(item, "name", 200) == NULL ||
 		    fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &price) != 0 ||
@@ -252,9 +261,44 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 			ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
 			    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
 			    i);
-			goto fail;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+int
+fs_sales_check_description(const char *json, size_t len, char *err, size_t errlen)
+{
+	struct description d;
+	int rc = description_parse(json, len, &d, err, errlen);
+
+	json_object_put(d.doc);
+	return rc;
+}
+
+int
+fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	char window_s[24], qty_s[24], price_s[24], sale_s[24];
+	struct description d;
+	json_object *items, *item;
+	PGresult *res = NULL;
+	int64_t window, qty, price;
+	const char *name, *iname, *cur;
+	char *starts, *ends;
+	size_t nitems, used;
+	int rc = -1, in_tx = 0;
+
+	if (description_parse(json, len, &d, err, errlen) != 0)
+		goto fail;
+	name = d.name;
+	starts = d.starts;
+	ends = d.ends;
+	window = d.window;
+	items = d.items;
+	nitems = d.nitems;
 
 	if (fs_pg_run(pg, "BEGIN", 0, NULL) != 0)
 		goto dberr;
@@ -321,7 +365,7 @@ fail:
 	if (in_tx)
 		fs_pg_run(pg, "ROLLBACK", 0, NULL);
 	PQclear(res);
-	json_object_put(doc);
+	json_object_put(d.doc);
 	return rc;
 }
 

@@ -60,6 +60,8 @@ struct fs_sales_figures {
  * Validates the description and inserts the sale and its items in one
  * transaction. Writes {"saleId":S,"itemIds":[...]} into out.
  */
+/* Only the checks of fs_sales_create: 0 when the description is valid, or -1 with err. */
+int fs_sales_check_description(const char *json, size_t len, char *err, size_t errlen);
 int fs_sales_create(fs_pg *, const char *json, size_t len, char *out, size_t outlen, char *err,
     size_t errlen);
 /*
