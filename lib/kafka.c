@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "kafka.h"
+#include "lock.h"
 
 /* A group of messages one caller waits for; the reports count it down. */
 struct batch {
@@ -131,7 +132,8 @@ fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms, char *
 	p->timeout_ms = timeout_ms;
 	p->linger_ms = linger_ms;
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_rwlock_init(&p->swap, NULL);
+	/* Writer-first: the swap after a fatal error must not wait for a lull. */
+	fs_lock_rw_init(&p->swap);
 	if ((p->rk = producer_create(p, err, errlen)) == NULL)
 		goto fail;
 	if (pthread_create(&p->poller, NULL, poll_reports, p) != 0) {

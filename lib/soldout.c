@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "lock.h"
 #include "log.h"
 #include "redis.h"
 #include "stock.h"
@@ -310,7 +311,6 @@ listen_restocks(void *arg)
 static fs_soldout *
 table_new(const char *marker_dir)
 {
-	pthread_rwlockattr_t attr;
 	fs_soldout *s;
 
 	if (strlen(marker_dir) >= sizeof(s->dir) || (s = calloc(1, sizeof(*s))) == NULL)
@@ -321,10 +321,11 @@ table_new(const char *marker_dir)
 	}
 	s->cap = CAP_MIN;
 	strcpy(s->dir, marker_dir);
-	pthread_rwlockattr_init(&attr);
-	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&s->lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
+	if (fs_lock_rw_init(&s->lock) != 0) {
+		free(s->tab);
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 
