@@ -2,12 +2,16 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <semaphore.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <fcgiapp.h>
 
@@ -19,144 +23,100 @@ struct fs_fcgi {
 	char body[FS_FCGI_BODY_MAX + 1];
 };
 
-/* One worker thread: its request, its wake-up, its context. */
+/*
+ * How long a worker blocks in accept before it looks at the stop flag: the
+ * listening socket's receive timeout, so that a stop needs no signal to
+ * reach the threads (a signal could cut a request's reads short).
+ */
+#define ACCEPT_WAKE_MS 500
+
+/* One worker thread: it accepts its own requests, no hand-off. */
 struct worker {
 	fs_fcgi fcgi;
 	pthread_t tid;
-	sem_t go;
-	int quit;
-	int index;
 	void *ctx;
-	struct pool *pool;
-};
-
-/* The workers, and a stack of the idle ones that the acceptor hands work to. */
-struct pool {
 	const struct fs_fcgi_service *svc;
-	struct worker *w;
-	int n;
-	pthread_mutex_t mu;
-	sem_t idle_count;
-	int *idle;
-	int nidle;
 };
 
-static volatile sig_atomic_t fcgi_stop;
-
-/*
- * libfcgi retries an interrupted accept unless told that a shutdown is
- * pending; FCGX_ShutdownPending only sets its flag, so it is safe here.
- */
-static void
-on_stop(int sig)
-{
-	(void)sig;
-	fcgi_stop = 1;
-	FCGX_ShutdownPending();
-}
+static atomic_int fcgi_stop;
 
 int
 fs_fcgi_stopping(void)
 {
-	return fcgi_stop != 0;
+	return atomic_load(&fcgi_stop) != 0;
 }
 
-/* sem_wait that a signal does not cut short. */
-static void
-sem_take(sem_t *s)
-{
-	while (sem_wait(s) != 0 && errno == EINTR)
-		;
-}
-
-static void
-pool_put_idle(struct pool *p, int index)
-{
-	pthread_mutex_lock(&p->mu);
-	p->idle[p->nidle++] = index;
-	pthread_mutex_unlock(&p->mu);
-	sem_post(&p->idle_count);
-}
-
+/*
+ * Each worker accepts on the shared socket itself (the kernel wakes one
+ * waiter per connection), answers, and accepts again; it leaves once the
+ * stop flag is up and its request in hand is answered.
+ */
 static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
+	int rc;
 
-	for (;;) {
-		sem_take(&w->go);
-		if (w->quit)
-			break;
-		w->pool->svc->handle(&w->fcgi, w->ctx);
+	while (!fs_fcgi_stopping()) {
+		if ((rc = FCGX_Accept_r(&w->fcgi.req)) != 0) {
+			/* A timeout (to look at the flag) or a failed connection. */
+			if (rc != -EAGAIN && rc != -EWOULDBLOCK && rc != -EINTR) {
+				struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+				nanosleep(&ts, NULL);
+			}
+			continue;
+		}
+		w->svc->handle(&w->fcgi, w->ctx);
 		FCGX_Finish_r(&w->fcgi.req);
-		pool_put_idle(w->pool, w->index);
 	}
 	return NULL;
 }
 
-/* Starts n workers; returns how many started. */
+/* Starts n workers; returns how many started, each counted in *w. */
 static int
-pool_start(struct pool *p, void *app, int n)
+workers_start(const struct fs_fcgi_service *svc, struct worker *w, void *app, int n)
 {
-	int started = 0;
+	int started;
 
-	if ((p->w = calloc((size_t)n, sizeof(*p->w))) == NULL ||
-	    (p->idle = calloc((size_t)n, sizeof(*p->idle))) == NULL)
-		return 0;
-	pthread_mutex_init(&p->mu, NULL);
-	sem_init(&p->idle_count, 0, 0);
-	for (; started < n; started++) {
-		struct worker *w = &p->w[started];
-
-		w->index = started;
-		w->pool = p;
-		w->ctx = p->svc->thread_new != NULL ? p->svc->thread_new(app) : app;
-		if (w->ctx == NULL)
+	for (started = 0; started < n; started++) {
+		w[started].svc = svc;
+		w[started].ctx = svc->thread_new != NULL ? svc->thread_new(app) : app;
+		if (w[started].ctx == NULL)
 			break;
-		sem_init(&w->go, 0, 0);
-		if (FCGX_InitRequest(&w->fcgi.req, 0, 0) != 0 ||
-		    pthread_create(&w->tid, NULL, worker_main, w) != 0) {
-			/* Not counted in p->n, so pool_stop would not free it. */
-			sem_destroy(&w->go);
-			if (p->svc->thread_free != NULL)
-				p->svc->thread_free(w->ctx);
+		if (FCGX_InitRequest(&w[started].fcgi.req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
+		    pthread_create(&w[started].tid, NULL, worker_main, &w[started]) != 0) {
+			if (svc->thread_free != NULL)
+				svc->thread_free(w[started].ctx);
 			break;
 		}
-		pool_put_idle(p, started);
 	}
-	p->n = started;
 	return started;
 }
 
-/* Waits until every worker is idle, then ends them all. */
+/* Waits for the started workers to leave (the stop flag is up), then frees them. */
 static void
-pool_stop(struct pool *p)
+workers_stop(const struct fs_fcgi_service *svc, struct worker *w, int n)
 {
-	for (int i = 0; i < p->n; i++)
-		sem_take(&p->idle_count);
-	for (int i = 0; i < p->n; i++) {
-		p->w[i].quit = 1;
-		sem_post(&p->w[i].go);
-	}
-	for (int i = 0; i < p->n; i++) {
-		pthread_join(p->w[i].tid, NULL);
-		sem_destroy(&p->w[i].go);
-		FCGX_Free(&p->w[i].fcgi.req, 1);
-		if (p->svc->thread_free != NULL && p->w[i].ctx != NULL)
-			p->svc->thread_free(p->w[i].ctx);
+	for (int i = 0; i < n; i++) {
+		pthread_join(w[i].tid, NULL);
+		FCGX_Free(&w[i].fcgi.req, 1);
+		if (svc->thread_free != NULL)
+			svc->thread_free(w[i].ctx);
 	}
 }
 
 int
 fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 {
-	struct pool pool = { .svc = svc };
+	struct timeval wake = { 0, ACCEPT_WAKE_MS * 1000 };
+	struct worker *w = NULL;
 	struct sigaction sa;
 	sigset_t stops;
-	int n, i, rc = 1;
+	int n, started = 0, sig, rc = 1;
 
 	fs_log_init(svc->name);
-	/* Only this thread takes the stop signals: block them before any thread exists. */
+	/* No thread takes the stop signals: this one waits for them below. */
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGTERM);
 	sigaddset(&stops, SIGINT);
@@ -169,35 +129,28 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 		fs_log_error("fastcgi: standard input is not a FastCGI socket (run under spawn-fcgi)");
 		goto out;
 	}
+	if (setsockopt(0, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake)) != 0) {
+		fs_log_error("fastcgi: cannot set the accept timeout: %s", strerror(errno));
+		goto out;
+	}
 	if ((n = svc->setup(app)) < 1)
 		goto out;
-	if (pool_start(&pool, app, n) != n) {
-		fs_log_error("fastcgi: started %d of %d workers", pool.n, n);
+	if ((w = calloc((size_t)n, sizeof(*w))) == NULL ||
+	    (started = workers_start(svc, w, app, n)) != n) {
+		fs_log_error("fastcgi: started %d of %d workers", started, n);
+		atomic_store(&fcgi_stop, 1);
 		goto stop;
 	}
-	/* No SA_RESTART: a stop signal must interrupt the blocking accept. */
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
-	while (!fcgi_stop) {
-		if (sem_wait(&pool.idle_count) != 0)
-			continue;
-		pthread_mutex_lock(&pool.mu);
-		i = pool.idle[--pool.nidle];
-		pthread_mutex_unlock(&pool.mu);
-		if (fcgi_stop || FCGX_Accept_r(&pool.w[i].fcgi.req) != 0) {
-			pool_put_idle(&pool, i);
-			continue;
-		}
-		sem_post(&pool.w[i].go);
-	}
+	while (sigwait(&stops, &sig) != 0)
+		;
+	atomic_store(&fcgi_stop, 1);
+	FCGX_ShutdownPending();
 	fs_log_info("stopping: finishing the requests in hand");
 	rc = 0;
 stop:
-	pool_stop(&pool);
-	free(pool.w);
-	free(pool.idle);
+	if (w != NULL)
+		workers_stop(svc, w, started);
+	free(w);
 out:
 	svc->teardown(app);
 	return rc;

@@ -1,8 +1,9 @@
 /*
  * FastCGI driver: serves the socket that spawn-fcgi hands over (fd 0) with
- * a pool of worker threads, reads parameters and bounded bodies, writes
- * JSON answers, and on SIGTERM/SIGINT stops accepting, lets every request
- * in hand finish, then returns.
+ * worker threads that each accept their own connections (no hand-off from
+ * an acceptor), reads parameters and bounded bodies, writes JSON answers,
+ * and on SIGTERM/SIGINT stops accepting, lets every request in hand
+ * finish, then returns.
  */
 #ifndef FS_FCGI_H
 #define FS_FCGI_H

@@ -251,6 +251,17 @@ cpu_snapshot() {
 	done
 }
 
+# Voluntary context switches (a thread blocked and was woken) of the
+# components' processes, all their threads: the hand-offs a design costs,
+# which, unlike CPU time, the machine's other load hardly changes.
+vcsw_count() {
+	for comp in "$@"; do
+		for pid in $(component_pids "$comp"); do
+			cat /proc/"$pid"/task/*/status 2>/dev/null
+		done
+	done | awk '/^voluntary_ctxt_switches:/ { t += $2 } END { printf "%.0f\n", t }'
+}
+
 # cpu_delta BEFORE AFTER REQUESTS: "component cpu_s us_per_request" lines.
 cpu_delta() {
 	awk -v tick="$TICK_US" -v n="$3" '
