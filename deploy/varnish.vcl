@@ -6,7 +6,8 @@ vcl 4.1;
 # Cached: static files, the two public sale documents, and an item's
 # sold-out answer to a purchase (410, for at most a second). Passed: every
 # other /api/ request (per user, or not GET/HEAD). Piped: the order events
-# stream. Refused: the operator endpoints and the nchan publisher.
+# stream. Refused: the operator endpoints (expiry, /metrics, /healthz,
+# /readyz) and the nchan publisher.
 
 import std;
 
@@ -16,6 +17,18 @@ backend origin {
 	.connect_timeout = 1s;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
+	# The origin's /readyz: its purchase handler answers and reaches Redis
+	# and Kafka. A sick origin gets no requests (with one origin the edge
+	# answers 503 TRY_AGAIN at once instead of waiting on it). Starts
+	# healthy, so a fresh edge serves at once.
+	.probe = {
+		.url = "/readyz";
+		.interval = 1s;
+		.timeout = 2s;
+		.window = 3;
+		.threshold = 2;
+		.initial = 2;
+	}
 }
 
 sub vcl_recv {
@@ -30,7 +43,8 @@ sub vcl_recv {
 	if (req.url !~ "^/" || req.url ~ "^[^?]*(%|//|/\.\.?(/|\?|$))") {
 		return (synth(400));
 	}
-	if (req.url ~ "^/api/flash-sales/admin(/|\?|$)" || req.url ~ "^/pub(/|\?|$)") {
+	if (req.url ~ "^/api/flash-sales/admin(/|\?|$)" || req.url ~ "^/pub(/|\?|$)" ||
+	    req.url ~ "^/(metrics|healthz|readyz)(/|\?|$)") {
 		return (synth(403));
 	}
 
@@ -174,13 +188,13 @@ sub vcl_synth {
 	set resp.http.Content-Type = "application/json; charset=utf-8";
 	set resp.http.Cache-Control = "no-store";
 	if (resp.status == 400) {
-		set resp.body = """{"error":"BAD_REQUEST","message":"The request is malformed."}""";
+		set resp.body = """{"error":"BAD_REQUEST","message":"The request is malformed.","requestId":"edge-""" + req.xid + """"}""";
 	} elsif (resp.status == 413) {
-		set resp.body = """{"error":"PAYLOAD_TOO_LARGE","message":"The request body is too large."}""";
+		set resp.body = """{"error":"PAYLOAD_TOO_LARGE","message":"The request body is too large.","requestId":"edge-""" + req.xid + """"}""";
 	} elsif (resp.status == 403) {
-		set resp.body = """{"error":"FORBIDDEN","message":"Not allowed."}""";
+		set resp.body = """{"error":"FORBIDDEN","message":"Not allowed.","requestId":"edge-""" + req.xid + """"}""";
 	} else {
-		set resp.body = """{"error":"ERROR","message":"The edge could not answer."}""";
+		set resp.body = """{"error":"ERROR","message":"The edge could not answer.","requestId":"edge-""" + req.xid + """"}""";
 	}
 	return (deliver);
 }
@@ -191,7 +205,7 @@ sub vcl_backend_error {
 	set beresp.http.Content-Type = "application/json; charset=utf-8";
 	set beresp.http.Cache-Control = "no-store";
 	set beresp.http.Retry-After = "1";
-	set beresp.body = """{"error":"TRY_AGAIN","message":"The service is busy; retry in a second."}""";
+	set beresp.body = """{"error":"TRY_AGAIN","message":"The service is busy; retry in a second.","requestId":"edge-""" + bereq.xid + """"}""";
 	set beresp.ttl = 0s;
 	set beresp.grace = 0s;
 	set beresp.uncacheable = true;

@@ -22,6 +22,7 @@
 #include "cfg.h"
 #include "kafka.h"
 #include "keys.h"
+#include "metrics.h"
 #include "pg.h"
 #include "payments.h"
 #include "reconcile.h"
@@ -473,6 +474,10 @@ cmd_reconcile(int argc, char **argv)
 	printf("payments: %s (%zu violations)\n", npay == 0 ? "ok" : "VIOLATED", npay);
 	bad += (int)npay;
 	printf("%d sales checked, %d violations\n", n, bad);
+	/* Counted for the alert on violations (GET /metrics). */
+	fs_metrics_open("flashsale-admin");
+	fs_metrics_count(FS_M_RECONCILE_RUNS);
+	fs_metrics_add(FS_M_RECONCILE_VIOLATIONS, (uint64_t)bad);
 	rc = check && bad > 0 ? 1 : 0;
 out:
 	free(sales);

@@ -26,6 +26,7 @@
 #include "cfg.h"
 #include "kafka.h"
 #include "log.h"
+#include "metrics.h"
 #include "orders.h"
 #include "stores.h"
 
@@ -118,6 +119,7 @@ collect(struct app *app, struct batch *b)
 		m = fs_kafka_consumer_poll(app->consumer, wait);
 		if (m == NULL) {
 			if (app->consumer->err) {
+				fs_metrics_count(FS_M_KAFKA_CONSUMER_ERRORS);
 				fs_log_warn("%s", app->consumer->errstr);
 				app->consumer->err = 0;
 			}
@@ -231,6 +233,7 @@ dead_letters(struct app *app, const struct batch *b)
 		fs_log_warn("dead letters not delivered (%s); will retry", err);
 		return -1;
 	}
+	fs_metrics_add(FS_M_ORDERS_DEAD_LETTERED, n);
 	return 0;
 }
 
@@ -307,20 +310,29 @@ count(struct app *app, const struct batch *b)
 	struct counts *c = &app->total;
 
 	c->batches++;
+	fs_metrics_count(FS_M_CONSUMER_BATCHES);
 	for (size_t i = 0; i < b->n; i++) {
 		const struct fs_order *o = &b->order[i];
+		enum fs_metric m;
 
 		c->messages++;
-		if (b->outcome[i] == OUTCOME_MALFORMED)
+		if (b->outcome[i] == OUTCOME_MALFORMED) {
 			c->malformed++;
-		else if (o->duplicate)
+			m = FS_M_ORDERS_MALFORMED;
+		} else if (o->duplicate) {
 			c->duplicates++;
-		else if (o->status == FS_ORDER_PENDING)
+			m = FS_M_ORDERS_DUPLICATE;
+		} else if (o->status == FS_ORDER_PENDING) {
 			c->pending++;
-		else if (o->status == FS_ORDER_REJECTED)
+			m = FS_M_ORDERS_RECORDED;
+		} else if (o->status == FS_ORDER_REJECTED) {
 			c->rejected++;
-		else
+			m = FS_M_ORDERS_REFUSED;
+		} else {
 			c->failed++;
+			m = FS_M_ORDERS_FAILED;
+		}
+		fs_metrics_count(m);
 	}
 }
 
@@ -362,6 +374,7 @@ process_until_done(struct app *app, struct batch *b)
 	while (process(app, b) != 0) {
 		if (stopping)
 			return -1;
+		fs_metrics_count(FS_M_CONSUMER_BATCH_RETRIES);
 		pause_ms(backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
@@ -394,9 +407,11 @@ run(struct app *app)
 			release_batch(b);
 			break;
 		}
-		if (fs_kafka_consumer_commit(app->consumer, b->msg, b->n) != 0)
+		if (fs_kafka_consumer_commit(app->consumer, b->msg, b->n) != 0) {
 			/* Harmless: whoever reads these again finds them recorded. */
+			fs_metrics_count(FS_M_KAFKA_CONSUMER_ERRORS);
 			fs_log_warn("%s", app->consumer->errstr);
+		}
 		count(app, b);
 		release_batch(b);
 		last_ms = now_ms();
@@ -507,6 +522,7 @@ main(int argc, char **argv)
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 
+	fs_metrics_open("flashsale-consumer");
 	if (setup(&app) == 0) {
 		fs_log_info("consuming %s as group %s%s", fs_cfg_get(&app.cfg, FS_CFG_KAFKA_TOPIC),
 		    FS_KAFKA_GROUP, app.drain ? " until caught up" : "");

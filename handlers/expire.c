@@ -24,6 +24,7 @@
 #include "fcgi.h"
 #include "kafka.h"
 #include "log.h"
+#include "metrics.h"
 #include "stores.h"
 
 #define EXPIRE_PATH "/api/flash-sales/admin/expire"
@@ -90,6 +91,9 @@ run_once(struct app *app, char *out, size_t outlen)
 		fs_log_error("%s", app->expiry.errstr);
 		rc = -1;
 	}
+	fs_metrics_count(rc == 0 ? FS_M_EXPIRY_RUNS : FS_M_EXPIRY_FAILURES);
+	fs_metrics_add(FS_M_ORDERS_EXPIRED, counts.expired);
+	fs_metrics_add(FS_M_GHOSTS_SWEPT, counts.ghosts);
 	if (fs_expiry_counts_json(&counts, out, outlen) < 0)
 		snprintf(out, outlen, "{}");
 	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0)
@@ -136,6 +140,15 @@ handle(fs_fcgi *fcgi, void *arg)
 		return;
 	}
 	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, strlen(body));
+}
+
+/* GET /readyz: PostgreSQL and Redis answer. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct app *app = arg;
+
+	return fs_stores_ready(&app->stores, why, whylen);
 }
 
 static int
@@ -194,7 +207,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-expire", setup, teardown, NULL, NULL, handle
+		"flashsale-expire", setup, teardown, NULL, NULL, handle, ready
 	};
 	static struct app app;
 	char body[256];
@@ -204,6 +217,7 @@ main(void)
 		return fs_fcgi_serve(&service, &app);
 	/* Run by cron: one pass, its counts on standard output. */
 	fs_log_init("flashsale-expire");
+	fs_metrics_open("flashsale-expire");
 	if (sodium_init() >= 0 && setup_app(&app) == 0) {
 		rc = run_once(&app, body, sizeof(body)) == 0 ? 0 : 1;
 		printf("%s\n", body);

@@ -338,6 +338,15 @@ handle(fs_fcgi *fcgi, void *arg)
 		answer_order(fcgi, &o);
 }
 
+/* GET /readyz: PostgreSQL and Redis answer. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct app *app = arg;
+
+	return fs_stores_ready(&app->stores, why, whylen);
+}
+
 static int
 setup(void *arg)
 {
@@ -375,7 +384,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-order", setup, teardown, NULL, NULL, handle
+		"flashsale-order", setup, teardown, NULL, NULL, handle, ready
 	};
 	static struct app app;
 

@@ -20,6 +20,7 @@
 #include "kafka.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics.h"
 #include "orders.h"
 #include "purchase.h"
 #include "sales.h"
@@ -80,6 +81,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	}
 	/* Sold out costs one memory read: no signature check, no Redis. */
 	if (fs_soldout_known(app->soldout, o.item)) {
+		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_MEMORY);
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	}
@@ -94,6 +96,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_purchase_already(fcgi, hold.order_id);
 		return;
 	case FS_STOCK_SOLD_OUT:
+		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
 		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
@@ -139,6 +142,20 @@ handle(fs_fcgi *fcgi, void *ctx)
 		break;
 	}
 	fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+}
+
+/* GET /readyz: this worker's Redis and a Kafka broker answer. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct worker *w = arg;
+
+	if (fs_redis_ping(w->redis) != 0) {
+		snprintf(why, whylen, "redis: %s", w->redis->errstr);
+		return -1;
+	}
+	return fs_kafka_producer_ready(w->app->producer, fs_cfg_get(&w->app->cfg, FS_CFG_KAFKA_TOPIC),
+	    1000, why, whylen);
 }
 
 static int
@@ -218,7 +235,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle
+		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle, ready
 	};
 	static struct app app;
 

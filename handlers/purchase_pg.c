@@ -100,7 +100,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-purchase-pg", setup, teardown, NULL, NULL, handle
+		"flashsale-purchase-pg", setup, teardown, NULL, NULL, handle, NULL
 	};
 	static struct app app;
 

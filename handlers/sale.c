@@ -91,6 +91,23 @@ struct worker {
 	struct cached_sale cache[CACHE_SLOTS];
 };
 
+/* GET /readyz: PostgreSQL answers, and Redis when configured. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct worker *w = arg;
+
+	if (fs_pg_ping(w->pg) != 0) {
+		snprintf(why, whylen, "postgresql: %s", w->pg->errstr);
+		return -1;
+	}
+	if (w->redis != NULL && fs_redis_ping(w->redis) != 0) {
+		snprintf(why, whylen, "redis: %s", w->redis->errstr);
+		return -1;
+	}
+	return 0;
+}
+
 static const char doc_headers[] = "Cache-Control: public, max-age=1, s-maxage=1\r\n";
 
 static void
@@ -370,7 +387,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-sale", setup, teardown, worker_new, worker_free, handle
+		"flashsale-sale", setup, teardown, worker_new, worker_free, handle, ready
 	};
 	static struct app app;
 

@@ -17,9 +17,15 @@
 
 #include "fcgi.h"
 #include "log.h"
+#include "metrics.h"
+
+/* nginx's $request_id is 32 hex digits; anything else is not repeated. */
+#define REQUEST_ID_MAX 64
 
 struct fs_fcgi {
 	FCGX_Request req;
+	int uncounted; /* a health probe: kept out of the request metrics */
+	const char *request_id; /* valid hex from nginx, or NULL */
 	char body[FS_FCGI_BODY_MAX + 1];
 };
 
@@ -46,6 +52,63 @@ fs_fcgi_stopping(void)
 	return atomic_load(&fcgi_stop) != 0;
 }
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The REQUEST_ID parameter when it is 1-64 hex digits, else NULL. */
+static const char *
+request_id(fs_fcgi *f)
+{
+	const char *id = FCGX_GetParam("REQUEST_ID", f->req.envp);
+	size_t n;
+
+	if (id == NULL || (n = strspn(id, "0123456789abcdef")) == 0 || n > REQUEST_ID_MAX ||
+	    id[n] != '\0')
+		return NULL;
+	return id;
+}
+
+/* Keeps text that goes into a JSON string to printable ASCII without quotes. */
+static void
+json_safe(char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s < 0x20 || *s > 0x7e || *s == '"' || *s == '\\')
+			*s = '?';
+}
+
+/* Answers GET /healthz and /readyz of this program; 1 when it was one. */
+static int
+answer_probe(struct worker *w)
+{
+	const char *uri = FCGX_GetParam("DOCUMENT_URI", w->fcgi.req.envp);
+	char why[200], extra[240];
+
+	if (uri == NULL || (strcmp(uri, "/healthz") != 0 && strcmp(uri, "/readyz") != 0))
+		return 0;
+	w->fcgi.uncounted = 1;
+	if (strcmp(uri, "/healthz") == 0) {
+		fs_fcgi_answer(&w->fcgi, FS_HTTP_OK, NULL, "{\"status\":\"alive\"}", 18);
+		return 1;
+	}
+	why[0] = '\0';
+	if (w->svc->ready == NULL || w->svc->ready(w->ctx, why, sizeof(why)) == 0) {
+		fs_fcgi_answer(&w->fcgi, FS_HTTP_OK, NULL, "{\"status\":\"ready\"}", 18);
+		return 1;
+	}
+	json_safe(why);
+	snprintf(extra, sizeof(extra), "\"detail\":\"%s\"", why);
+	fs_log_warn("not ready: %s", why);
+	fs_fcgi_error(&w->fcgi, FS_ERR_NOT_READY, extra, FS_HTTP_RETRY_SOON);
+	return 1;
+}
+
 /*
  * Each worker accepts on the shared socket itself (the kernel wakes one
  * waiter per connection), answers, and accepts again; it leaves once the
@@ -55,6 +118,7 @@ static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
+	uint64_t start;
 	int rc;
 
 	while (!fs_fcgi_stopping()) {
@@ -67,8 +131,18 @@ worker_main(void *arg)
 			}
 			continue;
 		}
-		w->svc->handle(&w->fcgi, w->ctx);
+		start = mono_ns();
+		fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
+		w->fcgi.uncounted = 0;
+		w->fcgi.request_id = request_id(&w->fcgi);
+		fs_log_request_id(w->fcgi.request_id);
+		if (!answer_probe(w))
+			w->svc->handle(&w->fcgi, w->ctx);
+		fs_log_request_id(NULL);
 		FCGX_Finish_r(&w->fcgi.req);
+		fs_metrics_gauge_add(FS_M_WORKERS_BUSY, -1);
+		if (!w->fcgi.uncounted)
+			fs_metrics_request_done(mono_ns() - start);
 	}
 	return NULL;
 }
@@ -116,6 +190,7 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 	int n, started = 0, sig, rc = 1;
 
 	fs_log_init(svc->name);
+	fs_metrics_open(svc->name);
 	/* No thread takes the stop signals: this one waits for them below. */
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGTERM);
@@ -141,6 +216,7 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 		atomic_store(&fcgi_stop, 1);
 		goto stop;
 	}
+	fs_metrics_gauge_set(FS_M_WORKERS, n);
 	while (sigwait(&stops, &sig) != 0)
 		;
 	atomic_store(&fcgi_stop, 1);
@@ -223,29 +299,53 @@ has_cache_control(const char *headers)
 	    strstr(headers, "\r\nCache-Control:") != NULL;
 }
 
+static void
+answer(fs_fcgi *f, enum fs_http_status status, const char *content_type, const char *headers,
+    const char *body, size_t len)
+{
+	if (!f->uncounted)
+		fs_metrics_answer(fs_http_status_code(status));
+	/* libfcgi's own printf knows no %zu. */
+	FCGX_FPrintF(f->req.out,
+	    "Status: %d %s\r\n"
+	    "Content-Type: %s\r\n"
+	    "Content-Length: %lu\r\n"
+	    "%s%s"
+	    "\r\n",
+	    fs_http_status_code(status), fs_http_status_text(status), content_type,
+	    (unsigned long)len, has_cache_control(headers) ? "" : "Cache-Control: no-store\r\n",
+	    headers != NULL ? headers : "");
+	if (len > 0)
+		FCGX_PutStr(body, (int)len, f->req.out);
+}
+
 void
 fs_fcgi_answer(fs_fcgi *f, enum fs_http_status status, const char *headers, const char *json,
     size_t len)
 {
-	/* libfcgi's own printf knows no %zu. */
-	FCGX_FPrintF(f->req.out,
-	    "Status: %d %s\r\n"
-	    "Content-Type: application/json; charset=utf-8\r\n"
-	    "Content-Length: %lu\r\n"
-	    "%s%s"
-	    "\r\n",
-	    fs_http_status_code(status), fs_http_status_text(status), (unsigned long)len,
-	    has_cache_control(headers) ? "" : "Cache-Control: no-store\r\n",
-	    headers != NULL ? headers : "");
-	if (len > 0)
-		FCGX_PutStr(json, (int)len, f->req.out);
+	answer(f, status, "application/json; charset=utf-8", headers, json, len);
+}
+
+void
+fs_fcgi_answer_typed(fs_fcgi *f, enum fs_http_status status, const char *content_type,
+    const char *body, size_t len)
+{
+	answer(f, status, content_type, NULL, body, len);
 }
 
 void
 fs_fcgi_error(fs_fcgi *f, enum fs_http_error e, const char *extra, const char *headers)
 {
-	char body[512];
-	int n = fs_http_error_body(e, extra, body, sizeof(body));
+	char body[512], members[320];
+	int n;
+
+	if (f->request_id != NULL) {
+		n = snprintf(members, sizeof(members), "%s%s\"requestId\":\"%s\"",
+		    extra != NULL ? extra : "", extra != NULL ? "," : "", f->request_id);
+		if (n > 0 && (size_t)n < sizeof(members))
+			extra = members;
+	}
+	n = fs_http_error_body(e, extra, body, sizeof(body));
 
 	if (n < 0) {
 		e = FS_ERR_INTERNAL;

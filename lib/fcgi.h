@@ -23,7 +23,14 @@ enum fs_fcgi_body { FS_FCGI_BODY_OK, FS_FCGI_BODY_TOO_BIG, FS_FCGI_BODY_ERROR };
  * A FastCGI program. setup runs once with the stop signals blocked (threads
  * it starts inherit that) and returns how many worker threads to run, or -1.
  * thread_new gives each worker its context (NULL hook: the app itself);
- * handle answers one request in that context; teardown runs last.
+ * handle answers one request in that context; teardown runs last. ready,
+ * when not NULL, checks in a worker's context that what the program needs
+ * answers (0), or writes why not (-1): it serves GET /readyz.
+ *
+ * The driver itself answers /healthz (200: the process serves) and /readyz
+ * (200, or 503 NOT_READY naming what is missing), counts every answer and
+ * its duration (lib/metrics), and tags the log lines of a request with
+ * nginx's request id (the REQUEST_ID parameter).
  */
 struct fs_fcgi_service {
 	const char *name;
@@ -32,6 +39,7 @@ struct fs_fcgi_service {
 	void *(*thread_new)(void *app);
 	void (*thread_free)(void *ctx);
 	void (*handle)(fs_fcgi *, void *ctx);
+	int (*ready)(void *ctx, char *why, size_t whylen);
 };
 
 /* Serves until SIGTERM/SIGINT; returns the process exit status. */
@@ -54,7 +62,13 @@ int fs_fcgi_body_or_answer(fs_fcgi *, const char **body, size_t *len);
  * each ending in "\r\n".
  */
 void fs_fcgi_answer(fs_fcgi *, enum fs_http_status, const char *headers, const char *json, size_t len);
-/* Answers {"error":...}; extra as in fs_http_error_body. */
+/* Answers with another content type (text/plain; version=0.0.4 ...), not cached. */
+void fs_fcgi_answer_typed(fs_fcgi *, enum fs_http_status, const char *content_type,
+    const char *body, size_t len);
+/*
+ * Answers {"error":...,"requestId":...}; extra as in fs_http_error_body.
+ * The request id is nginx's, so a shopper's report finds the log lines.
+ */
 void fs_fcgi_error(fs_fcgi *, enum fs_http_error, const char *extra, const char *headers);
 
 #endif

@@ -68,6 +68,8 @@ static const struct {
 	    "The event names an order we do not have." },
 	[FS_ERR_AMOUNT_MISMATCH] = { FS_HTTP_BAD_REQUEST, "AMOUNT_MISMATCH",
 	    "The amount or currency differ from the order's." },
+	[FS_ERR_NOT_READY] = { FS_HTTP_SERVICE_UNAVAILABLE, "NOT_READY",
+	    "A store this program needs does not answer." },
 };
 
 int

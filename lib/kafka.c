@@ -10,6 +10,8 @@
 #include "clock.h"
 #include "kafka.h"
 #include "lock.h"
+#include "log.h"
+#include "metrics.h"
 
 /* A group of messages one caller waits for; the reports count it down. */
 struct batch {
@@ -42,6 +44,24 @@ on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* librdkafka's own lines go through fs_log, in the one log format. */
+static void
+on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
+{
+	(void)rk;
+	fs_log(level <= 3 ? FS_LOG_ERROR : level == 4 ? FS_LOG_WARN : level <= 6 ? FS_LOG_INFO : FS_LOG_DEBUG,
+	    "kafka %s: %s", facility, text);
+}
+
+static rd_kafka_conf_t *
+conf_new(void)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+	rd_kafka_conf_set_log_cb(conf, on_log);
+	return conf;
+}
+
 static int
 conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, size_t errlen)
 {
@@ -51,7 +71,7 @@ conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, 
 static rd_kafka_t *
 producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	char timeout[16], linger[16];
 	rd_kafka_t *rk;
 
@@ -100,6 +120,7 @@ recreate_if_fatal(fs_kafka_producer *p)
 	rd_kafka_destroy(p->rk);
 	p->rk = rk;
 	pthread_rwlock_unlock(&p->swap);
+	fs_metrics_count(FS_M_KAFKA_PRODUCER_RESTARTS);
 }
 
 /* Serves delivery reports as they come, so callers only wait on a condition. */
@@ -179,6 +200,31 @@ fs_kafka_producer_warm(fs_kafka_producer *p, const char *topic)
 	pthread_rwlock_unlock(&p->swap);
 }
 
+int
+fs_kafka_producer_ready(fs_kafka_producer *p, const char *topic, int timeout_ms, char *err,
+    size_t errlen)
+{
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__INVALID_ARG;
+	rd_kafka_topic_t *rkt;
+
+	pthread_rwlock_rdlock(&p->swap);
+	if ((rkt = rd_kafka_topic_new(p->rk, topic, NULL)) != NULL) {
+		if ((e = rd_kafka_metadata(p->rk, 0, rkt, &md, timeout_ms)) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+			if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+				e = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+			rd_kafka_metadata_destroy(md);
+		}
+		rd_kafka_topic_destroy(rkt);
+	}
+	pthread_rwlock_unlock(&p->swap);
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "kafka: %s", rd_kafka_err2str(e));
+		return -1;
+	}
+	return 0;
+}
+
 enum fs_kafka_delivery
 fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_kafka_msg *msgs,
     size_t n, char *err, size_t errlen)
@@ -233,13 +279,19 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 	pthread_mutex_unlock(&p->mu);
 	pthread_cond_destroy(&batch.done);
 	for (size_t i = 0; i < n; i++) {
-		if (d[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		if (d[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+			fs_metrics_count(FS_M_KAFKA_DELIVERED);
 			continue;
+		}
 		snprintf(err, errlen, "delivery: %s", rd_kafka_err2str(d[i].err));
-		if (d[i].status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED)
+		if (d[i].status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED) {
+			fs_metrics_count(FS_M_KAFKA_MAYBE_DELIVERED);
 			worst = FS_KAFKA_MAYBE_DELIVERED;
-		else if (worst == FS_KAFKA_DELIVERED)
-			worst = FS_KAFKA_NOT_DELIVERED;
+		} else {
+			fs_metrics_count(FS_M_KAFKA_NOT_DELIVERED);
+			if (worst == FS_KAFKA_DELIVERED)
+				worst = FS_KAFKA_NOT_DELIVERED;
+		}
 	}
 	if (d != &one)
 		free(d);
@@ -250,7 +302,7 @@ int
 fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, char *err,
     size_t errlen)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_AdminOptions_t *opts = NULL;
 	const rd_kafka_topic_result_t **res;
 	rd_kafka_NewTopic_t *nt = NULL;
@@ -333,7 +385,7 @@ fs_kafka_consumer_new(const char *brokers, const char *group, const char *topic,
 		return NULL;
 	}
 	c->track_eof = track_eof;
-	conf = rd_kafka_conf_new();
+	conf = conf_new();
 	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
 	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
 	    /* Offsets move only after the database commit (fs_kafka_consumer_commit). */
@@ -490,7 +542,7 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 {
 	const struct rd_kafka_metadata *md = NULL;
 	rd_kafka_topic_partition_list_t *list = NULL;
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_topic_t *rkt = NULL;
 	rd_kafka_resp_err_t e;
 	rd_kafka_t *rk = NULL;

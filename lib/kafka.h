@@ -51,6 +51,9 @@ fs_kafka_producer *fs_kafka_producer_new(const char *brokers, int timeout_ms, in
 void fs_kafka_producer_free(fs_kafka_producer *);
 /* Fetches the topic's metadata now, so the first message does not wait for it. */
 void fs_kafka_producer_warm(fs_kafka_producer *, const char *topic);
+/* 0 when a broker answers a metadata request for topic within timeout_ms; -1 with err. */
+int fs_kafka_producer_ready(fs_kafka_producer *, const char *topic, int timeout_ms, char *err,
+    size_t errlen);
 /*
  * Sends n messages and waits for every delivery report, which librdkafka
  * gives within timeout_ms: FS_KAFKA_DELIVERED only when the broker

@@ -350,6 +350,22 @@ fs_orders_cancel(fs_pg *pg, struct fs_order *o)
 }
 
 enum fs_orders_result
+fs_orders_overdue(fs_pg *pg, long *count, double *oldest_s)
+{
+	PGresult *res = exec_once_more(pg,
+	    "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(expires_at)), 0) "
+	    "FROM orders WHERE status = 'PENDING' AND expires_at < now()",
+	    0, NULL);
+
+	if (res == NULL)
+		return failure_kind(pg);
+	*count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	*oldest_s = strtod(PQgetvalue(res, 0, 1), NULL);
+	PQclear(res);
+	return FS_ORDERS_OK;
+}
+
+enum fs_orders_result
 fs_orders_expire(fs_pg *pg, struct fs_order *out, size_t max, size_t *n)
 {
 	char limit[24];

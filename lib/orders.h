@@ -92,6 +92,11 @@ long fs_orders_count_expiring(fs_pg *, uint64_t sale, long within_ms);
  */
 enum fs_orders_result fs_orders_cancel(fs_pg *, struct fs_order *o);
 /*
+ * How many PENDING orders are past their expiry, and by how many seconds
+ * the oldest is (0 when none): an expiry that does not run shows here.
+ */
+enum fs_orders_result fs_orders_overdue(fs_pg *, long *count, double *oldest_s);
+/*
  * Expires up to max overdue PENDING orders in one transaction; fills out
  * (id, sale, item, user) and sets *n to how many. The caller releases their
  * holds after this returns: the transaction is committed by then.

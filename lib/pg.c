@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "pg.h"
 
 static void
@@ -11,6 +12,7 @@ set_err(fs_pg *pg, const char *sqlstate, const char *msg)
 {
 	size_t n;
 
+	fs_metrics_count(FS_M_PG_ERRORS);
 	pg->err = 1;
 	snprintf(pg->sqlstate, sizeof(pg->sqlstate), "%s", sqlstate != NULL ? sqlstate : "");
 	snprintf(pg->errstr, sizeof(pg->errstr), "%s", msg != NULL ? msg : "unknown error");
@@ -48,8 +50,10 @@ fs_pg_connect(fs_pg *pg)
 {
 	if (pg->conn != NULL && PQstatus(pg->conn) == CONNECTION_OK)
 		return 0;
-	if (pg->conn != NULL)
+	if (pg->conn != NULL) {
+		fs_metrics_count(FS_M_PG_RECONNECTS);
 		PQfinish(pg->conn);
+	}
 	pg->conn = PQconnectdb(pg->conninfo);
 	if (pg->conn == NULL) {
 		set_err(pg, "08000", "out of memory");
@@ -87,6 +91,7 @@ fs_pg_exec(fs_pg *pg, const char *sql, int nparams, const char *const *params)
 	if (PQstatus(pg->conn) != CONNECTION_OK) {
 		/* The server went away: report it as a connection failure. */
 		set_err(pg, "08006", PQerrorMessage(pg->conn));
+		fs_metrics_count(FS_M_PG_RECONNECTS);
 		PQfinish(pg->conn);
 		pg->conn = NULL;
 	} else {
@@ -106,4 +111,10 @@ fs_pg_run(fs_pg *pg, const char *sql, int nparams, const char *const *params)
 		return -1;
 	PQclear(res);
 	return 0;
+}
+
+int
+fs_pg_ping(fs_pg *pg)
+{
+	return fs_pg_run(pg, "SELECT 1", 0, NULL);
 }

@@ -31,4 +31,7 @@ int fs_pg_run(fs_pg *, const char *sql, int nparams, const char *const *params);
 /* True when the last failure was the connection, not the statement. */
 int fs_pg_lost(const fs_pg *);
 
+/* SELECT 1: 0 when the server answers, -1 with errstr set. */
+int fs_pg_ping(fs_pg *);
+
 #endif

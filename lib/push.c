@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "push.h"
 
 #define REQUEST_MAX (FS_PUSH_URL_MAX + FS_PUSH_CHANNEL_MAX + FS_PUSH_BODY_MAX + 256)
@@ -384,6 +385,8 @@ fs_push_publish_many(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 	}
 	if (failed == 0)
 		p->err = 0;
+	fs_metrics_add(FS_M_PUSH_SENT, n - failed);
+	fs_metrics_add(FS_M_PUSH_FAILED, failed);
 	return failed;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "redis.h"
 
 /* Bounded waits: a stuck Redis must turn into a 503, not a hung handler. */
@@ -15,6 +16,7 @@ static const struct timeval redis_timeout = { FS_REDIS_TIMEOUT_MS / 1000,
 static void
 set_err(fs_redis *r, const char *what, const char *detail)
 {
+	fs_metrics_count(FS_M_REDIS_ERRORS);
 	r->err = 1;
 	snprintf(r->errstr, sizeof(r->errstr), "%s: %s", what, detail);
 }
@@ -100,9 +102,12 @@ connect_now(fs_redis *r)
 {
 	if (r->ctx != NULL && r->ctx->err == 0 && !went_away(r->ctx))
 		return 0;
+	if (r->ctx != NULL)
+		fs_metrics_count(FS_M_REDIS_RECONNECTS);
 	fs_redis_reset(r);
 	if ((r->ctx = fs_redis_dial(r->addr, r->errstr, sizeof(r->errstr))) == NULL) {
 		r->err = 1;
+		fs_metrics_count(FS_M_REDIS_ERRORS);
 		return -1;
 	}
 	return 0;
@@ -116,6 +121,7 @@ checked(fs_redis *r, redisReply *reply)
 		set_err(r, "redis", r->ctx != NULL && r->ctx->err ? r->ctx->errstr : "no reply");
 		/* The connection is unusable after an I/O error: drop it. */
 		fs_redis_reset(r);
+		fs_metrics_count(FS_M_REDIS_RECONNECTS);
 		return NULL;
 	}
 	if (reply->type == REDIS_REPLY_ERROR) {
@@ -240,4 +246,15 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 	}
 	set_err(r, "redis eval", "script vanished twice");
 	return NULL;
+}
+
+int
+fs_redis_ping(fs_redis *r)
+{
+	redisReply *reply = fs_redis_command(r, "PING");
+
+	if (reply == NULL)
+		return -1;
+	freeReplyObject(reply);
+	return 0;
 }

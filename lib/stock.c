@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "redis.h"
 #include "stock.h"
 
@@ -315,6 +316,8 @@ fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id
 	}
 	released = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	freeReplyObject(r);
+	if (released)
+		fs_metrics_count(FS_M_UNITS_RELEASED);
 	return released;
 }
 

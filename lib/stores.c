@@ -25,6 +25,20 @@ fs_stores_open(struct fs_stores *st, const struct fs_cfg *cfg, char *err, size_t
 	return 0;
 }
 
+int
+fs_stores_ready(struct fs_stores *st, char *why, size_t whylen)
+{
+	if (fs_pg_ping(st->pg) != 0) {
+		snprintf(why, whylen, "postgresql: %s", st->pg->errstr);
+		return -1;
+	}
+	if (fs_redis_ping(st->redis) != 0) {
+		snprintf(why, whylen, "redis: %s", st->redis->errstr);
+		return -1;
+	}
+	return 0;
+}
+
 void
 fs_stores_close(struct fs_stores *st)
 {

@@ -24,6 +24,8 @@ struct fs_stores {
  * set; either way fs_stores_close closes what was opened.
  */
 int fs_stores_open(struct fs_stores *, const struct fs_cfg *, char *err, size_t errlen);
+/* 0 when PostgreSQL and Redis answer; -1 naming the first that does not (/readyz). */
+int fs_stores_ready(struct fs_stores *, char *why, size_t whylen);
 /* Closes what is open and zeroes the struct; a zeroed struct is fine. */
 void fs_stores_close(struct fs_stores *);
 

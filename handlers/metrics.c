@@ -1,0 +1,140 @@
+/*
+ * flashsale-metrics: GET /metrics, for operators on the origin only.
+ *
+ * Sums the counters of every process of every program on this host (the
+ * blocks in FLASHSALE_METRICS_DIR, see lib/metrics.h) and the answers
+ * nginx gave without a handler, then asks the stores what no process
+ * counts: the consumer group's backlog in Kafka and the PENDING orders past
+ * their expiry in PostgreSQL. Prometheus text format 0.0.4.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cfg.h"
+#include "fcgi.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+#include "orders.h"
+#include "pg.h"
+
+/* The text is a few tens of kilobytes; more means something is wrong. */
+#define TEXT_MAX (1024 * 1024)
+#define LAG_TIMEOUT_MS 2000
+
+struct app {
+	struct fs_cfg cfg;
+	fs_pg *pg; /* NULL without FLASHSALE_PG */
+};
+
+/* Gauges asked of the stores at scrape time; a store that does not answer is up 0. */
+static void
+write_store_gauges(struct app *app, FILE *out)
+{
+	const char *brokers = fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS);
+	char err[256];
+	long long lag = -1;
+	long overdue = 0;
+	double oldest = 0;
+	int pg_up = 0;
+
+	if (brokers[0] != '\0' &&
+	    (lag = fs_kafka_group_lag(brokers, FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
+		 LAG_TIMEOUT_MS, err, sizeof(err))) < 0)
+		fs_log_warn("consumer lag: %s", err);
+	if (app->pg != NULL) {
+		if (fs_orders_overdue(app->pg, &overdue, &oldest) == FS_ORDERS_OK)
+			pg_up = 1;
+		else
+			fs_log_warn("overdue orders: %s", app->pg->errstr);
+	}
+	fprintf(out, "# HELP flashsale_store_up Whether a store answered this scrape's question.\n"
+		     "# TYPE flashsale_store_up gauge\n");
+	if (brokers[0] != '\0')
+		fprintf(out, "flashsale_store_up{store=\"kafka\"} %d\n", lag >= 0);
+	if (app->pg != NULL)
+		fprintf(out, "flashsale_store_up{store=\"postgresql\"} %d\n", pg_up);
+	if (lag >= 0)
+		fprintf(out,
+		    "# HELP flashsale_consumer_lag_messages Order messages the consumer group has not committed.\n"
+		    "# TYPE flashsale_consumer_lag_messages gauge\n"
+		    "flashsale_consumer_lag_messages %lld\n",
+		    lag);
+	if (pg_up)
+		fprintf(out,
+		    "# HELP flashsale_orders_overdue PENDING orders past their expiry (the expiry has not run).\n"
+		    "# TYPE flashsale_orders_overdue gauge\n"
+		    "flashsale_orders_overdue %ld\n"
+		    "# HELP flashsale_orders_overdue_seconds How long the oldest overdue PENDING order is past its expiry.\n"
+		    "# TYPE flashsale_orders_overdue_seconds gauge\n"
+		    "flashsale_orders_overdue_seconds %.3f\n",
+		    overdue, oldest);
+}
+
+static void
+handle(fs_fcgi *fcgi, void *arg)
+{
+	struct app *app = arg;
+	char *text = NULL, err[256];
+	size_t len = 0;
+	FILE *out;
+	int rc;
+
+	if (!fs_fcgi_method_is(fcgi, "GET") && !fs_fcgi_method_is(fcgi, "HEAD")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: GET, HEAD\r\n");
+		return;
+	}
+	if ((out = open_memstream(&text, &len)) == NULL) {
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	rc = fs_metrics_write(fs_cfg_get(&app->cfg, FS_CFG_METRICS_DIR), out, err, sizeof(err));
+	if (rc == 0)
+		write_store_gauges(app, out);
+	if (fclose(out) != 0 || rc != 0 || len > TEXT_MAX) {
+		fs_log_error("metrics: %s", rc != 0 ? err : "text too long");
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
+	} else {
+		fs_fcgi_answer_typed(fcgi, FS_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
+		    len);
+	}
+	free(text);
+}
+
+static int
+setup(void *arg)
+{
+	struct app *app = arg;
+
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_METRICS_DIR)) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if (fs_cfg_get(&app->cfg, FS_CFG_PG)[0] != '\0' &&
+	    (app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL) {
+		fs_log_error("FLASHSALE_PG too long");
+		return -1;
+	}
+	return 1;
+}
+
+static void
+teardown(void *arg)
+{
+	struct app *app = arg;
+
+	fs_pg_free(app->pg);
+}
+
+int
+main(void)
+{
+	static const struct fs_fcgi_service service = {
+		"flashsale-metrics", setup, teardown, NULL, NULL, handle, NULL
+	};
+	static struct app app;
+
+	return fs_fcgi_serve(&service, &app);
+}

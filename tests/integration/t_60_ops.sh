@@ -1,0 +1,195 @@
+# What operators see: GET /metrics counting a small burst exactly (handler
+# answers by code, nginx's own sold-out answers, Kafka deliveries, the
+# consumer's orders, the latency histogram), promtool accepting it, the
+# health and readiness endpoints and the edge's probe through a Redis
+# outage, request ids from nginx to the error body and the handler's log,
+# the one log format, and no secret in any log.
+
+origin=$FLASHSALE_ORIGIN_URL
+edge=$FLASHSALE_EDGE_URL
+ops=$FLASHSALE_STATE/ops
+mkdir -p "$ops"
+
+# scrape NAME: GET /metrics into $ops/NAME; prints the status.
+scrape() { curl -s -m 10 -o "$ops/$1" -w '%{http_code}' "$origin/metrics"; }
+# metric NAME SERIES: the series' value in scrape NAME (0 when absent).
+metric() { awk -v s="$2" '$1 == s { v = $2 } END { print v == "" ? 0 : v }' "$ops/$1"; }
+# delta A B SERIES: how much the series grew from scrape A to scrape B.
+delta() { echo $(($(metric "$2" "$3") - $(metric "$1" "$3"))); }
+code_of() { curl -s -o /dev/null -w '%{http_code}' -m 10 "$@"; }
+P='program="flashsale-purchase"'
+answers() { echo "flashsale_http_requests_total{$P,code=\"$1\"}"; }
+nginx_sold_out='flashsale_answers_without_handler_total{by="nginx",answer="sold_out"}'
+handler_sold_out() { echo $(($(delta m1 "$1" "$(answers 410)") + $(delta m1 "$1" "$nginx_sold_out"))); }
+
+# Prometheus (optional part of the stack) scrapes the origin during this
+# file; at the end its API must return what the origin counted.
+prom=http://127.0.0.1:$((FLASHSALE_PORT_BASE + 8))
+check "prometheus: deploy/stack start prometheus (ready)" "$stack" start prometheus
+
+# --- Where /metrics, /healthz and /readyz answer.
+is "$(scrape m0)" 200 "metrics: GET /metrics on the origin answers 200"
+check "metrics: promtool check metrics accepts the text" promtool check metrics <"$ops/m0"
+is "$(code_of -H 'X-Forwarded-For: 203.0.113.9' "$origin/metrics")" 403 \
+    "metrics: refused on the origin for what came through a proxy"
+for p in /metrics /healthz /readyz /readyz/flashsale-order; do
+	is "$(code_of "$edge$p")" 403 "edge refuses $p"
+done
+is "$(http GET /healthz)" '200 {"status":"alive"}' "healthz: nginx answers alive"
+is "$(http GET /readyz)" '200 {"status":"ready"}' "readyz: the purchase handler is ready"
+for prog in purchase order sale signin expire metrics; do
+	is "$(http GET "/healthz/flashsale-$prog")" '200 {"status":"alive"}' "healthz of flashsale-$prog"
+	is "$(http GET "/readyz/flashsale-$prog")" '200 {"status":"ready"}' "readyz of flashsale-$prog"
+done
+status_out=$("$stack" status 2>&1)
+is "$?:$(printf '%s\n' "$status_out" | grep -c '^flashsale-.*processes, ready)$')" "0:6" \
+    "stack status: every handler up and ready"
+
+# --- A small burst, counted exactly: 5 units, one shopper twice, a bad
+# token, a tampered URL, a sale not started, then 3 shoppers too many.
+set -- $(new_sale -5 5)
+sale=$1 item=$2
+path=$(purchase_path "$sale")
+set -- $(new_sale 3600 5)
+later_path=$(purchase_path "$1")
+admin token mint --user "ops$sale" --count 8 >"$ops/tokens"
+tok() { sed -n "${1}p" "$ops/tokens" | cut -d' ' -f2; }
+st() { http POST "$1" "${2:-}" | cut -d' ' -f1; }
+is "$(scrape m1)" 200 "metrics: scrape before the burst"
+is "$(st "$path" "$(tok 1)")" 202 "burst: a shopper buys"
+is "$(st "$path" "$(tok 1)")" 409 "burst: the same shopper again"
+ans=$(http POST "$path" not-a-token)
+is "${ans%% *}" 401 "burst: a bad token"
+rid401=$(json_get "$ans" requestId)
+is "$(st "${path%sig=*}sig=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" "$(tok 2)")" 403 "burst: a tampered URL"
+is "$(st "$later_path" "$(tok 2)")" 425 "burst: a sale not started"
+for i in 2 3 4 5; do st "$path" "$(tok "$i")"; done >"$ops/wins"
+is "$(grep -c '^202$' "$ops/wins")" 4 "burst: four more shoppers buy the last units"
+for i in 6 7 8; do st "$path" "$(tok "$i")"; done >"$ops/losses"
+is "$(grep -c '^410$' "$ops/losses")" 3 "burst: three shoppers find it sold out"
+# nginx writes its ticks within a second (buffer flush=1s): wait for them.
+deadline=$(($(date +%s) + 10))
+until [ "$(scrape m2)" = 200 ] && [ "$(handler_sold_out m2)" = 3 ]; do
+	[ "$(date +%s)" -ge "$deadline" ] && break
+	sleep 0.2
+done
+is "$(delta m1 m2 "$(answers 202)")" 5 "metrics: five 202 counted"
+is "$(delta m1 m2 "$(answers 409)")" 1 "metrics: one 409 counted"
+is "$(delta m1 m2 "$(answers 401)")" 1 "metrics: one 401 counted"
+is "$(delta m1 m2 "$(answers 403)")" 1 "metrics: one 403 counted"
+is "$(delta m1 m2 "$(answers 425)")" 1 "metrics: one 425 counted"
+is "$(handler_sold_out m2)" 3 "metrics: three 410, by the handler or by nginx's marker"
+is "$(delta m1 m2 "flashsale_kafka_deliveries_total{$P,outcome=\"delivered\"}")" 5 \
+    "metrics: five order messages delivered to Kafka"
+handled=$(($(delta m1 m2 "$(answers 202)") + 4 + $(delta m1 m2 "$(answers 410)")))
+is "$(delta m1 m2 "flashsale_http_request_duration_seconds_count{$P}")" "$handled" \
+    "metrics: the latency histogram counts every request the handler answered"
+is "$(delta m1 m2 "flashsale_http_request_duration_seconds_bucket{$P,le=\"+Inf\"}")" "$handled" \
+    "metrics: its +Inf bucket holds them all"
+consumer_caught_up 30
+scrape m3 >/dev/null
+is "$(delta m1 m3 'flashsale_consumer_orders_total{program="flashsale-consumer",result="recorded"}')" 5 \
+    "metrics: the consumer recorded five orders"
+is "$(metric m3 flashsale_consumer_lag_messages)" 0 "metrics: consumer lag 0 at rest"
+is "$(metric m3 flashsale_orders_overdue)" 0 "metrics: no PENDING order past its expiry"
+check "metrics: promtool check metrics accepts the text after the burst" promtool check metrics <"$ops/m3"
+
+# --- Request ids: nginx makes one, the handler answers it, the log has it.
+case $rid401 in
+[0-9a-f]*) is "${#rid401}" 32 "request id: a 401's body carries nginx's 32-hex requestId" ;;
+*) not_ok "request id: a 401's body carries nginx's 32-hex requestId" "$ans" ;;
+esac
+check "request id: the access log names the same id" grep -q "rid=$rid401\$" "$FLASHSALE_STATE/log/nginx-access.log"
+ans=$(http POST "$path" "$(tok 8)")
+case $ans in
+'410 {"error":"SOLD_OUT","message":"This item is sold out.","requestId":"'*'"}') ok "request id: nginx's own sold-out answer carries one too" ;;
+*) not_ok "request id: nginx's own sold-out answer carries one too" "$ans" ;;
+esac
+
+# --- Readiness through a Redis outage: the handler says why, the stack
+# status shows it, the edge's probe takes the origin out and back.
+backend_is() {
+	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null | grep -q "origin.*$1"
+}
+wait_until() { # SECONDS CMD...
+	wu_deadline=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -ge "$wu_deadline" ] && return 1
+		sleep 0.2
+	done
+}
+ready_is() { [ "$(code_of "$origin/readyz/$1")" = "$2" ]; }
+check "edge probe: the origin is healthy" backend_is healthy
+"$stack" stop redis >/dev/null
+ans=$(http GET /readyz/flashsale-order)
+case $ans in
+'503 {"error":"NOT_READY","message":"'*'","detail":"redis: '*'","requestId":"'*) ok "readyz: 503 NOT_READY naming Redis while it is down" ;;
+*) not_ok "readyz: 503 NOT_READY naming Redis while it is down" "$ans" ;;
+esac
+rid=$(json_get "$ans" requestId)
+check "request id: the handler's log line of that request carries it" \
+    grep -q "level=warn prog=flashsale-order pid=[0-9]* req=$rid msg=\"not ready: redis" \
+    "$FLASHSALE_STATE/log/flashsale-order.log"
+status_out=$("$stack" status 2>&1)
+case "$?:$status_out" in
+[1-9]*"flashsale-order"*"NOT READY: redis"*) ok "stack status: non-zero, the handler not ready because of Redis" ;;
+*) not_ok "stack status: non-zero, the handler not ready because of Redis" "$status_out" ;;
+esac
+check "edge probe: the origin turns sick while Redis is down" wait_until 20 backend_is sick
+"$stack" start redis >/dev/null
+check "readyz: ready again once Redis is back" wait_until 20 ready_is flashsale-order 200
+check "edge probe: the origin is healthy again" wait_until 20 backend_is healthy
+scrape m4 >/dev/null
+if [ "$(delta m3 m4 'flashsale_redis_errors_total{program="flashsale-order"}')" -ge 1 ]; then
+	ok "metrics: the outage shows as Redis errors of flashsale-order"
+else
+	not_ok "metrics: the outage shows as Redis errors of flashsale-order"
+fi
+
+# --- One log format, no secret in any log.
+bad=$(cat "$FLASHSALE_STATE"/log/flashsale-*.log |
+	grep -Ev '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) prog=flashsale-[a-z-]+ pid=[0-9]+( req=[0-9a-f]+)? msg=".*"$' |
+	head -n 5)
+is "$bad" "" "logs: every handler line is ts= level= prog= pid= [req=] msg=\"...\""
+{
+	cat "$FLASHSALE_STATE/expire.token"
+	echo
+	echo 'eyJ'
+	for k in "$FLASHSALE_STATE"/keys/*; do
+		od -An -tx1 -v "$k" | tr -d ' \n'
+		echo
+		base64 -w0 "$k" | tr '+/' '-_' | tr -d '='
+		echo
+	done
+} | grep -v '^$' >"$ops/secrets"
+leaks=$(grep -rlF -f "$ops/secrets" "$FLASHSALE_STATE/log" 2>/dev/null)
+is "$leaks" "" "logs: no token, key or expire token in any log"
+
+# --- Prometheus's HTTP API has the counters; the dashboard's queries run.
+# promq QUERY: the value of a one-sample instant query (empty otherwise).
+promq() {
+	curl -s -m 5 --get --data-urlencode "query=$1" "$prom/api/v1/query" |
+		sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p'
+}
+scrape m5 >/dev/null
+want202=$(metric m5 "$(answers 202)")
+want_recorded=$(metric m5 'flashsale_consumer_orders_total{program="flashsale-consumer",result="recorded"}')
+prom_has() {
+	[ "$(promq "sum(flashsale_http_requests_total{$P,code=\"202\"})")" = "$want202" ] &&
+		[ "$(promq 'sum(flashsale_consumer_orders_total{result="recorded"})')" = "$want_recorded" ]
+}
+check "prometheus: its API returns the origin's counts (202: $want202, recorded: $want_recorded)" \
+    wait_until 30 prom_has
+is "$(promq 'up{job="flashsale"}')" 1 "prometheus: the origin target is up"
+is "$(curl -s -m 5 "$prom/api/v1/rules" | grep -o '"name":"Flashsale[A-Za-z]*"' | sort -u | wc -l | tr -d ' ')" 6 \
+    "prometheus: the six alerting rules are loaded"
+failed_q=""
+sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$top_srcdir/deploy/grafana/flashsale.json" |
+	sed 's/\\"/"/g' >"$ops/exprs"
+while IFS= read -r q; do
+	promtool query instant "$prom" "$q" >/dev/null 2>&1 || failed_q="$failed_q
+$q"
+done <"$ops/exprs"
+is "$failed_q" "" "prometheus: every dashboard query runs (promtool query instant)"
+check "prometheus: deploy/stack stop prometheus" "$stack" stop prometheus
