@@ -150,8 +150,8 @@ ready(void *arg, char *why, size_t whylen)
 {
 	struct worker *w = arg;
 
-	if (fs_redis_ping(w->redis) != 0) {
-		snprintf(why, whylen, "redis: %s", w->redis->errstr);
+	if (fs_stock_ping(w->stock) != 0) {
+		snprintf(why, whylen, "redis %s", w->stock->errstr);
 		return -1;
 	}
 	return fs_kafka_producer_ready(w->app->producer, fs_cfg_get(&w->app->cfg, FS_CFG_KAFKA_TOPIC),

@@ -101,8 +101,8 @@ ready(void *arg, char *why, size_t whylen)
 		snprintf(why, whylen, "postgresql: %s", w->pg->errstr);
 		return -1;
 	}
-	if (w->redis != NULL && fs_redis_ping(w->redis) != 0) {
-		snprintf(why, whylen, "redis: %s", w->redis->errstr);
+	if (w->stock != NULL && fs_stock_ping(w->stock) != 0) {
+		snprintf(why, whylen, "redis %s", w->stock->errstr);
 		return -1;
 	}
 	return 0;

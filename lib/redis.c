@@ -247,14 +247,3 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 	set_err(r, "redis eval", "script vanished twice");
 	return NULL;
 }
-
-int
-fs_redis_ping(fs_redis *r)
-{
-	redisReply *reply = fs_redis_command(r, "PING");
-
-	if (reply == NULL)
-		return -1;
-	freeReplyObject(reply);
-	return 0;
-}

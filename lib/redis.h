@@ -52,7 +52,5 @@ redisReply *fs_redis_eval(fs_redis *, int script, int nkeys, int argc, const cha
 redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
 /* Runs one command given as arguments; NULL on failure or error reply. */
 redisReply *fs_redis_argv(fs_redis *, int argc, const char **argv, const size_t *argvlen);
-/* PING: 0 when the server answers, -1 with errstr set. */
-int fs_redis_ping(fs_redis *);
 
 #endif

@@ -98,6 +98,14 @@ cmd_do(fs_stock *s, const char *what, int argc, const char **argv)
 	return 0;
 }
 
+int
+fs_stock_ping(fs_stock *s)
+{
+	const char *argv[] = { "PING" };
+
+	return cmd_do(s, "ping", 1, argv);
+}
+
 /* A reply array of n elements or more; else err set. */
 static int
 is_array(fs_stock *s, const char *what, const redisReply *r, size_t n)

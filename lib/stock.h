@@ -117,6 +117,8 @@ fs_stock *fs_stock_new(const char *addr, const char *datadir, char *err, size_t 
 /* Closes the connection; NULL is fine. */
 void fs_stock_free(fs_stock *);
 const char *fs_stock_strerror(enum fs_stock_err);
+/* PING: 0 when Redis answers, -1 with err set (GET /readyz). */
+int fs_stock_ping(fs_stock *);
 
 enum fs_stock_result fs_stock_reserve(fs_stock *, uint64_t sale, uint64_t item, const char *user,
     const char *order_id, int64_t now_ms, struct fs_stock_hold *out);

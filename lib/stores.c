@@ -32,8 +32,8 @@ fs_stores_ready(struct fs_stores *st, char *why, size_t whylen)
 		snprintf(why, whylen, "postgresql: %s", st->pg->errstr);
 		return -1;
 	}
-	if (fs_redis_ping(st->redis) != 0) {
-		snprintf(why, whylen, "redis: %s", st->redis->errstr);
+	if (fs_stock_ping(st->stock) != 0) {
+		snprintf(why, whylen, "redis %s", st->stock->errstr);
 		return -1;
 	}
 	return 0;
