@@ -26,7 +26,8 @@
 
 struct app {
 	struct fs_cfg cfg;
-	fs_pg *pg; /* NULL without FLASHSALE_PG */
+	const char *dir; /* FLASHSALE_METRICS_DIR, read by lib/metrics too */
+	fs_pg *pg;	 /* NULL without FLASHSALE_PG */
 };
 
 /* Gauges asked of the stores at scrape time; a store that does not answer is up 0. */
@@ -90,7 +91,7 @@ handle(fs_fcgi *fcgi, void *arg)
 		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
 		return;
 	}
-	rc = fs_metrics_write(fs_cfg_get(&app->cfg, FS_CFG_METRICS_DIR), out, err, sizeof(err));
+	rc = fs_metrics_write(app->dir, out, err, sizeof(err));
 	if (rc == 0)
 		write_store_gauges(app, out);
 	if (fclose(out) != 0 || rc != 0 || len > TEXT_MAX) {
@@ -108,8 +109,12 @@ setup(void *arg)
 {
 	struct app *app = arg;
 
-	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_METRICS_DIR)) != 0) {
+	if (fs_cfg_load(&app->cfg, 0) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if ((app->dir = getenv("FLASHSALE_METRICS_DIR")) == NULL || app->dir[0] == '\0') {
+		fs_log_error("FLASHSALE_METRICS_DIR is required: the directory of the counter blocks");
 		return -1;
 	}
 	if (fs_cfg_get(&app->cfg, FS_CFG_PG)[0] != '\0' &&

@@ -56,8 +56,6 @@ static const struct {
 	    "shared secret of the provider's webhook signatures, 16-256 bytes (flashsale-payment)" },
 	[FS_CFG_SHOP_URL] = { "FLASHSALE_SHOP_URL", NULL,
 	    "the shop's public URL, where the provider sends shoppers back (flashsale-payment)" },
-	[FS_CFG_METRICS_DIR] = { "FLASHSALE_METRICS_DIR", "",
-	    "directory of the per-process counter files that GET /metrics sums (empty: not counted)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */

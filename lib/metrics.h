@@ -57,7 +57,8 @@ enum fs_metric {
 
 /*
  * Maps this process's block (program names it; at most 31 characters of
- * [a-z0-9-]). Without FLASHSALE_METRICS_DIR, or when the file cannot be
+ * [a-z0-9-]) in FLASHSALE_METRICS_DIR (read here, like FLASHSALE_LOG_LEVEL
+ * by lib/log: every program counts, whatever it configures). Without it, or when the file cannot be
  * made, counting goes to process memory and this returns -1 (a warning is
  * logged): counting never fails.
  */

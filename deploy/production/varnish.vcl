@@ -15,9 +15,11 @@ import directors;
 import std;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
-# The probe takes an origin out of rotation when its nginx stops answering.
+# The probe takes an origin out of rotation when it is not ready: its
+# nginx, its purchase handler, or that handler's Redis and Kafka
+# (GET /readyz, which the origin answers to its edges only).
 probe origin_alive {
-	.url = "/api/time";
+	.url = "/readyz";
 	.interval = 1s;
 	.timeout = 500ms;
 	.window = 5;
@@ -65,7 +67,7 @@ sub vcl_recv {
 	}
 	# Operator endpoints and the nchan publisher never pass the edge.
 	if (req.url ~ "^/api/flash-sales/admin(/|\?|$)" || req.url ~ "^/pub(/|\?|$)" ||
-	    req.url ~ "^/(metrics|healthz|readyz)(\?|$)") {
+	    req.url ~ "^/(metrics|healthz|readyz)(/|\?|$)") {
 		return (synth(403));
 	}
 

@@ -112,6 +112,7 @@ sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
 	-e "s|listen 127.0.0.1:8086|listen 127.0.0.1:$((base + 11))|" \
 	-e "s|listen 127.0.0.1:8087|listen 127.0.0.1:$((base + 12))|" \
 	-e "s|/run/nginx.pid|$tmp/nginx.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
+	-e "s|/run/flashsale/metrics/|$tmp/|g" \
 	"$top_srcdir/deploy/production/nginx.conf" >"$tmp/nginx.conf"
 mkdir -p "$tmp/nginx"
 check "nginx -t accepts deploy/production/nginx.conf" \
