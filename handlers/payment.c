@@ -237,11 +237,24 @@ teardown(void *arg)
 	sodium_memzero(app->secret, sizeof(app->secret));
 }
 
+/* GET /readyz: PostgreSQL answers. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct app *app = arg;
+
+	if (fs_pg_ping(app->pg) != 0) {
+		snprintf(why, whylen, "postgresql: %s", app->pg->errstr);
+		return -1;
+	}
+	return 0;
+}
+
 int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-payment", setup, teardown, NULL, NULL, handle
+		"flashsale-payment", setup, teardown, NULL, NULL, handle, ready
 	};
 	static struct app app;
 
