@@ -141,5 +141,11 @@ patterns "$top_srcdir/deploy/varnish.vcl" >"$tmp/vcl.local"
 patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
 is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
 	"deploy/production/varnish.vcl has every URL pattern of deploy/varnish.vcl"
+
+# 7. README's "Operating a sale" says what to do for every alert of
+# deploy/prometheus/alerts.yml, and for no other.
+is "$(sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$top_srcdir/deploy/prometheus/alerts.yml" | sort)" \
+	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
+	"README's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]
