@@ -192,10 +192,10 @@ open_stores(struct fs_cfg *cfg, fs_pg **pg, fs_stock **st)
 	if (load_cfg(cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_REDIS)) != 0)
 		return -1;
 	if ((*pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG))) == NULL) {
-		fail("%s", "out of memory or address too long");
+		fail("%s", "out of memory or FLASHSALE_PG too long");
 		return -1;
 	}
-	if ((*st = fs_stock_new(fs_cfg_get(cfg, FS_CFG_REDIS), NULL, err, sizeof(err))) == NULL) {
+	if ((*st = fs_stock_new(cfg, NULL, err, sizeof(err))) == NULL) {
 		fail("%s", err);
 		return -1;
 	}

@@ -184,9 +184,9 @@ setup(void *arg)
 	}
 	/* The first order should not pay for metadata and the producer id. */
 	fs_kafka_producer_warm(app->producer, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC));
-	if ((app->soldout = fs_soldout_new(fs_cfg_get(&app->cfg, FS_CFG_SOLDOUT_DIR),
-		 fs_cfg_get(&app->cfg, FS_CFG_REDIS))) == NULL) {
-		fs_log_error("soldout: cannot start");
+	if ((app->soldout = fs_soldout_new(fs_cfg_get(&app->cfg, FS_CFG_SOLDOUT_DIR), &app->cfg,
+		 err, sizeof(err))) == NULL) {
+		fs_log_error("soldout: %s", err);
 		return -1;
 	}
 	return app->threads;
@@ -202,8 +202,8 @@ worker_new(void *arg)
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
 	w->app = app;
-	if ((w->stock = fs_stock_new(fs_cfg_get(&app->cfg, FS_CFG_REDIS),
-		 fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err, sizeof(err))) == NULL) {
+	if ((w->stock = fs_stock_new(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err,
+		 sizeof(err))) == NULL) {
 		fs_log_error("%s", err);
 		free(w);
 		return NULL;

@@ -359,7 +359,7 @@ worker_new(void *arg)
 		goto fail;
 	}
 	/* Redis only sharpens "sold out"; the documents work without it. */
-	if (*redis != '\0' && (w->stock = fs_stock_new(redis, NULL, err, sizeof(err))) == NULL) {
+	if (*redis != '\0' && (w->stock = fs_stock_new(&app->cfg, NULL, err, sizeof(err))) == NULL) {
 		fs_log_error("%s", err);
 		goto fail;
 	}

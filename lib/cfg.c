@@ -19,7 +19,11 @@ static const struct {
 } cfg_table[FS_CFG__MAX] = {
 	[FS_CFG_REDIS] = { "FLASHSALE_REDIS", NULL,
 	    "Redis address: a unix socket path (starts with /) or host:port" },
-	[FS_CFG_PG] = { "FLASHSALE_PG", NULL, "PostgreSQL libpq connection string" },
+	[FS_CFG_REDIS_USER] = { "FLASHSALE_REDIS_USER", "",
+	    "Redis ACL user to AUTH as (empty: the default user)" },
+	[FS_CFG_REDIS_PASSWORD_FILE] = { "FLASHSALE_REDIS_PASSWORD_FILE", "",
+	    "file holding that user's Redis password, mode 0600 (empty: no AUTH)" },
+	[FS_CFG_PG] = { "FLASHSALE_PG", NULL, "PostgreSQL libpq connection string (the password in a passfile= it names)" },
 	[FS_CFG_KAFKA_BROKERS] = { "FLASHSALE_KAFKA_BROKERS", NULL,
 	    "Kafka bootstrap servers, host:port[,host:port]" },
 	[FS_CFG_KAFKA_TOPIC] = { "FLASHSALE_KAFKA_TOPIC", "flash-sale-orders",

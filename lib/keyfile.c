@@ -75,3 +75,50 @@ fail:
 	sodium_memzero(key, len);
 	return FS_KEYFILE_ERROR;
 }
+
+int
+fs_keyfile_read_secret(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = -1;
+
+	if (outlen < 2) {
+		snprintf(err, errlen, "%s: no room for a secret", path);
+		goto fail;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	if ((st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s: readable by group or others (want mode 0600)", path);
+		goto fail;
+	}
+	if ((n = read_full(fd, (unsigned char *)out, outlen)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((size_t)n == outlen) {
+		snprintf(err, errlen, "%s: longer than %zu bytes", path, outlen - 1);
+		goto fail;
+	}
+	out[n] = '\0';
+	if (n > 0 && out[n - 1] == '\n')
+		out[--n] = '\0';
+	if (n == 0 || memchr(out, '\n', (size_t)n) != NULL || memchr(out, '\0', (size_t)n) != NULL) {
+		snprintf(err, errlen, "%s: want one non-empty line", path);
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	if (fd != -1)
+		close(fd);
+	sodium_memzero(out, outlen);
+	return -1;
+}

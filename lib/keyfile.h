@@ -22,4 +22,13 @@ enum fs_keyfile_status fs_keyfile_read(const char *dir, const char *name,
     void *key, size_t len, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/*
+ * Reads a secret of up to outlen - 1 bytes from the file at path (one line;
+ * a final newline is dropped) into out, NUL-terminated. The file must be a
+ * regular file that neither its group nor others may read (0600 or
+ * stricter). 0, or -1 with err saying why (never the secret) and out wiped.
+ */
+int fs_keyfile_read_secret(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -49,8 +50,23 @@ fs_push_new(const char *base, char *err, size_t errlen)
 	p->fd = -1;
 	if (*base == '\0')
 		return p;
+	if (strncmp(base, "unix:", 5) == 0) {
+		const char *sock = base + 5;
+
+		if (*sock != '/' || (colon = strchr(sock, ':')) == NULL || colon[1] != '/' ||
+		    (size_t)(colon - sock) >= sizeof(p->sock)) {
+			snprintf(err, errlen, "push URL: want unix:/SOCKET:/PATH (socket path under %zu bytes)",
+			    sizeof(p->sock));
+			goto fail;
+		}
+		memcpy(p->sock, sock, (size_t)(colon - sock));
+		p->sock[colon - sock] = '\0';
+		strcpy(p->host, "localhost");
+		slash = colon + 1;
+		goto path;
+	}
 	if (strncmp(base, "http://", 7) != 0) {
-		snprintf(err, errlen, "push URL must start with http://");
+		snprintf(err, errlen, "push URL must start with http:// or unix:");
 		goto fail;
 	}
 	host = base + 7;
@@ -74,14 +90,6 @@ fs_push_new(const char *base, char *err, size_t errlen)
 	}
 	p->port = (int)port;
 	slash = end;
-	if (strlen(slash) >= sizeof(p->path)) {
-		snprintf(err, errlen, "push URL path too long");
-		goto fail;
-	}
-	strcpy(p->path, slash);
-	/* "/pub/" and "/pub" name the same place. */
-	while (p->path[0] != '\0' && p->path[strlen(p->path) - 1] == '/')
-		p->path[strlen(p->path) - 1] = '\0';
 	{
 		struct in_addr a;
 
@@ -90,6 +98,15 @@ fs_push_new(const char *base, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+path:
+	if (strlen(slash) >= sizeof(p->path)) {
+		snprintf(err, errlen, "push URL path too long");
+		goto fail;
+	}
+	strcpy(p->path, slash);
+	/* "/pub/" and "/pub" name the same place. */
+	while (p->path[0] != '\0' && p->path[strlen(p->path) - 1] == '/')
+		p->path[strlen(p->path) - 1] = '\0';
 	if ((p->out = malloc(OUT_MAX)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -135,29 +152,42 @@ wait_fd(int fd, short events)
 static int
 connect_now(fs_push *p)
 {
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(int);
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_un un;
+	} addr;
+	socklen_t addrlen, len = sizeof(int);
 	int one = 1, soerr = 0;
 
 	if (p->fd >= 0)
 		return 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)p->port);
-	inet_pton(AF_INET, p->host, &sa.sin_addr);
-	if ((p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+	memset(&addr, 0, sizeof(addr));
+	if (p->sock[0] != '\0') {
+		addr.un.sun_family = AF_UNIX;
+		memcpy(addr.un.sun_path, p->sock, strlen(p->sock) + 1);
+		addrlen = sizeof(addr.un);
+	} else {
+		addr.in.sin_family = AF_INET;
+		addr.in.sin_port = htons((uint16_t)p->port);
+		inet_pton(AF_INET, p->host, &addr.in.sin_addr);
+		addrlen = sizeof(addr.in);
+	}
+	if ((p->fd = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
 		set_err(p, "push socket: %s", strerror(errno));
 		return -1;
 	}
-	setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		if (errno != EINPROGRESS || wait_fd(p->fd, POLLOUT) != 0 ||
-		    getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0) {
-			set_err(p, "push connect %s:%d: %s", p->host, p->port,
-			    soerr != 0 ? strerror(soerr) : "timed out");
-			drop(p);
-			return -1;
-		}
+	if (p->sock[0] == '\0')
+		setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(p->fd, &addr.sa, addrlen) != 0) {
+		soerr = errno;
+		if (soerr == EINPROGRESS && wait_fd(p->fd, POLLOUT) == 0 &&
+		    getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0)
+			return 0;
+		set_err(p, "push connect %s: %s", p->sock[0] != '\0' ? p->sock : p->host,
+		    soerr != 0 && soerr != EINPROGRESS ? strerror(soerr) : "timed out");
+		drop(p);
+		return -1;
 	}
 	return 0;
 }
@@ -304,9 +334,9 @@ render(fs_push *p, const struct fs_push_msg *m, char *out, size_t outlen)
 		return 0;
 	}
 	n = snprintf(out, outlen,
-	    "POST %s/%s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+	    "POST %s/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n\r\n%.*s",
-	    p->path, m->channel, p->host, p->port, m->len, (int)m->len, m->body);
+	    p->path, m->channel, p->host, m->len, (int)m->len, m->body);
 	if (n < 0 || (size_t)n >= outlen) {
 		set_err(p, "push: request too big");
 		return 0;

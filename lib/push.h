@@ -1,7 +1,7 @@
 /*
  * Push driver: publishes a small JSON document to an nchan publisher
- * location, <base URL>/<channel>, with HTTP/1.1 POST over a loopback TCP
- * connection that is kept alive between messages. Every wait is bounded;
+ * location, <base URL>/<channel>, with HTTP/1.1 POST over a unix socket
+ * (or a loopback TCP connection) that is kept alive between messages. Every wait is bounded;
  * a failure costs a message, never the caller: the shopper's page can
  * always ask for the order's status.
  */
@@ -28,6 +28,7 @@ struct fs_push_msg {
 typedef struct fs_push {
 	char host[64];
 	int port;
+	char sock[108];	/* a unix socket path, or "" for TCP to host:port */
 	char path[FS_PUSH_URL_MAX];
 	int fd;		/* the kept-alive connection, or -1 */
 	int enabled;	/* 0: an empty base URL, publishing does nothing */
@@ -39,8 +40,9 @@ typedef struct fs_push {
 } fs_push;
 
 /*
- * base: "http://HOST:PORT/PATH" with a numeric IPv4 host (loopback), or ""
- * to publish nothing. NULL when the URL is malformed or too long (errstr
+ * base: "unix:SOCKET:/PATH" (SOCKET an absolute path without ':'),
+ * "http://HOST:PORT/PATH" with a numeric IPv4 host (loopback), or "" to
+ * publish nothing. NULL when the URL is malformed or too long (errstr
  * of the caller's choosing: err, errlen).
  */
 fs_push *fs_push_new(const char *base, char *err, size_t errlen);

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "keyfile.h"
 #include "metrics.h"
 #include "redis.h"
 
@@ -22,15 +25,41 @@ set_err(fs_redis *r, const char *what, const char *detail)
 }
 
 fs_redis *
-fs_redis_new(const char *addr)
+fs_redis_new(const char *addr, const char *user, const char *password)
 {
 	fs_redis *r;
 
-	if (strlen(addr) >= sizeof(((fs_redis *)0)->addr))
+	user = user != NULL ? user : "";
+	password = password != NULL ? password : "";
+	if (strlen(addr) >= sizeof(r->addr) || strlen(user) >= sizeof(r->user) ||
+	    strlen(password) >= sizeof(r->password))
 		return NULL;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
 	strcpy(r->addr, addr);
+	strcpy(r->user, user);
+	strcpy(r->password, password);
+	return r;
+}
+
+fs_redis *
+fs_redis_open(const struct fs_cfg *cfg, char *err, size_t errlen)
+{
+	const char *file = fs_cfg_get(cfg, FS_CFG_REDIS_PASSWORD_FILE);
+	char password[FS_REDIS_PASSWORD_MAX] = "";
+	fs_redis *r;
+
+	if (*file != '\0' &&
+	    fs_keyfile_read_secret(file, password, sizeof(password), err, errlen) != 0)
+		return NULL;
+	if (*file == '\0' && *fs_cfg_get(cfg, FS_CFG_REDIS_USER) != '\0') {
+		snprintf(err, errlen, "FLASHSALE_REDIS_USER is set without FLASHSALE_REDIS_PASSWORD_FILE");
+		return NULL;
+	}
+	r = fs_redis_new(fs_cfg_get(cfg, FS_CFG_REDIS), fs_cfg_get(cfg, FS_CFG_REDIS_USER), password);
+	sodium_memzero(password, sizeof(password));
+	if (r == NULL)
+		snprintf(err, errlen, "redis: out of memory, or FLASHSALE_REDIS(_USER) too long");
 	return r;
 }
 
@@ -42,6 +71,7 @@ fs_redis_free(fs_redis *r)
 	fs_redis_reset(r);
 	for (int i = 0; i < r->nscripts; i++)
 		free(r->script[i].body);
+	sodium_memzero(r->password, sizeof(r->password));
 	free(r);
 }
 
@@ -66,9 +96,38 @@ went_away(redisContext *c)
 	return poll(&pfd, 1, 0) != 0;
 }
 
-redisContext *
-fs_redis_dial(const char *addr, char *err, size_t errlen)
+/*
+ * AUTH [user] password on a new connection. Redis's refusal names neither
+ * (WRONGPASS ...); neither do we.
+ */
+static int
+authenticate(const fs_redis *like, redisContext *c, char *err, size_t errlen)
 {
+	const char *argv[3] = { "AUTH" };
+	int argc = 1;
+	redisReply *reply;
+	int rc = -1;
+
+	if (like->password[0] == '\0')
+		return 0;
+	if (like->user[0] != '\0')
+		argv[argc++] = like->user;
+	argv[argc++] = like->password;
+	if ((reply = redisCommandArgv(c, argc, argv, NULL)) == NULL)
+		snprintf(err, errlen, "redis AUTH: %s", c->errstr);
+	else if (reply->type == REDIS_REPLY_ERROR)
+		snprintf(err, errlen, "redis AUTH as %s: %s",
+		    like->user[0] != '\0' ? like->user : "default", reply->str);
+	else
+		rc = 0;
+	freeReplyObject(reply);
+	return rc;
+}
+
+redisContext *
+fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
+{
+	const char *addr = like->addr;
 	char host[256];
 	const char *colon;
 	redisContext *c;
@@ -94,6 +153,10 @@ fs_redis_dial(const char *addr, char *err, size_t errlen)
 		return NULL;
 	}
 	redisSetTimeout(c, redis_timeout);
+	if (authenticate(like, c, err, errlen) != 0) {
+		redisFree(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -105,7 +168,7 @@ connect_now(fs_redis *r)
 	if (r->ctx != NULL)
 		fs_metrics_count(FS_M_REDIS_RECONNECTS);
 	fs_redis_reset(r);
-	if ((r->ctx = fs_redis_dial(r->addr, r->errstr, sizeof(r->errstr))) == NULL) {
+	if ((r->ctx = fs_redis_dial(r, r->errstr, sizeof(r->errstr))) == NULL) {
 		r->err = 1;
 		fs_metrics_count(FS_M_REDIS_ERRORS);
 		return -1;

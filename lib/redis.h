@@ -1,6 +1,7 @@
 /*
- * Redis driver: one connection that reconnects by itself, and Lua scripts
- * loaded from files and run by EVALSHA with a NOSCRIPT fallback.
+ * Redis driver: one connection that reconnects by itself, authenticates as
+ * an ACL user on every (re)connection, and Lua scripts loaded from files
+ * and run by EVALSHA with a NOSCRIPT fallback.
  */
 #ifndef FS_REDIS_H
 #define FS_REDIS_H
@@ -9,14 +10,20 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cfg.h"
+
 /* How long a command may wait for its answer before it fails. */
 #define FS_REDIS_TIMEOUT_MS 1000
 #define FS_REDIS_SCRIPTS_MAX 4
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)
+#define FS_REDIS_USER_MAX 64      /* bytes in an ACL user name, with the NUL */
+#define FS_REDIS_PASSWORD_MAX 256 /* bytes in its password, with the NUL */
 
 typedef struct fs_redis {
 	redisContext *ctx;
 	char addr[256];
+	char user[FS_REDIS_USER_MAX];         /* empty: AUTH with the password only */
+	char password[FS_REDIS_PASSWORD_MAX]; /* empty: no AUTH */
 	struct {
 		char *body;
 		char sha[41];
@@ -26,15 +33,25 @@ typedef struct fs_redis {
 	char errstr[128];
 } fs_redis;
 
-/* addr: a unix socket path (starts with '/') or host:port. Connects lazily. */
-fs_redis *fs_redis_new(const char *addr);
+/*
+ * addr: a unix socket path (starts with '/') or host:port. user and
+ * password (either may be NULL or empty) are sent with AUTH after every
+ * connect. Connects lazily. NULL when out of memory or a value is too long.
+ */
+fs_redis *fs_redis_new(const char *addr, const char *user, const char *password);
+/*
+ * fs_redis_new from FLASHSALE_REDIS, FLASHSALE_REDIS_USER and the password
+ * in FLASHSALE_REDIS_PASSWORD_FILE. NULL with err set (never the secret).
+ */
+fs_redis *fs_redis_open(const struct fs_cfg *, char *err, size_t errlen);
+/* Closes the connection and wipes the password. */
 void fs_redis_free(fs_redis *);
 /*
- * A new hiredis connection to addr (as fs_redis_new takes it) with the
- * driver's timeouts, for a caller that needs a context of its own (a
- * subscriber); NULL with err set. Free it with redisFree.
+ * A new hiredis connection to like's server, authenticated as like's user,
+ * with the driver's timeouts, for a caller that needs a context of its own
+ * (a subscriber); NULL with err set. Free it with redisFree.
  */
-redisContext *fs_redis_dial(const char *addr, char *err, size_t errlen);
+redisContext *fs_redis_dial(const fs_redis *like, char *err, size_t errlen);
 /* Drops the connection; the next command reconnects. */
 void fs_redis_reset(fs_redis *);
 /*

@@ -45,7 +45,7 @@ struct fs_soldout {
 	int full_logged;
 	atomic_uint gen[GEN_STRIPES]; /* bumped by every restock of an item of the stripe */
 	char dir[512];
-	char redis_addr[256];
+	fs_redis *redis; /* never used for commands: where and as whom to subscribe */
 	pthread_t listener;
 	int listening;
 	atomic_int stop;
@@ -270,7 +270,7 @@ listen_restocks(void *arg)
 
 	while (!atomic_load(&s->stop)) {
 		sweep_due(s, &swept_ms);
-		if ((s->sub = fs_redis_dial(s->redis_addr, err, sizeof(err))) == NULL) {
+		if ((s->sub = fs_redis_dial(s->redis, err, sizeof(err))) == NULL) {
 			usleep(200000); /* Redis is down: retry soon, it is a pause not a wait. */
 			continue;
 		}
@@ -336,14 +336,20 @@ fs_soldout_new_offline(const char *marker_dir)
 }
 
 fs_soldout *
-fs_soldout_new(const char *marker_dir, const char *redis_addr)
+fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err, size_t errlen)
 {
 	fs_soldout *s;
 
-	if (strlen(redis_addr) >= sizeof(s->redis_addr) || (s = table_new(marker_dir)) == NULL)
+	if ((s = table_new(marker_dir)) == NULL) {
+		snprintf(err, errlen, "out of memory, or FLASHSALE_SOLDOUT_DIR too long");
 		return NULL;
-	strcpy(s->redis_addr, redis_addr);
+	}
+	if ((s->redis = fs_redis_open(cfg, err, errlen)) == NULL) {
+		fs_soldout_free(s);
+		return NULL;
+	}
 	if (pthread_create(&s->listener, NULL, listen_restocks, s) != 0) {
+		snprintf(err, errlen, "cannot start the restock listener");
 		fs_soldout_free(s);
 		return NULL;
 	}
@@ -360,6 +366,7 @@ fs_soldout_free(fs_soldout *s)
 	if (s->listening)
 		pthread_join(s->listener, NULL);
 	pthread_rwlock_destroy(&s->lock);
+	fs_redis_free(s->redis);
 	free(s->tab);
 	free(s);
 }

@@ -11,16 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfg.h"
+
 /* Most sold-out items of live sales remembered; more go to Redis each time. */
 #define FS_SOLDOUT_MAX (1 << 20)
 
 typedef struct fs_soldout fs_soldout;
 
 /*
- * marker_dir may be empty (no marker files). redis_addr is where fs:restock
- * is published; the listener runs on its own connection and reconnects.
+ * marker_dir may be empty (no marker files). The Redis of cfg (address and
+ * credentials) is where fs:restock is published; the listener runs on its
+ * own connection and reconnects. NULL with err set.
  */
-fs_soldout *fs_soldout_new(const char *marker_dir, const char *redis_addr);
+fs_soldout *fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err,
+    size_t errlen);
 /* The same without the listener (tests, tools): nothing clears it by itself. */
 fs_soldout *fs_soldout_new_offline(const char *marker_dir);
 /* Stops the listener and frees. */

@@ -131,7 +131,7 @@ is_scan(fs_stock *s, const char *what, const redisReply *r, char cursor[32])
 }
 
 fs_stock *
-fs_stock_new(const char *addr, const char *datadir, char *err, size_t errlen)
+fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t errlen)
 {
 	char path[1024];
 	fs_stock *s;
@@ -141,10 +141,8 @@ fs_stock_new(const char *addr, const char *datadir, char *err, size_t errlen)
 		return NULL;
 	}
 	s->reserve = s->release = -1;
-	if ((s->redis = fs_redis_new(addr)) == NULL) {
-		snprintf(err, errlen, "stock: out of memory, or the Redis address is too long");
+	if ((s->redis = fs_redis_open(cfg, err, errlen)) == NULL)
 		goto fail;
-	}
 	if (datadir == NULL)
 		return s;
 	snprintf(path, sizeof(path), "%s/lua/reserve.lua", datadir);

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfg.h"
 #include "uuid.h"
 
 #define FS_STOCK_USER_MAX	64	/* bytes in a shopper id of a hold record */
@@ -109,11 +110,12 @@ typedef struct fs_stock {
 } fs_stock;
 
 /*
- * A stock on the Redis at addr (a unix socket path or host:port), with the
- * scripts of datadir/lua loaded; datadir NULL for a reader that never
- * reserves or releases. NULL with err written when it cannot be made.
+ * A stock on the Redis of cfg (FLASHSALE_REDIS, as the user and password
+ * of FLASHSALE_REDIS_USER/_PASSWORD_FILE), with the scripts of datadir/lua
+ * loaded; datadir NULL for a reader that never reserves or releases. NULL
+ * with err written when it cannot be made.
  */
-fs_stock *fs_stock_new(const char *addr, const char *datadir, char *err, size_t errlen);
+fs_stock *fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t errlen);
 /* Closes the connection; NULL is fine. */
 void fs_stock_free(fs_stock *);
 const char *fs_stock_strerror(enum fs_stock_err);

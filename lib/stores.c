@@ -15,8 +15,7 @@ fs_stores_open(struct fs_stores *st, const struct fs_cfg *cfg, char *err, size_t
 		snprintf(err, errlen, "out of memory, or FLASHSALE_PG too long");
 		return -1;
 	}
-	if ((st->stock = fs_stock_new(fs_cfg_get(cfg, FS_CFG_REDIS), fs_cfg_get(cfg, FS_CFG_DATADIR),
-		 err, errlen)) == NULL)
+	if ((st->stock = fs_stock_new(cfg, fs_cfg_get(cfg, FS_CFG_DATADIR), err, errlen)) == NULL)
 		return -1;
 	if ((st->push = fs_push_new(fs_cfg_get(cfg, FS_CFG_NCHAN_PUB), why, sizeof(why))) == NULL) {
 		snprintf(err, errlen, "FLASHSALE_NCHAN_PUB: %s", why);

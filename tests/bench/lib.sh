@@ -150,6 +150,13 @@ bench_cleanup() {
 	exit "$rc"
 }
 
+# redis-cli as the stack's operator user (deploy/stack env): the password
+# goes through the environment, not the command line.
+redis_cli() {
+	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
+		--user "$FLASHSALE_REDIS_USER" -s "$FLASHSALE_REDIS" "$@"
+}
+
 # --- FastCGI programs of our own under spawn-fcgi ---------------------------
 
 # bench_spawn NAME PROCS PROGRAM: PROCS processes on $RUN/NAME.sock, their

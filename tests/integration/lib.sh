@@ -43,7 +43,15 @@ admin() { "$FLASHSALE_BINDIR/flashsale-admin" "$@"; }
 
 psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$FLASHSALE_PG" -c "$1"; }
 
-redis() { redis-cli -s "$FLASHSALE_REDIS" "$@"; }
+# redis-cli as the operator (the stack's admin ACL user), or as USER with
+# PASSWORD_FILE: redis_as USER PASSWORD_FILE ARGS...
+redis_as() {
+	ra_user=$1 ra_file=$2
+	shift 2
+	REDISCLI_AUTH=$(cat "$ra_file") redis-cli --no-auth-warning --user "$ra_user" \
+		-s "$FLASHSALE_REDIS" "$@"
+}
+redis() { redis_as "$FLASHSALE_REDIS_USER" "$FLASHSALE_REDIS_PASSWORD_FILE" "$@"; }
 
 # A new sale from a template's items, starting S seconds from now (may be
 # negative), with N units of one item. Prints "SALE ITEM".

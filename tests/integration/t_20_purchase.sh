@@ -139,10 +139,11 @@ while [ "$(date +%s)" -le "$deadline" ]; do
 	[ "$answered_by" = nginx ] && break
 done
 is "$answered_by" "nginx" "after the sell-out nginx answers 410 itself"
-# Every command's call count but INFO's own and PING (the edge probes the
-# origin's /readyz every second, which PINGs Redis), one "name calls" line each.
+# Every command's call count but INFO's own, PING (the edge probes the
+# origin's /readyz every second, which PINGs Redis) and AUTH (the probes'
+# and redis-cli's connections), one "name calls" line each.
 redis_calls() {
-	redis INFO commandstats | tr -d '\r' | grep -v '^cmdstat_info:\|^cmdstat_ping:' |
+	redis INFO commandstats | tr -d '\r' | grep -v '^cmdstat_\(info\|ping\|auth\):' |
 		sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/\1 \2/p'
 }
 # The consumer confirms recorded orders in Redis: let it finish first.

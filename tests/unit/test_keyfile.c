@@ -1,4 +1,4 @@
-/* Unit test of lib/keyfile: exact-size raw key files. */
+/* Unit test of lib/keyfile: exact-size raw key files and one-line secrets. */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -76,6 +76,36 @@ main(void)
 	check(fs_keyfile_read("/dev/null/x", "k", key, sizeof(key), err,
 	    sizeof(err)) == FS_KEYFILE_ERROR,
 	    "a directory that is not one is an error");
+
+	/* One-line secrets (passwords): mode 0600, one line, bounded. */
+	{
+		char secret[16];
+
+		check(write_file(path, "s3cret\n", 7) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == 0 &&
+		    strcmp(secret, "s3cret") == 0, "a secret's final newline is dropped");
+		check(write_file(path, "s3cret", 6) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == 0 &&
+		    strcmp(secret, "s3cret") == 0, "a secret without a newline is read");
+		check(chmod(path, 0640) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == -1 &&
+		    strstr(err, "0600") != NULL && strstr(err, "s3cret") == NULL &&
+		    all_zero((unsigned char *)secret, sizeof(secret)),
+		    "a group-readable secret is refused, without naming it");
+		unlink(path);
+		check(write_file(path, "0123456789abcdef", 16) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == -1 &&
+		    strstr(err, "longer than 15") != NULL, "an overlong secret is refused");
+		check(write_file(path, "a\nb\n", 4) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == -1,
+		    "two lines are refused");
+		check(write_file(path, "\n", 1) == 0 &&
+		    fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == -1,
+		    "an empty secret is refused");
+		unlink(path);
+		check(fs_keyfile_read_secret(path, secret, sizeof(secret), err, sizeof(err)) == -1,
+		    "a missing secret file is an error");
+	}
 	rmdir(dir);
 	return failures == 0 ? 0 : 1;
 }

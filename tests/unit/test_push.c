@@ -1,5 +1,6 @@
 /*
- * Unit test of lib/push against a fake publisher forked on a loopback port:
+ * Unit test of lib/push against a fake publisher forked on a loopback port
+ * (and one on a unix socket):
  * URL checks, pipelining on one kept-alive connection, servers that close,
  * fail, stay silent or drop an idle connection, and bounded input.
  */
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +135,27 @@ start(enum mode mode, char url[64])
 	return pid;
 }
 
+/* The same fake publisher on a unix socket; writes its "unix:" base URL. */
+static pid_t
+start_unix(enum mode mode, char url[128])
+{
+	struct sockaddr_un sa;
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.sock", log_path);
+	unlink(sa.sun_path);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 16) != 0)
+		abort();
+	snprintf(url, 128, "unix:%s:/pub/", sa.sun_path);
+	if ((pid = fork()) == 0)
+		server(lfd, mode);
+	close(lfd);
+	return pid;
+}
+
 static void
 stop(pid_t pid)
 {
@@ -190,6 +213,10 @@ test_urls(void)
 	    "refuses port 99999");
 	check(fs_push_new("http://localhost:80/pub", err, sizeof(err)) == NULL,
 	    "refuses a host name");
+	check(fs_push_new("unix:relative.sock:/pub", err, sizeof(err)) == NULL,
+	    "refuses a relative socket path");
+	check(fs_push_new("unix:/run/x.sock", err, sizeof(err)) == NULL,
+	    "refuses a socket without a URL path");
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, "http://127.0.0.1:80/", 20);
@@ -294,6 +321,39 @@ test_servers(void)
 	fs_push_free(p);
 }
 
+/* The publisher on a unix socket: same requests, no TCP port at all. */
+static void
+test_unix(void)
+{
+	char url[128], err[128], line[4096] = "";
+	fs_push *p;
+	pid_t pid = start_unix(MODE_KEEP, url);
+	int conns;
+	FILE *fp;
+
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && p->sock[0] == '/', "a unix: URL names the socket");
+	check(p != NULL && fs_push_publish(p, "abc", "{\"s\":1}", 7) == 0 &&
+		fs_push_publish(p, "def", "{}", 2) == 0,
+	    "two messages published over the unix socket");
+	check(logged(&conns) == 2 && conns == 1, "on one kept-alive connection");
+	if ((fp = fopen(log_path, "r")) != NULL) {
+		if (fgets(line, sizeof(line), fp) == NULL)
+			line[0] = '\0';
+		fclose(fp);
+	}
+	check(strcmp(line, "1 POST /pub/abc HTTP/1.1|{\"s\":1}\n") == 0,
+	    "POST <path>/<channel> with its body");
+	fs_push_free(p);
+	stop(pid);
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && fs_push_publish(p, "abc", "{}", 2) == -1,
+	    "no server on the socket: a failure, at once");
+	fs_push_free(p);
+	snprintf(line, sizeof(line), "%s.sock", log_path);
+	unlink(line);
+}
+
 int
 main(void)
 {
@@ -302,6 +362,7 @@ main(void)
 	test_urls();
 	test_pipelining();
 	test_servers();
+	test_unix();
 	unlink(log_path);
 	return failures == 0 ? 0 : 1;
 }
