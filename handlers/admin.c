@@ -35,7 +35,11 @@ static const char usage[] =
     "usage: flashsale-admin COMMAND ...\n"
     "  keys generate DIR                 new Ed25519 + HS256 token keys and URL key (mode 0600)\n"
     "  sale create FILE.json             insert a sale and its items; prints their ids\n"
-    "  sale warm SALE_ID [--force]       load units left (and, with --force, holds) into Redis\n"
+    "  sale warm SALE_ID [--force] [--ignore-lag]\n"
+    "                                    load units left and live holds into Redis, atomically\n"
+    "                                    against purchases; refuses a sale with holds (unless\n"
+    "                                    --force) or with orders on their way on the topic\n"
+    "                                    (unless --ignore-lag: use reconcile --repair)\n"
     "  sale show SALE_ID                 PostgreSQL and Redis figures per item\n"
     "  sale urls SALE_ID                 signed purchase path of every item\n"
     "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
@@ -43,9 +47,12 @@ static const char usage[] =
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1)\n"
     "  config                            the environment variables and their defaults\n"
-    "  reconcile SALE_ID|--all [--check] invariants 1-5 of DESIGN.md, PostgreSQL against Redis,\n"
+    "  reconcile SALE_ID|--all [--check|--repair]\n"
+    "                                    invariants 1-5 of DESIGN.md, PostgreSQL against Redis,\n"
     "                                    and the payment rules over every order;\n"
-    "                                    prints every violation (--check: exit 1 on any)\n";
+    "                                    prints every violation (--check: exit 1 on any);\n"
+    "                                    --repair first rebuilds Redis from PostgreSQL and the\n"
+    "                                    orders still on the topic (after a Redis crash)\n";
 
 /* Says what went wrong on standard error; returns the exit status 1. */
 int
@@ -202,26 +209,141 @@ open_stores(struct fs_cfg *cfg, fs_pg **pg, fs_stock **st)
 	return 0;
 }
 
-static int
-cmd_sale_warm(uint64_t sale, int force)
+/*
+ * How long after a reservation its purchase may still be putting the order
+ * on the topic: the producer's delivery timeout, and a second to spare.
+ */
+static int64_t
+inflight_ms(const struct fs_cfg *cfg)
 {
+	long timeout = fs_cfg_long(cfg, FS_CFG_KAFKA_TIMEOUT_MS);
+
+	return (timeout > 0 ? timeout : 3000) + 1000;
+}
+
+/* The orders on their way of one sale (0: all); 0, or -1 said. */
+static int
+on_their_way(const struct fs_cfg *cfg, uint64_t sale, struct fs_order **orders, size_t *n)
+{
+	char err[512];
+
+	if (*fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS) == '\0') {
+		fail("%s", "FLASHSALE_KAFKA_BROKERS is not set: the order topic tells which orders are "
+			   "on their way (sale warm --ignore-lag goes without)");
+		return -1;
+	}
+	if (fs_orders_on_their_way(fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(cfg, FS_CFG_KAFKA_TOPIC), sale, 30000, orders, n, err, sizeof(err)) != 0) {
+		fail("order topic: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+print_warm(uint64_t sale, const char *what, const struct fs_sales_warm_report *rep)
+{
+	printf("sale %" PRIu64 ": %s (%ld live holds, %ld on their way, %ld dropped, %ld units short, "
+	       "%d attempts)\n",
+	    sale, what, rep->live, rep->pending, rep->dropped, rep->short_units, rep->attempts);
+}
+
+/* sale warm SALE [--force] [--ignore-lag] */
+static int
+cmd_sale_warm(uint64_t sale, int argc, char **argv)
+{
+	struct fs_sales_warm_opts opts;
+	struct fs_sales_warm_report rep;
+	struct fs_order *pending = NULL;
 	struct fs_cfg cfg;
 	fs_pg *pg = NULL;
 	fs_stock *r = NULL;
 	char err[512];
 	int rc = 1;
 
+	memset(&opts, 0, sizeof(opts));
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--force") == 0)
+			opts.force = 1;
+		else if (strcmp(argv[i], "--ignore-lag") == 0)
+			opts.ignore_pending = 1;
+		else
+			return fail("%s", "usage: sale warm SALE_ID [--force] [--ignore-lag]");
+	}
 	if (open_stores(&cfg, &pg, &r) != 0)
 		goto out;
-	if (fs_sales_warm(pg, r, sale, force, err, sizeof(err)) != 0) {
+	opts.inflight_ms = inflight_ms(&cfg);
+	if (!opts.ignore_pending && on_their_way(&cfg, sale, &pending, &opts.npending) != 0)
+		goto out;
+	opts.pending = pending;
+	if (fs_sales_warm(pg, r, sale, &opts, &rep, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
 	}
-	printf("sale %" PRIu64 " loaded into Redis\n", sale);
+	print_warm(sale, "loaded into Redis", &rep);
 	rc = 0;
 out:
+	free(pending);
 	fs_pg_free(pg);
 	fs_stock_free(r);
+	return rc;
+}
+
+static int
+cmp_order_sale(const void *a, const void *b)
+{
+	uint64_t x = ((const struct fs_order *)a)->sale, y = ((const struct fs_order *)b)->sale;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Rebuilds each sale in Redis from PostgreSQL and the orders on their way.
+ * A Redis that started moments ago may miss holds of purchases still
+ * putting their orders on the topic: wait until those are there.
+ */
+static int
+repair(const struct fs_cfg *cfg, fs_pg *pg, fs_stock *r, const uint64_t *sales, int n)
+{
+	struct fs_sales_warm_opts opts;
+	struct fs_sales_warm_report rep;
+	struct fs_order *pending = NULL;
+	size_t npending = 0, at = 0;
+	char err[512];
+	long up;
+	int rc = -1;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.repair = 1;
+	opts.inflight_ms = inflight_ms(cfg);
+	while ((up = fs_stock_server_uptime(r)) >= 0 && up * 1000 < opts.inflight_ms) {
+		printf("Redis started %lds ago: waiting for the purchases it may have missed\n", up);
+		fflush(stdout);
+		usleep(250000);
+	}
+	if (up < 0) {
+		fail("redis: %s", r->errstr);
+		return -1;
+	}
+	if (on_their_way(cfg, n == 1 ? sales[0] : 0, &pending, &npending) != 0)
+		return -1;
+	qsort(pending, npending, sizeof(*pending), cmp_order_sale);
+	for (int i = 0; i < n; i++) {
+		while (at < npending && pending[at].sale < sales[i])
+			at++;
+		opts.pending = pending + at;
+		for (opts.npending = 0; at + opts.npending < npending &&
+		     pending[at + opts.npending].sale == sales[i];)
+			opts.npending++;
+		if (fs_sales_warm(pg, r, sales[i], &opts, &rep, err, sizeof(err)) != 0) {
+			fail("sale %" PRIu64 ": %s", sales[i], err);
+			goto out;
+		}
+		print_warm(sales[i], "repaired", &rep);
+	}
+	rc = 0;
+out:
+	free(pending);
 	return rc;
 }
 
@@ -437,9 +559,10 @@ cmd_reconcile(int argc, char **argv)
 	char err[512];
 	int n = 0, check = argc == 2 && strcmp(argv[1], "--check") == 0, rc = 1, bad = 0;
 	size_t npay = 0;
+	int fix = argc == 2 && strcmp(argv[1], "--repair") == 0;
 
-	if (argc < 1 || argc > 2 || (argc == 2 && !check))
-		return fail("%s", "usage: reconcile SALE_ID|--all [--check]");
+	if (argc < 1 || argc > 2 || (argc == 2 && !check && !fix))
+		return fail("%s", "usage: reconcile SALE_ID|--all [--check|--repair]");
 	if ((sales = calloc(FS_SALES_ITEMS_MAX * 100, sizeof(*sales))) == NULL)
 		return fail("%s", "out of memory");
 	if (strcmp(argv[0], "--all") != 0) {
@@ -455,6 +578,8 @@ cmd_reconcile(int argc, char **argv)
 		fail("%s", err);
 		goto out;
 	}
+	if (fix && repair(&cfg, pg, r, sales, n) != 0)
+		goto out;
 	for (int i = 0; i < n; i++) {
 		int v = fs_reconcile_sale(pg, r, sales[i], print_violation, NULL, &sum, err, sizeof(err));
 
@@ -478,7 +603,7 @@ cmd_reconcile(int argc, char **argv)
 	fs_metrics_open("flashsale-admin");
 	fs_metrics_count(FS_M_RECONCILE_RUNS);
 	fs_metrics_add(FS_M_RECONCILE_VIOLATIONS, (uint64_t)bad);
-	rc = check && bad > 0 ? 1 : 0;
+	rc = (check || fix) && bad > 0 ? 1 : 0;
 out:
 	free(sales);
 	fs_pg_free(pg);
@@ -514,9 +639,8 @@ main(int argc, char **argv)
 	if (argc >= 3 && strcmp(argv[1], "sale") == 0) {
 		if (sale_arg(argc, argv, &sale) != 0)
 			return 1;
-		if (strcmp(argv[2], "warm") == 0 &&
-		    (argc == 4 || (argc == 5 && strcmp(argv[4], "--force") == 0)))
-			return cmd_sale_warm(sale, argc == 5);
+		if (strcmp(argv[2], "warm") == 0)
+			return cmd_sale_warm(sale, argc - 4, argv + 4);
 		if (strcmp(argv[2], "show") == 0 && argc == 4)
 			return cmd_sale_show(sale);
 		if (strcmp(argv[2], "urls") == 0 && argc == 4)

@@ -184,7 +184,7 @@ fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *brok
 		ERR("out of memory");
 		return -1;
 	}
-	if ((n = fs_kafka_read_topic(brokers, dlq, FS_DLQ_LETTERS_MAX, FS_DLQ_READ_MS, keep_letter,
+	if ((n = fs_kafka_read_topic(brokers, dlq, NULL, FS_DLQ_LETTERS_MAX, FS_DLQ_READ_MS, keep_letter,
 		 &l, err, errlen)) < 0)
 		goto out;
 	if (n >= FS_DLQ_LETTERS_MAX) {

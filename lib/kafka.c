@@ -593,9 +593,33 @@ out:
 	return lag;
 }
 
+/*
+ * Where the configured group resumes in one partition: its committed
+ * offset, or from when it has none (or one below from). -1 with err set.
+ */
+static int64_t
+committed_from(rd_kafka_t *rk, const char *topic, int32_t part, int64_t from, int timeout_ms,
+    char *err, size_t errlen)
+{
+	rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t e;
+	int64_t at = from;
+
+	rd_kafka_topic_partition_list_add(one, topic, part);
+	if ((e = rd_kafka_committed(rk, one, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "committed offset of %s [%d]: %s", topic, part,
+		    rd_kafka_err2str(e));
+		at = -1;
+	} else if (one->elems[0].offset > from) {
+		at = one->elems[0].offset;
+	}
+	rd_kafka_topic_partition_list_destroy(one);
+	return at;
+}
+
 long
-fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeout_ms,
-    fs_kafka_each_msg *each, void *arg, char *err, size_t errlen)
+fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, long max,
+    int timeout_ms, fs_kafka_each_msg *each, void *arg, char *err, size_t errlen)
 {
 	const struct rd_kafka_metadata *md = NULL;
 	rd_kafka_topic_partition_list_t *list = NULL;
@@ -607,9 +631,13 @@ fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeou
 	long n = 0, rc = -1;
 	int left = 0;
 
-	/* assign() joins no group; the id only satisfies the consumer. */
+	/*
+	 * assign() joins no group; the id satisfies the consumer, and names
+	 * the group whose committed offsets we start from.
+	 */
 	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
-	    conf_set(conf, "group.id", "flashsale-admin-reader", err, errlen) != 0 ||
+	    conf_set(conf, "group.id", group != NULL ? group : "flashsale-admin-reader", err,
+		errlen) != 0 ||
 	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
 	    conf_set(conf, "enable.partition.eof", "false", err, errlen) != 0 ||
 	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
@@ -635,6 +663,9 @@ fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeou
 			    rd_kafka_err2str(e));
 			goto out;
 		}
+		if (group != NULL && (lo = committed_from(rk, topic, part, lo, timeout_ms, err,
+					  errlen)) < 0)
+			goto out;
 		if (hi > lo) {
 			rd_kafka_topic_partition_list_add(list, topic, part)->offset = lo;
 			ends[i] = hi;

@@ -120,13 +120,14 @@ long long fs_kafka_group_lag(const char *brokers, const char *group, const char 
 typedef int fs_kafka_each_msg(void *arg, const rd_kafka_message_t *m);
 
 /*
- * Reads every message of topic, each partition from its start to the end it
- * has now, without a consumer group (nothing is committed or joined), and
- * calls each per message; at most max messages, all within timeout_ms. The
- * number read, or -1 with err set.
+ * Reads the messages of topic, each partition from its start (or, with a
+ * group, from that group's committed offset: what the group has not
+ * consumed yet) to the end it has now, joining no group and committing
+ * nothing, and calls each per message; at most max messages, all within
+ * timeout_ms. The number read, or -1 with err set.
  */
-long fs_kafka_read_topic(const char *brokers, const char *topic, long max, int timeout_ms,
-    fs_kafka_each_msg *each, void *arg, char *err, size_t errlen);
+long fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, long max,
+    int timeout_ms, fs_kafka_each_msg *each, void *arg, char *err, size_t errlen);
 /* The value of a message's header name into out (truncated); 1 found, 0 not. */
 int fs_kafka_msg_header(const rd_kafka_message_t *, const char *name, char *out, size_t outlen);
 

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "clock.h"
 #include "jsonread.h"
+#include "kafka.h"
 #include "orders.h"
 #include "uuid.h"
 
@@ -581,4 +583,49 @@ out:
 	free(msgs);
 	free(docs);
 	return failed;
+}
+
+struct on_their_way {
+	uint64_t sale;
+	struct fs_order *orders;
+	size_t n, cap;
+};
+
+static int
+collect_order(void *arg, const rd_kafka_message_t *m)
+{
+	struct on_their_way *w = arg;
+	struct fs_order o, *grown;
+
+	if (fs_orders_parse_message(m->payload, m->len, &o) != 0 ||
+	    (w->sale != 0 && o.sale != w->sale))
+		return 0;
+	if (w->n == w->cap) {
+		size_t cap = w->cap == 0 ? 256 : w->cap * 2;
+
+		if ((grown = realloc(w->orders, cap * sizeof(*grown))) == NULL)
+			return -1;
+		w->orders = grown;
+		w->cap = cap;
+	}
+	w->orders[w->n++] = o;
+	return 0;
+}
+
+int
+fs_orders_on_their_way(const char *brokers, const char *topic, uint64_t sale, int timeout_ms,
+    struct fs_order **orders, size_t *n, char *err, size_t errlen)
+{
+	struct on_their_way w = { sale, NULL, 0, 0 };
+
+	*orders = NULL;
+	*n = 0;
+	if (fs_kafka_read_topic(brokers, topic, FS_KAFKA_GROUP, LONG_MAX, timeout_ms, collect_order,
+		&w, err, errlen) < 0) {
+		free(w.orders);
+		return -1;
+	}
+	*orders = w.orders;
+	*n = w.n;
+	return 0;
 }

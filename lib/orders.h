@@ -131,6 +131,15 @@ int fs_orders_message(const struct fs_order *, char *out, size_t outlen);
  * become an order.
  */
 int fs_orders_parse_message(const void *msg, size_t len, struct fs_order *o);
+/*
+ * The orders on their way: the messages of the order topic that the
+ * consumer group has not committed yet (accepted with a 202, not recorded
+ * for sure), of one sale (0: every sale), in topic order per partition.
+ * *orders is the caller's to free. 0, or -1 with err set; a message that is
+ * no order is skipped (it can never become one).
+ */
+int fs_orders_on_their_way(const char *brokers, const char *topic, uint64_t sale, int timeout_ms,
+    struct fs_order **orders, size_t *n, char *err, size_t errlen);
 
 /*
  * The answer to an accepted purchase, {"orderId","status","expiresAt"}.

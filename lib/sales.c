@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "jsonread.h"
 #include "log.h"
 #include "sales.h"
@@ -369,29 +370,62 @@ fail:
 	return rc;
 }
 
-int
-fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size_t errlen)
+/* Most young holds a warm keeps; more means a burst is on: it asks to retry. */
+#define WARM_YOUNG_MAX 20000
+/* Warms begun before giving up on a sale that purchases keep changing. */
+#define WARM_ATTEMPTS 50
+
+static int
+cmp_record_id(const void *a, const void *b)
 {
-	char sale_s[24];
-	const char *p[1] = { sale_s };
-	PGresult *sres = NULL, *ires = NULL, *ores = NULL;
+	return strcmp(((const struct fs_stock_record *)a)->order_id,
+	    ((const struct fs_stock_record *)b)->order_id);
+}
+
+static int
+cmp_record_time(const void *a, const void *b)
+{
+	const struct fs_stock_record *x = a, *y = b;
+
+	return x->reserved_ms < y->reserved_ms ? -1 : x->reserved_ms > y->reserved_ms;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * One attempt: with the sale watched (young read), reads PostgreSQL and
+ * writes. 0 done, 1 the sale changed meanwhile, -1 err set.
+ */
+static int
+warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const char *window, const char *ends,
+    struct fs_stock_record *cand, size_t ncand, struct fs_sales_warm_report *rep, char *err,
+    size_t errlen)
+{
+	char sale_s[24], *ids = NULL;
+	const char *p[2] = { sale_s, NULL };
+	PGresult *ires = NULL, *ores = NULL, *rres = NULL;
 	struct fs_stock_warm_item *items = NULL;
-	struct fs_stock_record *holds = NULL;
+	struct fs_stock_record *holds = NULL, *pend = NULL;
+	const char **users = NULL, **recorded = NULL;
 	struct fs_stock_warm w;
-	long held;
-	int rc = -1, done;
+	size_t nusers = 0, nrecorded = 0, len = 0;
+	int rc = -1;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((sres = fs_pg_exec(pg,
-		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint "
-		 "FROM sales WHERE id = $1",
-		 1, p)) == NULL)
-		goto dberr;
-	if (PQntuples(sres) != 1) {
-		ERR("no sale %s", sale_s);
-		goto fail;
-	}
-	/* One snapshot of items and live orders, so the two agree. */
+	/* The candidates' ids as a PostgreSQL array: which of them are recorded. */
+	if ((ids = malloc(ncand * (FS_UUID_STRLEN + 1) + 3)) == NULL)
+		goto nomem;
+	ids[len++] = '{';
+	for (size_t i = 0; i < ncand; i++)
+		len += (size_t)sprintf(ids + len, "%s%s", i > 0 ? "," : "", cand[i].order_id);
+	ids[len++] = '}';
+	ids[len] = '\0';
+	p[1] = ids;
+	/* One snapshot of items, live orders and recorded ids, so they agree. */
 	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
 		goto dberr;
 	ires = fs_pg_exec(pg, "SELECT id, quantity - sold FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
@@ -401,21 +435,26 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size
 				  "(extract(epoch FROM reserved_at) * 1000)::bigint "
 				  "FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')",
 				  1, p);
+	rres = ores == NULL ? NULL :
+			      fs_pg_exec(pg, "SELECT id::text FROM orders WHERE sale_id = $1 "
+					     "AND id = ANY ($2::uuid[])", 2, p);
 	fs_pg_run(pg, "COMMIT", 0, NULL);
-	if (ires == NULL || ores == NULL)
+	if (ires == NULL || ores == NULL || rres == NULL)
 		goto dberr;
 
 	items = calloc((size_t)PQntuples(ires) + 1, sizeof(*items));
 	holds = calloc((size_t)PQntuples(ores) + 1, sizeof(*holds));
-	if (items == NULL || holds == NULL) {
-		ERR("out of memory");
-		goto fail;
-	}
+	pend = calloc(ncand + 1, sizeof(*pend));
+	users = calloc((size_t)PQntuples(ores) + ncand + 1, sizeof(*users));
+	recorded = calloc((size_t)PQntuples(rres) + 1, sizeof(*recorded));
+	if (items == NULL || holds == NULL || pend == NULL || users == NULL || recorded == NULL)
+		goto nomem;
 	memset(&w, 0, sizeof(w));
-	w.window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
-	w.ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
+	w.window_s = strtol(window, NULL, 10);
+	w.ends_ms = strtoll(ends, NULL, 10);
 	w.items = items;
 	w.holds = holds;
+	w.pending = pend;
 	for (int i = 0; i < PQntuples(ires); i++) {
 		items[w.nitems].id = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
 		items[w.nitems++].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
@@ -427,26 +466,167 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, int force, char *err, size
 		h->item = strtoull(PQgetvalue(ores, i, 1), NULL, 10);
 		snprintf(h->user, sizeof(h->user), "%s", PQgetvalue(ores, i, 2));
 		h->reserved_ms = strtoll(PQgetvalue(ores, i, 3), NULL, 10);
+		users[nusers++] = h->user;
 	}
-	if ((done = fs_stock_warm(st, sale, &w, force, &held)) < 0) {
+	for (int i = 0; i < PQntuples(rres); i++)
+		recorded[nrecorded++] = PQgetvalue(rres, i, 0);
+	qsort(recorded, nrecorded, sizeof(*recorded), cmp_str);
+	qsort(users, nusers, sizeof(*users), cmp_str);
+	rep->live = (long)w.nholds;
+	rep->pending = rep->dropped = rep->short_units = 0;
+	/*
+	 * The orders on their way, earliest first: each takes a unit of its
+	 * item unless PostgreSQL has it already (then the rows above count it,
+	 * or it closed) or its shopper holds a unit of the sale (the consumer
+	 * will refuse it as a second live order).
+	 */
+	for (size_t i = 0; i < ncand; i++) {
+		const struct fs_stock_record *c = &cand[i];
+		const char *u = c->user, *id = c->order_id;
+		size_t k;
+
+		for (k = 0; k < w.nitems && items[k].id != c->item; k++)
+			;
+		if (bsearch(&id, recorded, nrecorded, sizeof(*recorded), cmp_str) != NULL ||
+		    bsearch(&u, users, nusers, sizeof(*users), cmp_str) != NULL || k == w.nitems) {
+			rep->dropped++;
+			continue;
+		}
+		for (size_t j = 0; j < w.npending; j++)
+			if (strcmp(pend[j].user, u) == 0) {
+				u = NULL;
+				break;
+			}
+		if (u == NULL) {
+			rep->dropped++;
+			continue;
+		}
+		pend[w.npending++] = *c;
+		if (items[k].left > 0)
+			items[k].left--;
+		else
+			rep->short_units++;
+	}
+	rep->pending = (long)w.npending;
+	rc = fs_stock_warm(st, sale, &w);
+	if (rc < 0)
 		ERR("%s", st->errstr);
+	goto out;
+nomem:
+	ERR("out of memory");
+	goto out;
+dberr:
+	ERR("database: %s", pg->errstr);
+out:
+	if (rc < 0)
+		fs_stock_warm_abort(st);
+	free(ids);
+	free(items);
+	free(holds);
+	free(pend);
+	free(users);
+	free(recorded);
+	PQclear(ires);
+	PQclear(ores);
+	PQclear(rres);
+	return rc;
+}
+
+int
+fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm_opts *opts,
+    struct fs_sales_warm_report *rep, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+	PGresult *sres = NULL, *ires = NULL;
+	struct fs_stock_record *cand = NULL;
+	uint64_t *ids = NULL;
+	size_t nids = 0, ncand, nyoung, k;
+	long held;
+	int rc = -1, done = 1;
+
+	memset(rep, 0, sizeof(*rep));
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((sres = fs_pg_exec(pg,
+		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint "
+		 "FROM sales WHERE id = $1",
+		 1, p)) == NULL ||
+	    (ires = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id", 1, p)) == NULL)
+		goto dberr;
+	if (PQntuples(sres) != 1) {
+		ERR("no sale %s", sale_s);
 		goto fail;
 	}
-	if (done == 1) {
-		ERR("sale %s already has %ld holds in Redis; use --force to rebuild from PostgreSQL",
-		    sale_s, held);
+	if (opts->npending > 0 && !opts->repair && !opts->ignore_pending) {
+		ERR("%zu orders of sale %s are on their way (on the topic, not recorded yet): wait for "
+		    "the consumer, or rebuild with reconcile --repair (--ignore-lag warms without them)",
+		    opts->npending, sale_s);
 		goto fail;
+	}
+	ids = calloc((size_t)PQntuples(ires) + 1, sizeof(*ids));
+	cand = calloc(WARM_YOUNG_MAX + (opts->repair ? opts->npending : 0) + 1, sizeof(*cand));
+	if (ids == NULL || cand == NULL) {
+		ERR("out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < PQntuples(ires); i++)
+		ids[nids++] = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
+	while (done == 1) {
+		if (++rep->attempts > WARM_ATTEMPTS) {
+			ERR("sale %s kept changing under %d attempts; retry", sale_s, WARM_ATTEMPTS);
+			goto fail;
+		}
+		if (fs_stock_warm_begin(st, sale, ids, nids, fs_clock_now_ms() - opts->inflight_ms, cand,
+			WARM_YOUNG_MAX, &nyoung, &held) != 0) {
+			ERR("%s", st->errstr);
+			goto fail;
+		}
+		if (held > 0 && !opts->force && !opts->repair) {
+			fs_stock_warm_abort(st);
+			ERR("sale %s already has %ld holds in Redis; use --force to rebuild from "
+			    "PostgreSQL", sale_s, held);
+			goto fail;
+		}
+		if (nyoung == WARM_YOUNG_MAX) {
+			fs_stock_warm_abort(st);
+			ERR("sale %s has %d holds or more on their way: a burst is on; retry", sale_s,
+			    WARM_YOUNG_MAX);
+			goto fail;
+		}
+		ncand = 0;
+		for (size_t i = 0; i < nyoung; i++)
+			if (cand[i].readable)
+				cand[ncand++] = cand[i];
+		for (size_t i = 0; opts->repair && i < opts->npending; i++) {
+			struct fs_stock_record *c = &cand[ncand++];
+
+			memset(c, 0, sizeof(*c));
+			snprintf(c->order_id, sizeof(c->order_id), "%s", opts->pending[i].id);
+			snprintf(c->user, sizeof(c->user), "%s", opts->pending[i].user);
+			c->item = opts->pending[i].item;
+			c->reserved_ms = opts->pending[i].reserved_ms;
+			c->readable = c->exists = 1;
+		}
+		/* One candidate per order (a young hold may be on the topic too), earliest first. */
+		qsort(cand, ncand, sizeof(*cand), cmp_record_id);
+		for (size_t i = k = 0; i < ncand; i++)
+			if (k == 0 || strcmp(cand[k - 1].order_id, cand[i].order_id) != 0)
+				cand[k++] = cand[i];
+		ncand = k;
+		qsort(cand, ncand, sizeof(*cand), cmp_record_time);
+		if ((done = warm_once(pg, st, sale, PQgetvalue(sres, 0, 0), PQgetvalue(sres, 0, 1), cand,
+			 ncand, rep, err, errlen)) < 0)
+			goto fail;
 	}
 	rc = 0;
 	goto fail;
 dberr:
 	ERR("database: %s", pg->errstr);
 fail:
-	free(items);
-	free(holds);
+	free(ids);
+	free(cand);
 	PQclear(sres);
 	PQclear(ires);
-	PQclear(ores);
 	return rc;
 }
 

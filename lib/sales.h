@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "orders.h"
 #include "pg.h"
 #include "stock.h"
 #include "urlsig.h"
@@ -64,12 +65,37 @@ struct fs_sales_figures {
 int fs_sales_check_description(const char *json, size_t len, char *err, size_t errlen);
 int fs_sales_create(fs_pg *, const char *json, size_t len, char *out, size_t outlen, char *err,
     size_t errlen);
+/* How a warm treats the holds Redis has and the orders on their way. */
+struct fs_sales_warm_opts {
+	int force;		/* rebuild a sale that has holds in Redis */
+	int repair;		/* hold the orders on their way too (implies force) */
+	int ignore_pending;	/* warm although orders on their way exist: they get no hold */
+	int64_t inflight_ms;	/* unconfirmed holds younger than this are kept: their
+				   purchase may still be putting them on the topic */
+	const struct fs_order *pending;	/* the sale's orders on the topic that the
+					   consumer has not committed yet */
+	size_t npending;
+};
+
+struct fs_sales_warm_report {
+	long live;		/* holds of the live orders in PostgreSQL */
+	long pending;		/* holds of orders on their way (topic or young holds) */
+	long dropped;		/* orders on their way left without a hold: recorded and
+				   closed, or their shopper holds another */
+	long short_units;	/* units those holds lack; the consumer will refuse as many */
+	int attempts;		/* 2 or more when purchases changed the sale meanwhile */
+};
+
 /*
- * Sets Redis to what PostgreSQL says: units left per item, the payment
- * window, and (with force) the holds of the live orders. Without force it
- * refuses a sale that already has holds in Redis.
+ * Sets Redis to what PostgreSQL says, atomically against purchases: units
+ * left per item, the payment window, the holds of the live orders, and the
+ * holds of orders on their way (opts->pending with repair, and the young
+ * unconfirmed holds Redis has) so that none of them loses its unit. Without
+ * force or repair it refuses a sale that has holds; without repair or
+ * ignore_pending, one whose orders are on their way. 0, or -1 with err set.
  */
-int fs_sales_warm(fs_pg *, fs_stock *, uint64_t sale, int force, char *err, size_t errlen);
+int fs_sales_warm(fs_pg *, fs_stock *, uint64_t sale, const struct fs_sales_warm_opts *opts,
+    struct fs_sales_warm_report *report, char *err, size_t errlen);
 /*
  * Fills figs (room for max) with one row per item; returns the count, or -1
  * with err set (an unknown sale is an error).

@@ -486,8 +486,9 @@ warm_queue(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w,
 		if (cmd_do(s, "warm", 3, (const char *[]){ "SET", k, num }) != 0)
 			return -1;
 	}
-	for (size_t i = 0; i < w->nholds; i++) {
-		const struct fs_stock_record *h = &w->holds[i];
+	for (size_t i = 0; i < w->nholds + w->npending; i++) {
+		const struct fs_stock_record *h =
+		    i < w->nholds ? &w->holds[i] : &w->pending[i - w->nholds];
 
 		if (fs_stock_record_format(rec, sizeof(rec), h->user, h->item, h->reserved_ms) < 0) {
 			set_err(s, FS_STOCK_ERR_REPLY, "warm: shopper id too long");
@@ -502,30 +503,141 @@ warm_queue(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w,
 	return 0;
 }
 
-int
-fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w, int force, long *holds)
+/*
+ * The unconfirmed holds with reservation times in [min_s, max_s] (Redis
+ * score bounds), oldest first, at most max, with their records.
+ */
+static int
+unconfirmed_range(fs_stock *s, uint64_t sale, const char *min_s, const char *max_s,
+    struct fs_stock_record *recs, size_t max, size_t *n)
 {
-	char keys[KEY__MAX][KEY_MAX], msg[48];
+	char zkey[KEY_MAX], hkey[KEY_MAX], limit[24];
+	const char **argv = NULL;
+	redisReply *ids = NULL, *vals = NULL;
+	int rc = -1;
+
+	*n = 0;
+	key(zkey, KEY_UNCONFIRMED, sale, 0);
+	key(hkey, KEY_ORDERS, sale, 0);
+	snprintf(limit, sizeof(limit), "%zu", max);
+	ids = cmd(s, "unconfirmed", 7,
+	    (const char *[]){ "ZRANGEBYSCORE", zkey, min_s, max_s, "LIMIT", "0", limit });
+	if (ids == NULL)
+		goto out;
+	if (ids->type != REDIS_REPLY_ARRAY || ids->elements == 0) {
+		rc = 0;
+		goto out;
+	}
+	if ((argv = calloc(ids->elements + 2, sizeof(*argv))) == NULL) {
+		set_err(s, FS_STOCK_ERR_NOMEM, "unconfirmed");
+		goto out;
+	}
+	argv[0] = "HMGET";
+	argv[1] = hkey;
+	for (size_t i = 0; i < ids->elements; i++)
+		argv[i + 2] = ids->element[i]->type == REDIS_REPLY_STRING ? ids->element[i]->str : "";
+	if ((vals = cmd(s, "unconfirmed", (int)ids->elements + 2, argv)) == NULL)
+		goto out;
+	if (vals->type != REDIS_REPLY_ARRAY || vals->elements != ids->elements) {
+		set_err(s, FS_STOCK_ERR_REPLY, "unconfirmed");
+		goto out;
+	}
+	for (size_t i = 0; i < ids->elements && i < max; i++)
+		record_of(&recs[(*n)++], argv[i + 2], strlen(argv[i + 2]), vals->element[i]);
+	rc = 0;
+out:
+	if (vals != NULL)
+		freeReplyObject(vals);
+	if (ids != NULL)
+		freeReplyObject(ids);
+	free(argv);
+	return rc;
+}
+
+int
+fs_stock_warm_begin(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n, int64_t since_ms,
+    struct fs_stock_record *young, size_t max, size_t *nyoung, long *holds)
+{
+	char (*keys)[KEY_MAX] = NULL, since[24];
+	const char **argv = NULL;
+	redisReply *r;
+	int rc = -1;
+
+	*holds = 0;
+	*nyoung = 0;
+	keys = calloc(n + 4, sizeof(*keys));
+	argv = calloc(n + 5, sizeof(*argv));
+	if (keys == NULL || argv == NULL) {
+		set_err(s, FS_STOCK_ERR_NOMEM, "warm");
+		goto out;
+	}
+	argv[0] = "WATCH";
+	key(keys[0], KEY_HOLDERS, sale, 0);
+	key(keys[1], KEY_ORDERS, sale, 0);
+	key(keys[2], KEY_UNCONFIRMED, sale, 0);
+	key(keys[3], KEY_SALE, sale, 0);
+	for (size_t i = 0; i < n; i++)
+		key(keys[i + 4], KEY_STOCK, sale, items[i]);
+	for (size_t i = 0; i < n + 4; i++)
+		argv[i + 1] = keys[i];
+	if (cmd_do(s, "warm", (int)n + 5, argv) != 0)
+		goto out;
+	if ((r = cmd(s, "warm", 2, (const char *[]){ "HLEN", keys[0] })) == NULL)
+		goto unwatch;
+	*holds = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+	freeReplyObject(r);
+	snprintf(since, sizeof(since), "%" PRId64, since_ms);
+	if (unconfirmed_range(s, sale, since, "+inf", young, max, nyoung) != 0)
+		goto unwatch;
+	rc = 0;
+	goto out;
+unwatch:
+	fs_stock_warm_abort(s);
+out:
+	free(keys);
+	free(argv);
+	return rc;
+}
+
+void
+fs_stock_warm_abort(fs_stock *s)
+{
+	redisReply *r = fs_redis_argv(s->redis, 1, (const char *[]){ "UNWATCH" }, NULL);
+
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+int
+fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
+{
+	char keys[KEY__MAX][KEY_MAX], msg[48], score[24];
 	redisReply *r;
 	int in_multi = 0, rc = -1;
 
-	*holds = 0;
 	for (int k = 0; k < KEY__MAX; k++)
 		key(keys[k], (enum key_kind)k, sale, 0);
-	if ((r = cmd(s, "warm", 2, (const char *[]){ "HLEN", keys[KEY_HOLDERS] })) == NULL)
-		return -1;
-	*holds = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
-	freeReplyObject(r);
-	if (*holds > 0 && !force)
-		return 1;
 	/* All keys share the sale's hash tag: one MULTI works on a cluster too. */
 	if (cmd_do(s, "warm", 1, (const char *[]){ "MULTI" }) != 0)
 		goto out;
 	in_multi = 1;
-	if (warm_queue(s, sale, w, keys) != 0 ||
-	    cmd_do(s, "warm", 1, (const char *[]){ "EXEC" }) != 0)
+	if (warm_queue(s, sale, w, keys) != 0)
+		goto out;
+	for (size_t i = 0; i < w->npending; i++) {
+		snprintf(score, sizeof(score), "%" PRId64, w->pending[i].reserved_ms);
+		if (cmd_do(s, "warm", 4, (const char *[]){ "ZADD", keys[KEY_UNCONFIRMED], score,
+					     w->pending[i].order_id }) != 0)
+			goto out;
+	}
+	if ((r = cmd(s, "warm", 1, (const char *[]){ "EXEC" })) == NULL)
 		goto out;
 	in_multi = 0;
+	/* A watched key changed since fs_stock_warm_begin: EXEC did nothing. */
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return 1;
+	}
+	freeReplyObject(r);
 	/* Units may be back: let every host drop its sold-out markers. */
 	for (size_t i = 0; i < w->nitems; i++) {
 		snprintf(msg, sizeof(msg), "%" PRIu64 " %" PRIu64, sale, w->items[i].id);
@@ -537,7 +649,26 @@ fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w, int for
 out:
 	if (in_multi && (r = fs_redis_argv(s->redis, 1, (const char *[]){ "DISCARD" }, NULL)) != NULL)
 		freeReplyObject(r);
+	else if (rc != 0)
+		fs_stock_warm_abort(s);
 	return rc;
+}
+
+long
+fs_stock_server_uptime(fs_stock *s)
+{
+	redisReply *r = cmd(s, "uptime", 2, (const char *[]){ "INFO", "server" });
+	const char *at;
+	long up = -1;
+
+	if (r == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && (at = strstr(r->str, "uptime_in_seconds:")) != NULL)
+		up = strtol(at + strlen("uptime_in_seconds:"), NULL, 10);
+	else
+		set_err(s, FS_STOCK_ERR_REPLY, "uptime");
+	freeReplyObject(r);
+	return up;
 }
 
 /* The sale of a key "fs:{S}:orders"; 0 when it is not one. */
@@ -601,48 +732,10 @@ int
 fs_stock_unconfirmed_before(fs_stock *s, uint64_t sale, int64_t before_ms,
     struct fs_stock_record *recs, size_t max, size_t *n)
 {
-	char zkey[KEY_MAX], hkey[KEY_MAX], max_s[24], limit[24];
-	const char **argv = NULL;
-	redisReply *ids = NULL, *vals = NULL;
-	int rc = -1;
+	char max_s[24];
 
-	*n = 0;
-	key(zkey, KEY_UNCONFIRMED, sale, 0);
-	key(hkey, KEY_ORDERS, sale, 0);
 	snprintf(max_s, sizeof(max_s), "%" PRId64, before_ms);
-	snprintf(limit, sizeof(limit), "%zu", max);
-	ids = cmd(s, "unconfirmed", 7,
-	    (const char *[]){ "ZRANGEBYSCORE", zkey, "-inf", max_s, "LIMIT", "0", limit });
-	if (ids == NULL)
-		goto out;
-	if (ids->type != REDIS_REPLY_ARRAY || ids->elements == 0) {
-		rc = 0;
-		goto out;
-	}
-	if ((argv = calloc(ids->elements + 2, sizeof(*argv))) == NULL) {
-		set_err(s, FS_STOCK_ERR_NOMEM, "unconfirmed");
-		goto out;
-	}
-	argv[0] = "HMGET";
-	argv[1] = hkey;
-	for (size_t i = 0; i < ids->elements; i++)
-		argv[i + 2] = ids->element[i]->type == REDIS_REPLY_STRING ? ids->element[i]->str : "";
-	if ((vals = cmd(s, "unconfirmed", (int)ids->elements + 2, argv)) == NULL)
-		goto out;
-	if (vals->type != REDIS_REPLY_ARRAY || vals->elements != ids->elements) {
-		set_err(s, FS_STOCK_ERR_REPLY, "unconfirmed");
-		goto out;
-	}
-	for (size_t i = 0; i < ids->elements && i < max; i++)
-		record_of(&recs[(*n)++], argv[i + 2], strlen(argv[i + 2]), vals->element[i]);
-	rc = 0;
-out:
-	if (vals != NULL)
-		freeReplyObject(vals);
-	if (ids != NULL)
-		freeReplyObject(ids);
-	free(argv);
-	return rc;
+	return unconfirmed_range(s, sale, "-inf", max_s, recs, max, n);
 }
 
 int

@@ -86,7 +86,10 @@ struct fs_stock_snapshot {
 	size_t nitems;
 };
 
-/* What warm writes: one sale's state as PostgreSQL says it. */
+/*
+ * What warm writes: one sale's state as PostgreSQL says it, plus the holds
+ * of orders not recorded yet (on their way through Kafka).
+ */
 struct fs_stock_warm_item {
 	uint64_t id;
 	long left;
@@ -99,6 +102,8 @@ struct fs_stock_warm {
 	size_t nitems;
 	const struct fs_stock_record *holds; /* of the live orders */
 	size_t nholds;
+	const struct fs_stock_record *pending; /* held, unconfirmed: not in PostgreSQL yet */
+	size_t npending;
 };
 
 typedef struct fs_stock {
@@ -158,13 +163,28 @@ int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
 /* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
 long fs_stock_window(fs_stock *, uint64_t sale);
 /*
- * Sets the sale to what w says: clears its holds, sets units left, the
- * window and the live holds in one MULTI, then announces every item on the
- * restock channel. Unless force, refuses (returns 1, *holds set) a sale
- * that has holds already. 0 done, 1 refused, -1 err set.
+ * Starts a warm that no purchase can slip into: WATCHes every key of the
+ * sale (its holds, holders, unconfirmed entries and settings, and the stock
+ * of the n items), then reads how many holds Redis has (*holds) and the
+ * unconfirmed holds reserved at or after since_ms (at most max, into
+ * young): orders that may still be on their way to Kafka. Read PostgreSQL
+ * after this, then call fs_stock_warm or fs_stock_warm_abort. 0, or -1.
  */
-int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w, int force,
-    long *holds);
+int fs_stock_warm_begin(fs_stock *, uint64_t sale, const uint64_t *items, size_t n,
+    int64_t since_ms, struct fs_stock_record *young, size_t max, size_t *nyoung, long *holds);
+/*
+ * Sets the sale to what w says in one MULTI, unless a key watched by
+ * fs_stock_warm_begin changed since: clears its holds, sets units left,
+ * the window, the live holds and the pending ones (unconfirmed, by their
+ * reservation time), then announces every item on the restock channel.
+ * 0 done, 1 something changed meanwhile (nothing written: begin again),
+ * -1 err set.
+ */
+int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w);
+/* Ends a warm begun but not written (UNWATCH). */
+void fs_stock_warm_abort(fs_stock *);
+/* Seconds since the Redis server started, or -1 with err set. */
+long fs_stock_server_uptime(fs_stock *);
 /*
  * Moves the sale's end, after which reserve answers sold out whatever the
  * signed URL says (closing a sale early, extending it). Writes only a sale
