@@ -129,8 +129,10 @@ check_values(struct fs_cfg *cfg)
 	if (!address_ok(cfg->value[FS_CFG_REDIS]))
 		return invalid(cfg, FS_CFG_REDIS, "expected a socket path (/...) or host:port");
 	v = cfg->value[FS_CFG_NCHAN_PUB];
-	if (*v != '\0' && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-		return invalid(cfg, FS_CFG_NCHAN_PUB, "expected an http:// or https:// URL");
+	if (*v != '\0' && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0 &&
+	    strncmp(v, "unix:/", 6) != 0)
+		return invalid(cfg, FS_CFG_NCHAN_PUB,
+		    "expected an http:// or https:// URL, or unix:/SOCKET:/PATH");
 	v = cfg->value[FS_CFG_SOLDOUT_DIR];
 	if (*v != '\0' && *v != '/')
 		return invalid(cfg, FS_CFG_SOLDOUT_DIR, "expected an absolute path (nginx reads it too)");
