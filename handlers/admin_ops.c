@@ -56,8 +56,8 @@ open_stores(struct stores *s, unsigned more, int scripts)
 		return fail("%s", s->cfg.errstr);
 	if ((s->pg = fs_pg_new(fs_cfg_get(&s->cfg, FS_CFG_PG))) == NULL)
 		return fail("%s", "out of memory or address too long");
-	if ((s->stock = fs_stock_new(fs_cfg_get(&s->cfg, FS_CFG_REDIS),
-		 scripts ? fs_cfg_get(&s->cfg, FS_CFG_DATADIR) : NULL, err, sizeof(err))) == NULL)
+	if ((s->stock = fs_stock_new(&s->cfg, scripts ? fs_cfg_get(&s->cfg, FS_CFG_DATADIR) : NULL,
+		 err, sizeof(err))) == NULL)
 		return fail("%s", err);
 	return 0;
 }
