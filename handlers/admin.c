@@ -298,12 +298,13 @@ cmp_order_sale(const void *a, const void *b)
 }
 
 /*
- * Rebuilds each sale in Redis from PostgreSQL and the orders on their way.
- * A Redis that started moments ago may miss holds of purchases still
- * putting their orders on the topic: wait until those are there.
+ * Rebuilds each sale in Redis from PostgreSQL and the orders on their way
+ * (with all, the sales that are over and cleared stay out). A Redis that
+ * started moments ago may miss holds of purchases still putting their
+ * orders on the topic: wait until those are there.
  */
 static int
-repair(const struct fs_cfg *cfg, fs_pg *pg, fs_stock *r, const uint64_t *sales, int n)
+repair(const struct fs_cfg *cfg, fs_pg *pg, fs_stock *r, const uint64_t *sales, int n, int all)
 {
 	struct fs_sales_warm_opts opts;
 	struct fs_sales_warm_report rep;
@@ -325,12 +326,15 @@ repair(const struct fs_cfg *cfg, fs_pg *pg, fs_stock *r, const uint64_t *sales, 
 		fail("redis: %s", r->errstr);
 		return -1;
 	}
-	if (on_their_way(cfg, n == 1 ? sales[0] : 0, &pending, &npending) != 0)
+	if (on_their_way(cfg, all ? 0 : sales[0], &pending, &npending) != 0)
 		return -1;
 	qsort(pending, npending, sizeof(*pending), cmp_order_sale);
 	for (int i = 0; i < n; i++) {
 		while (at < npending && pending[at].sale < sales[i])
 			at++;
+		/* A sale that is over stays out of Redis (unless warmed by name). */
+		if (all && fs_sales_cleared(pg, sales[i]))
+			continue;
 		opts.pending = pending + at;
 		for (opts.npending = 0; at + opts.npending < npending &&
 		     pending[at + opts.npending].sale == sales[i];)
@@ -578,7 +582,7 @@ cmd_reconcile(int argc, char **argv)
 		fail("%s", err);
 		goto out;
 	}
-	if (fix && repair(&cfg, pg, r, sales, n) != 0)
+	if (fix && repair(&cfg, pg, r, sales, n, strcmp(argv[0], "--all") == 0) != 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		int v = fs_reconcile_sale(pg, r, sales[i], print_violation, NULL, &sum, err, sizeof(err));
@@ -590,7 +594,7 @@ cmd_reconcile(int argc, char **argv)
 		bad += v;
 		printf("sale %" PRIu64 ": %s (%ld items, %ld live orders, %ld holds, %ld unconfirmed%s)\n",
 		    sales[i], v == 0 ? "ok" : "VIOLATED", sum.items, sum.live, sum.holds, sum.unconfirmed,
-		    sum.in_redis ? "" : ", not in Redis");
+		    sum.cleared ? ", over: cleared from Redis" : sum.in_redis ? "" : ", not in Redis");
 	}
 	if (fs_payments_check(pg, print_payment_violation, NULL, &npay) != FS_PAYMENTS_OK) {
 		fail("payments: %s", pg->errstr);

@@ -9,10 +9,11 @@
 #include "expiry.h"
 #include "log.h"
 #include "orders.h"
+#include "sales.h"
 
 #define SWEEP_BATCH	500	/* holds looked at per Redis round trip */
 #define SWEEP_ROUNDS	100	/* batches per sale and run, at most */
-#define SALES_MAX	10000	/* sales swept per run, at most */
+#define SALES_PAGE	500	/* sales read from PostgreSQL at a time */
 
 static void
 set_err(fs_expiry *e, const char *what, const char *detail)
@@ -220,33 +221,70 @@ out:
 	return rc;
 }
 
+/*
+ * A sale that has ended with no PENDING order left loses its keys once no
+ * hold is on its way (the backlog is empty, no unconfirmed hold is left);
+ * then it is marked cleared and never swept again.
+ */
+static int
+clear_over(fs_expiry *e, uint64_t sale, uint64_t *items, struct fs_expiry_counts *c)
+{
+	char err[256];
+	int n, gone;
+
+	if ((n = fs_sales_item_ids(e->pg, sale, items, err, sizeof(err))) < 0) {
+		set_err(e, "items", err);
+		return -1;
+	}
+	if ((gone = fs_stock_forget_sale(e->stock, sale, items, (size_t)n)) < 0) {
+		set_err(e, "forget", e->stock->errstr);
+		return -1;
+	}
+	if (gone == 0)
+		return 0;
+	if (fs_sales_mark_cleared(e->pg, sale, err, sizeof(err)) != 0) {
+		set_err(e, "cleared", err);
+		return -1;
+	}
+	c->cleared++;
+	fs_log_info("sale %" PRIu64 " is over: its keys left Redis", sale);
+	return 0;
+}
+
 int
 fs_expiry_sweep(fs_expiry *e, int backlog_empty, struct fs_expiry_counts *c)
 {
-	uint64_t *sales;
-	size_t n;
-	int rc = -1;
+	uint64_t sales[SALES_PAGE], *items, after = 0;
+	int over[SALES_PAGE], n, rc = -1;
+	char err[256];
 
-	if ((sales = calloc(SALES_MAX, sizeof(*sales))) == NULL) {
+	if ((items = calloc(FS_SALES_ITEMS_MAX, sizeof(*items))) == NULL) {
 		set_err(e, "sweep", "out of memory");
 		return -1;
 	}
-	if (fs_stock_sales_with_holds(e->stock, sales, SALES_MAX, &n) != 0) {
-		set_err(e, "redis", e->stock->errstr);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!backlog_empty)
-			c->deferred++;
-		else if (sweep_ghosts(e, sales[i], c) != 0)
+	/* The sales still in Redis, page by page: past sales cost nothing. */
+	do {
+		if ((n = fs_sales_in_redis(e->pg, after, sales, over, SALES_PAGE, err, sizeof(err))) < 0) {
+			set_err(e, "sales", err);
 			goto out;
-		if (repair_closed(e, sales[i], c) != 0)
-			goto out;
-		c->sales++;
-	}
+		}
+		for (int i = 0; i < n; i++) {
+			if (!backlog_empty)
+				c->deferred++;
+			else if (sweep_ghosts(e, sales[i], c) != 0)
+				goto out;
+			if (repair_closed(e, sales[i], c) != 0)
+				goto out;
+			if (over[i] && backlog_empty && clear_over(e, sales[i], items, c) != 0)
+				goto out;
+			c->sales++;
+		}
+		if (n > 0)
+			after = sales[n - 1];
+	} while (n == SALES_PAGE);
 	rc = 0;
 out:
-	free(sales);
+	free(items);
 	return rc;
 }
 
@@ -255,8 +293,9 @@ fs_expiry_counts_json(const struct fs_expiry_counts *c, char *out, size_t outlen
 {
 	int n = snprintf(out, outlen,
 	    "{\"expired\":%lu,\"released\":%lu,\"ghosts\":%lu,\"confirmed\":%lu,\"repaired\":%lu,"
-	    "\"sales\":%lu,\"deferred\":%lu}",
-	    c->expired, c->released, c->ghosts, c->confirmed, c->repaired, c->sales, c->deferred);
+	    "\"sales\":%lu,\"deferred\":%lu,\"cleared\":%lu}",
+	    c->expired, c->released, c->ghosts, c->confirmed, c->repaired, c->sales, c->deferred,
+	    c->cleared);
 
 	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
 }

@@ -25,6 +25,7 @@ struct fs_expiry_counts {
 	unsigned long repaired;		/* holds of closed orders released late */
 	unsigned long sales;		/* sales swept */
 	unsigned long deferred;		/* sales whose ghosts waited: orders were still on their way */
+	unsigned long cleared;		/* sales over (ended, no order PENDING) whose keys left Redis */
 };
 
 typedef struct fs_expiry {
@@ -46,10 +47,13 @@ void fs_expiry_init(fs_expiry *, fs_pg *, fs_stock *, fs_push *, long hold_max_a
  */
 int fs_expiry_expire(fs_expiry *, struct fs_expiry_counts *);
 /*
- * For every sale with holds in Redis: releases the holds of closed orders
- * and, when backlog_empty says the consumer has recorded every message on
- * the order topic (so no old hold's order can still be on its way), closes
- * the ghosts older than hold_max_age_s. 0, or -1.
+ * For every sale still in Redis (PostgreSQL knows which; a sale whose keys
+ * went is never looked at again): releases the holds of closed orders and,
+ * when backlog_empty says the consumer has recorded every message on the
+ * order topic (so no old hold's order can still be on its way), closes the
+ * ghosts older than hold_max_age_s, and removes every key of a sale that
+ * has ended with no PENDING order and no unconfirmed hold left (its PAID
+ * holds and shopper guards with it). 0, or -1.
  */
 int fs_expiry_sweep(fs_expiry *, int backlog_empty, struct fs_expiry_counts *);
 /* Writes the counts as one JSON object; its length, or -1 when out is too small. */

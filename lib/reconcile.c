@@ -353,6 +353,7 @@ fs_reconcile_sale(fs_pg *pg, fs_stock *st, uint64_t sale, fs_reconcile_report *f
 		goto out;
 	}
 	sum->in_redis = snap.loaded;
+	sum->cleared = fs_sales_cleared(pg, sale);
 	if ((ids = hold_ids_literal(&snap)) == NULL) {
 		ERR("out of memory");
 		goto out;
@@ -404,7 +405,11 @@ fs_reconcile_sale(fs_pg *pg, fs_stock *st, uint64_t sale, fs_reconcile_report *f
 	for (int i = 0; i < PQntuples(twice); i++)
 		say(&rp, "user %s has %s live orders", PQgetvalue(twice, i, 0),
 		    PQgetvalue(twice, i, 1));
-	if (sum->in_redis)
+	if (sum->cleared && (sum->in_redis || snap.nholds > 0 || snap.nholders > 0))
+		say(&rp, "over and cleared, yet Redis has its keys (%zu holds)", snap.nholds);
+	else if (sum->cleared)
+		;
+	else if (sum->in_redis)
 		check_redis(&rp, &snap, items, live, statuses, sum);
 	else if (sum->live > 0 || snap.nholds > 0)
 		say(&rp, "not loaded into Redis, yet %ld live orders and %zu holds", sum->live,

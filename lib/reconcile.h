@@ -28,6 +28,7 @@ struct fs_reconcile_summary {
 	long holds;		/* holds in Redis */
 	long unconfirmed;	/* of them, not yet confirmed by the consumer */
 	int in_redis;		/* the sale is loaded into Redis */
+	int cleared;		/* the sale is over and its keys left Redis for good */
 };
 
 /*

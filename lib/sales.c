@@ -571,6 +571,10 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 	}
 	for (int i = 0; i < PQntuples(ires); i++)
 		ids[nids++] = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
+	/* In Redis again: the sweeper looks after it (and clears it when over). */
+	if (fs_pg_run(pg, "UPDATE sales SET redis_cleared_at = NULL WHERE id = $1 "
+			  "AND redis_cleared_at IS NOT NULL", 1, p) != 0)
+		goto dberr;
 	while (done == 1) {
 		if (++rep->attempts > WARM_ATTEMPTS) {
 			ERR("sale %s kept changing under %d attempts; retry", sale_s, WARM_ATTEMPTS);
@@ -628,6 +632,86 @@ fail:
 	PQclear(sres);
 	PQclear(ires);
 	return rc;
+}
+
+int
+fs_sales_in_redis(fs_pg *pg, uint64_t after, uint64_t *ids, int *over, int max, char *err,
+    size_t errlen)
+{
+	char after_s[24], max_s[24];
+	const char *p[2] = { after_s, max_s };
+	PGresult *res;
+	int n;
+
+	snprintf(after_s, sizeof(after_s), "%" PRIu64, after);
+	snprintf(max_s, sizeof(max_s), "%d", max);
+	if ((res = fs_pg_exec(pg,
+		 "SELECT s.id, s.ends_at < now() AND NOT EXISTS (SELECT 1 FROM orders o "
+		 "WHERE o.sale_id = s.id AND o.status = 'PENDING') "
+		 "FROM sales s WHERE s.redis_cleared_at IS NULL AND s.id > $1 ORDER BY s.id LIMIT $2",
+		 2, p)) == NULL) {
+		ERR("database: %s", pg->errstr);
+		return -1;
+	}
+	n = PQntuples(res) < max ? PQntuples(res) : max;
+	for (int i = 0; i < n; i++) {
+		ids[i] = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+		over[i] = strcmp(PQgetvalue(res, i, 1), "t") == 0;
+	}
+	PQclear(res);
+	return n;
+}
+
+int
+fs_sales_item_ids(fs_pg *pg, uint64_t sale, uint64_t *items, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+	PGresult *res;
+	int n;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((res = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id LIMIT "
+				  STR(FS_SALES_ITEMS_MAX), 1, p)) == NULL) {
+		ERR("database: %s", pg->errstr);
+		return -1;
+	}
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++)
+		items[i] = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+	PQclear(res);
+	return n;
+}
+
+int
+fs_sales_mark_cleared(fs_pg *pg, uint64_t sale, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if (fs_pg_run(pg, "UPDATE sales SET redis_cleared_at = now() WHERE id = $1", 1, p) != 0) {
+		ERR("database: %s", pg->errstr);
+		return -1;
+	}
+	return 0;
+}
+
+int
+fs_sales_cleared(fs_pg *pg, uint64_t sale)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+	PGresult *res;
+	int cleared;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((res = fs_pg_exec(pg, "SELECT 1 FROM sales WHERE id = $1 AND redis_cleared_at IS NOT NULL",
+		 1, p)) == NULL)
+		return 0;
+	cleared = PQntuples(res) == 1;
+	PQclear(res);
+	return cleared;
 }
 
 int

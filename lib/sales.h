@@ -97,6 +97,19 @@ struct fs_sales_warm_report {
 int fs_sales_warm(fs_pg *, fs_stock *, uint64_t sale, const struct fs_sales_warm_opts *opts,
     struct fs_sales_warm_report *report, char *err, size_t errlen);
 /*
+ * The sales still in Redis (never cleared, or warmed since) with ids above
+ * after, in id order, at most max: ids, and in over whether each has ended
+ * with no PENDING order left (its keys may go). The count, or -1 with err.
+ */
+int fs_sales_in_redis(fs_pg *, uint64_t after, uint64_t *ids, int *over, int max, char *err,
+    size_t errlen);
+/* The item ids of a sale into items (room for FS_SALES_ITEMS_MAX): the count, or -1. */
+int fs_sales_item_ids(fs_pg *, uint64_t sale, uint64_t *items, char *err, size_t errlen);
+/* Records that the sale's keys have left Redis: 0, or -1 with err. */
+int fs_sales_mark_cleared(fs_pg *, uint64_t sale, char *err, size_t errlen);
+/* True when the sale's keys have left Redis for good (a closed, swept sale). */
+int fs_sales_cleared(fs_pg *, uint64_t sale);
+/*
  * Fills figs (room for max) with one row per item; returns the count, or -1
  * with err set (an unknown sale is an error).
  */

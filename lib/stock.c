@@ -10,7 +10,6 @@
 #include "redis.h"
 #include "stock.h"
 
-#define SCAN_COUNT	"1000"	/* keys looked at per SCAN step */
 #define HSCAN_COUNT	"500"	/* holds looked at per HSCAN step */
 
 enum key_kind {
@@ -31,11 +30,6 @@ static const char *const key_formats[KEY__MAX] = {
 	[KEY_UNCONFIRMED] = "fs:{%" PRIu64 "}:unconfirmed",
 	[KEY_SALE] = "fs:{%" PRIu64 "}:sale",
 };
-
-/* The pattern of every sale's fs:{S}:orders, and how to read S back. */
-#define ORDERS_KEY_PATTERN "fs:{*}:orders"
-#define ORDERS_KEY_HEAD    "fs:{"
-#define ORDERS_KEY_TAIL    "}:orders"
 
 static const char *const errstrs[FS_STOCK_ERR__MAX] = {
 	[FS_STOCK_OK] = "no error",
@@ -140,7 +134,7 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		snprintf(err, errlen, "stock: out of memory");
 		return NULL;
 	}
-	s->reserve = s->release = -1;
+	s->reserve = s->release = s->forget = -1;
 	if ((s->redis = fs_redis_open(cfg, err, errlen)) == NULL)
 		goto fail;
 	if (datadir == NULL)
@@ -150,6 +144,9 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		goto fail_script;
 	snprintf(path, sizeof(path), "%s/lua/release.lua", datadir);
 	if ((s->release = fs_redis_script_load(s->redis, path)) < 0)
+		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/forget.lua", datadir);
+	if ((s->forget = fs_redis_script_load(s->redis, path)) < 0)
 		goto fail_script;
 	return s;
 fail_script:
@@ -654,6 +651,51 @@ out:
 	return rc;
 }
 
+/* Stock keys per forget.lua call: the driver passes at most 16 arguments. */
+#define FORGET_ITEMS 12
+
+int
+fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n)
+{
+	char keys[FORGET_ITEMS + 4][KEY_MAX];
+	const char *argv[FORGET_ITEMS + 4];
+	redisReply *r;
+	size_t done = 0;
+
+	for (;;) {
+		size_t take = n - done < FORGET_ITEMS ? n - done : FORGET_ITEMS, k = 0;
+		int last = done + take == n, gone;
+
+		key(keys[k++], KEY_UNCONFIRMED, sale, 0);
+		for (size_t i = 0; i < take; i++)
+			key(keys[k++], KEY_STOCK, sale, items[done + i]);
+		/* The sale's own keys go last: while they exist, the sale is not cleared. */
+		if (last) {
+			key(keys[k++], KEY_HOLDERS, sale, 0);
+			key(keys[k++], KEY_ORDERS, sale, 0);
+			key(keys[k++], KEY_SALE, sale, 0);
+		}
+		for (size_t i = 0; i < k; i++)
+			argv[i] = keys[i];
+		if ((r = fs_redis_eval(s->redis, s->forget, (int)k, (int)k, argv)) == NULL) {
+			redis_err(s, "forget");
+			return -1;
+		}
+		if (r->type != REDIS_REPLY_INTEGER) {
+			freeReplyObject(r);
+			set_err(s, FS_STOCK_ERR_REPLY, "forget");
+			return -1;
+		}
+		gone = r->integer == 1;
+		freeReplyObject(r);
+		if (!gone)
+			return 0;
+		done += take;
+		if (last)
+			return 1;
+	}
+}
+
 long
 fs_stock_server_uptime(fs_stock *s)
 {
@@ -669,63 +711,6 @@ fs_stock_server_uptime(fs_stock *s)
 		set_err(s, FS_STOCK_ERR_REPLY, "uptime");
 	freeReplyObject(r);
 	return up;
-}
-
-/* The sale of a key "fs:{S}:orders"; 0 when it is not one. */
-static uint64_t
-sale_of_orders_key(const char *k)
-{
-	char *end;
-	uint64_t sale;
-
-	if (strncmp(k, ORDERS_KEY_HEAD, strlen(ORDERS_KEY_HEAD)) != 0)
-		return 0;
-	k += strlen(ORDERS_KEY_HEAD);
-	sale = strtoull(k, &end, 10);
-	return (end != k && strcmp(end, ORDERS_KEY_TAIL) == 0) ? sale : 0;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-int
-fs_stock_sales_with_holds(fs_stock *s, uint64_t *sales, size_t max, size_t *n)
-{
-	char cursor[32] = "0";
-	redisReply *r;
-	size_t k = 0;
-
-	*n = 0;
-	do {
-		r = cmd(s, "scan", 6,
-		    (const char *[]){ "SCAN", cursor, "MATCH", ORDERS_KEY_PATTERN, "COUNT", SCAN_COUNT });
-		if (r == NULL)
-			return -1;
-		if (!is_scan(s, "scan", r, cursor)) {
-			freeReplyObject(r);
-			return -1;
-		}
-		for (size_t i = 0; i < r->element[1]->elements && *n < max; i++) {
-			const redisReply *e = r->element[1]->element[i];
-			uint64_t sale = e->type == REDIS_REPLY_STRING ? sale_of_orders_key(e->str) : 0;
-
-			if (sale != 0)
-				sales[(*n)++] = sale;
-		}
-		freeReplyObject(r);
-	} while (strcmp(cursor, "0") != 0 && *n < max);
-	/* SCAN may name a key twice. */
-	qsort(sales, *n, sizeof(*sales), cmp_u64);
-	for (size_t i = 0; i < *n; i++)
-		if (k == 0 || sales[k - 1] != sales[i])
-			sales[k++] = sales[i];
-	*n = k;
-	return 0;
 }
 
 int

@@ -1,7 +1,7 @@
 /*
  * The Redis layout of a sale, and its one owner: every key, command,
  * script and record format of the stock lives in stock.c and the scripts
- * it loads (lua/reserve.lua, lua/release.lua). Nobody else sends Redis a
+ * it loads (lua/reserve.lua, lua/release.lua, lua/forget.lua). Nobody else sends Redis a
  * command about a sale. Every key of a sale carries the sale's hash tag
  * "{S}", so a Redis Cluster keeps a sale's stock and holders in one slot
  * and one script sees them all.
@@ -110,6 +110,7 @@ typedef struct fs_stock {
 	struct fs_redis *redis; /* owned */
 	int reserve;
 	int release;
+	int forget;
 	int err;		/* enum fs_stock_err */
 	char errstr[128];
 } fs_stock;
@@ -183,6 +184,12 @@ int fs_stock_warm_begin(fs_stock *, uint64_t sale, const uint64_t *items, size_t
 int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w);
 /* Ends a warm begun but not written (UNWATCH). */
 void fs_stock_warm_abort(fs_stock *);
+/*
+ * Removes every key of a sale that has ended and whose last order closed
+ * (its items: the n ids of items), in one script, unless it still has
+ * unconfirmed holds. 1 removed, 0 holds still on their way, -1 err set.
+ */
+int fs_stock_forget_sale(fs_stock *, uint64_t sale, const uint64_t *items, size_t n);
 /* Seconds since the Redis server started, or -1 with err set. */
 long fs_stock_server_uptime(fs_stock *);
 /*
@@ -191,12 +198,6 @@ long fs_stock_server_uptime(fs_stock *);
  * loaded into Redis: 1 written, 0 not loaded, -1 err set.
  */
 int fs_stock_set_end(fs_stock *, uint64_t sale, int64_t ends_ms);
-/*
- * The sales that have holds (keys fs:{S}:orders), sorted and unique, at
- * most max. SCAN walks one node (XXX a Redis Cluster needs every master
- * walked). 0, or -1.
- */
-int fs_stock_sales_with_holds(fs_stock *, uint64_t *sales, size_t max, size_t *n);
 /*
  * The first max unconfirmed holds reserved before before_ms, oldest first,
  * with their records (exists = 0 for an entry without one). 0, or -1.
