@@ -72,6 +72,23 @@ JSON
 	echo "$sale $item"
 }
 
+# fire_all PATH TOKENS_FILE OUT [IN_FLIGHT]: one POST per token ("USER
+# TOKEN" lines), IN_FLIGHT (200) at once; OUT gets one "STATUS" line per
+# request, in the order they were answered.
+fire_all() {
+	cfg=$FLASHSALE_STATE/curl-$$-$(basename "$3").cfg
+	# -w on the command line covers the first block only: each block says it.
+	awk -v base="$FLASHSALE_ORIGIN_URL$1" '{
+		if (NR > 1) print "next"
+		printf "url = \"%s\"\nrequest = \"POST\"\nheader = \"Authorization: Bearer %s\"\n", base, $2
+		print "output = \"/dev/null\"\nsilent\nwrite-out = \"%{http_code}\\n\""
+	}' "$2" >"$cfg"
+	curl -s --no-progress-meter -Z --parallel-max "${4:-200}" -K "$cfg" >"$3"
+}
+
+# count_of STATUS FILE: how many lines of FILE are STATUS.
+count_of() { grep -c "^$1\$" "$2"; }
+
 # The signed purchase path of a sale's first item.
 purchase_path() { admin sale urls "$1" | head -n 1; }
 

@@ -1,20 +1,6 @@
 # The purchase path through nginx: contention, the bad-input matrix, the
 # sold-out fast path, and recovery when Kafka or Redis stop and return.
 
-# fire_all PATH TOKENS_FILE OUT: one POST per token, all at once (200 in
-# flight); OUT gets one "STATUS" line per request.
-fire_all() {
-	cfg=$FLASHSALE_STATE/curl-$$.cfg
-	# -w on the command line covers the first block only: each block says it.
-	awk -v base="$FLASHSALE_ORIGIN_URL$1" '{
-		if (NR > 1) print "next"
-		printf "url = \"%s\"\nrequest = \"POST\"\nheader = \"Authorization: Bearer %s\"\n", base, $2
-		print "output = \"/dev/null\"\nsilent\nwrite-out = \"%{http_code}\\n\""
-	}' "$2" >"$cfg"
-	curl -s --no-progress-meter -Z --parallel-max 200 -K "$cfg" >"$3"
-}
-
-count_of() { grep -c "^$1\$" "$2"; }
 
 topic_count_for_sale() {
 	topic_messages | grep -c "\"saleId\":$1[,}]"

@@ -5,18 +5,8 @@
 # `sale warm` refuses while orders are on their way, and a forced warm
 # during a burst loses no hold.
 
-# crash_fire PATH TOKENS OUT: fire_all of t_20 (the same curl config), 20
-# requests in flight, so that a burst lasts long enough to crash Redis in it.
-crash_fire() {
-	cfg=$FLASHSALE_STATE/crash-$$-$(basename "$3").cfg
-	awk -v base="$FLASHSALE_ORIGIN_URL$1" '{
-		if (NR > 1) print "next"
-		printf "url = \"%s\"\nrequest = \"POST\"\nheader = \"Authorization: Bearer %s\"\n", base, $2
-		print "output = \"/dev/null\"\nsilent\nwrite-out = \"%{http_code}\\n\""
-	}' "$2" >"$cfg"
-	curl -s --no-progress-meter -Z --parallel-max 20 -K "$cfg" >"$3"
-}
-crash_count() { grep -c "^$1\$" "$2"; }
+# 20 requests in flight, so that a burst lasts long enough to crash Redis in it.
+crash_fire() { fire_all "$1" "$2" "$3" 20; }
 purchase_requests() { grep -c "POST $1 " "$FLASHSALE_STATE/log/nginx-access.log"; }
 
 # --- a crash mid-burst, with every accepted order still on the topic --------
@@ -30,7 +20,7 @@ tail -n 2000 "$FLASHSALE_STATE/crash-all-$sale" >"$FLASHSALE_STATE/crash-burst-$
 "$stack" stop consumer >/dev/null
 
 crash_fire "$path" "$FLASHSALE_STATE/crash-first-$sale" "$FLASHSALE_STATE/crash-out1-$sale"
-is "$(crash_count 202 "$FLASHSALE_STATE/crash-out1-$sale")" "30" "before the crash: 30 shoppers get 202"
+is "$(count_of 202 "$FLASHSALE_STATE/crash-out1-$sale")" "30" "before the crash: 30 shoppers get 202"
 
 # The second burst runs while Redis is killed under it.
 before=$(purchase_requests "$path")
@@ -42,8 +32,8 @@ until [ $(($(purchase_requests "$path") - before)) -ge 100 ] || [ "$(date +%s)" 
 done
 "$stack" kill redis >/dev/null
 wait "$burst"
-won2=$(crash_count 202 "$FLASHSALE_STATE/crash-out2-$sale")
-refused2=$(crash_count 503 "$FLASHSALE_STATE/crash-out2-$sale")
+won2=$(count_of 202 "$FLASHSALE_STATE/crash-out2-$sale")
+refused2=$(count_of 503 "$FLASHSALE_STATE/crash-out2-$sale")
 diag "the burst around the crash: $won2 answered 202, $refused2 answered 503"
 is "$(($(wc -l <"$FLASHSALE_STATE/crash-out2-$sale") - won2 - refused2))" "0" \
     "during the crash every purchase is a 202 (before it) or a 503"
@@ -64,9 +54,9 @@ is "$(redis ZCARD "fs:{$sale}:unconfirmed")" "$((30 + won2))" "and those holds w
 # Everyone tries again: each winner meets its own hold (409), everyone else
 # gets a unit.
 crash_fire "$path" "$FLASHSALE_STATE/crash-all-$sale" "$FLASHSALE_STATE/crash-out3-$sale"
-is "$(crash_count 409 "$FLASHSALE_STATE/crash-out3-$sale")" "$((30 + won2))" \
+is "$(count_of 409 "$FLASHSALE_STATE/crash-out3-$sale")" "$((30 + won2))" \
     "after the repair every earlier winner is answered 409: the guard survived"
-is "$(crash_count 202 "$FLASHSALE_STATE/crash-out3-$sale")" "$((2000 - won2))" \
+is "$(count_of 202 "$FLASHSALE_STATE/crash-out3-$sale")" "$((2000 - won2))" \
     "every other shopper gets a unit now"
 "$stack" start consumer >/dev/null
 consumer_caught_up 30
@@ -94,7 +84,7 @@ while kill -0 "$burst" 2>/dev/null; do
 done
 wait "$burst"
 diag "during the burst: $warms forced warms, $refused refused (orders on the topic), $repairs repairs"
-is "$(crash_count 202 "$FLASHSALE_STATE/warm-out-$sale")" "300" \
+is "$(count_of 202 "$FLASHSALE_STATE/warm-out-$sale")" "300" \
     "with warms and repairs under the burst: exactly 300 shoppers get 202"
 consumer_caught_up 30
 is "$(psql_q "SELECT count(*) FILTER (WHERE status = 'PENDING') || ' ' || count(*) FILTER (WHERE status = 'FAILED') FROM orders WHERE sale_id = $sale")" \
