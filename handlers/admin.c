@@ -20,12 +20,13 @@
 
 #include "admin_ops.h"
 #include "cfg.h"
-#include "kafka.h"
+#include "ordertopic.h"
 #include "keys.h"
 #include "metrics.h"
 #include "pg.h"
 #include "payments.h"
 #include "reconcile.h"
+#include "route.h"
 #include "stock.h"
 #include "sales.h"
 #include "token.h"
@@ -225,6 +226,7 @@ inflight_ms(const struct fs_cfg *cfg)
 static int
 on_their_way(const struct fs_cfg *cfg, uint64_t sale, struct fs_order **orders, size_t *n)
 {
+	fs_ordertopic t;
 	char err[512];
 
 	if (*fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS) == '\0') {
@@ -232,8 +234,9 @@ on_their_way(const struct fs_cfg *cfg, uint64_t sale, struct fs_order **orders, 
 			   "on their way (sale warm --ignore-lag goes without)");
 		return -1;
 	}
-	if (fs_orders_on_their_way(fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS),
-		fs_cfg_get(cfg, FS_CFG_KAFKA_TOPIC), sale, 30000, orders, n, err, sizeof(err)) != 0) {
+	if (fs_ordertopic_init(&t, fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_ordertopic_on_their_way(&t, sale, 30000, orders, n, err, sizeof(err)) != 0) {
 		fail("order topic: %s", err);
 		return -1;
 	}
@@ -504,20 +507,18 @@ out:
 static int
 cmd_kafka_topics(void)
 {
-	const char *topic;
+	fs_ordertopic topic;
 	struct fs_cfg cfg;
-	char dlq[600], err[256];
+	char err[256];
 
 	if (load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
 		return 1;
-	topic = fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC);
-	snprintf(dlq, sizeof(dlq), "%s.dlq", topic);
-	if (fs_kafka_create_topic(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), topic, 8, err,
-		sizeof(err)) != 0 ||
-	    fs_kafka_create_topic(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), dlq, 1, err,
-		sizeof(err)) != 0)
+	if (fs_ordertopic_init(&topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_ordertopic_create(&topic, err, sizeof(err)) != 0)
 		return fail("%s", err);
-	printf("topics %s (8 partitions) and %s (1) exist\n", topic, dlq);
+	printf("topics %s (%d partitions) and %s (%d) exist\n", topic.topic,
+	    FS_ORDERTOPIC_PARTITIONS, topic.dlq, FS_ORDERTOPIC_DLQ_PARTITIONS);
 	return 0;
 }
 
@@ -570,7 +571,7 @@ cmd_reconcile(int argc, char **argv)
 	if ((sales = calloc(FS_SALES_ITEMS_MAX * 100, sizeof(*sales))) == NULL)
 		return fail("%s", "out of memory");
 	if (strcmp(argv[0], "--all") != 0) {
-		if (fs_sales_parse_id(argv[0], &sales[0]) != 0) {
+		if (fs_route_parse_id(argv[0], &sales[0]) != 0) {
 			fail("%s", "expected a sale id (a positive integer) or --all");
 			goto out;
 		}
@@ -619,7 +620,7 @@ out:
 static int
 sale_arg(int argc, char **argv, uint64_t *sale)
 {
-	if (argc < 4 || fs_sales_parse_id(argv[3], sale) != 0) {
+	if (argc < 4 || fs_route_parse_id(argv[3], sale) != 0) {
 		fail("%s", "expected a sale id (a positive integer)");
 		return -1;
 	}

@@ -23,8 +23,9 @@
 #include "cfg.h"
 #include "clock.h"
 #include "dlq.h"
-#include "kafka.h"
+#include "ordertopic.h"
 #include "pg.h"
+#include "route.h"
 #include "salectl.h"
 #include "sales.h"
 #include "stock.h"
@@ -338,7 +339,7 @@ print_letter(void *arg, const struct fs_dlq_entry *e)
 static int
 cmd_dlq_replay(int argc, char **argv)
 {
-	fs_kafka_producer *prod = NULL;
+	fs_ordertopic topic = { 0 };
 	struct fs_dlq_summary sum;
 	struct stores st;
 	uint64_t sale = 0;
@@ -346,20 +347,20 @@ cmd_dlq_replay(int argc, char **argv)
 	int rc = 1;
 
 	if (argc == 2 && strcmp(argv[0], "--sale") == 0) {
-		if (fs_sales_parse_id(argv[1], &sale) != 0)
+		if (fs_route_parse_id(argv[1], &sale) != 0)
 			return fail("%s", "--sale wants a sale id (a positive integer)");
 	} else if (argc != 0) {
 		return fail("%s", "usage: flashsale-admin dlq replay [--sale SALE_ID]");
 	}
 	if (open_stores(&st, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS), 1) != 0)
 		goto out;
-	if ((prod = fs_kafka_producer_new(fs_cfg_get(&st.cfg, FS_CFG_KAFKA_BROKERS), 10000, 5, err,
-		 sizeof(err))) == NULL) {
+	if (fs_ordertopic_init(&topic, fs_cfg_get(&st.cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&st.cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_ordertopic_open_producer(&topic, 10000, 5, err, sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
 	}
-	if (fs_dlq_replay(st.pg, st.stock, prod, fs_cfg_get(&st.cfg, FS_CFG_KAFKA_BROKERS),
-		fs_cfg_get(&st.cfg, FS_CFG_KAFKA_TOPIC), sale, print_letter, NULL, &sum, err,
+	if (fs_dlq_replay(st.pg, st.stock, &topic, sale, print_letter, NULL, &sum, err,
 		sizeof(err)) != 0) {
 		fail("%s", err);
 		goto out;
@@ -377,7 +378,7 @@ cmd_dlq_replay(int argc, char **argv)
 	/* Something to try again: a script must notice. */
 	rc = sum.count[FS_DLQ_NOT_DELIVERED] > 0;
 out:
-	fs_kafka_producer_free(prod);
+	fs_ordertopic_close(&topic);
 	close_stores(&st);
 	return rc;
 }
@@ -397,7 +398,7 @@ admin_ops_main(int argc, char **argv)
 	    (strcmp(argv[2], "close") != 0 && strcmp(argv[2], "extend") != 0 &&
 		strcmp(argv[2], "watch") != 0))
 		return -1;
-	if (fs_sales_parse_id(argv[3], &sale) != 0)
+	if (fs_route_parse_id(argv[3], &sale) != 0)
 		return fail("%s", "expected a sale id (a positive integer)");
 	if (strcmp(argv[2], "close") == 0 && argc == 4)
 		return cmd_close_or_extend(sale, 0);

@@ -24,10 +24,11 @@
 #include <time.h>
 
 #include "cfg.h"
-#include "kafka.h"
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
+#include "ordertopic.h"
+#include "settle.h"
 #include "stores.h"
 
 #define BATCH_MAX	500	/* messages per transaction */
@@ -58,9 +59,8 @@ struct counts {
 struct app {
 	struct fs_cfg cfg;
 	struct fs_stores stores;
+	fs_ordertopic topic;	/* its producer sends the dead letters */
 	fs_kafka_consumer *consumer;
-	fs_kafka_producer *dlq;
-	char dlq_topic[600];
 	int drain;
 	struct counts total;
 	struct batch batch;
@@ -130,9 +130,13 @@ collect(struct app *app, struct batch *b)
 		if (b->n == 0)
 			deadline = now_ms() + BATCH_WAIT_MS;
 		b->msg[b->n] = m;
-		b->outcome[b->n] = fs_orders_parse_message(m->payload, m->len, &b->order[b->n]) == 0 ?
-		    OUTCOME_ORDER :
-		    OUTCOME_MALFORMED;
+		b->outcome[b->n] = OUTCOME_ORDER;
+		if (fs_ordertopic_decode(m->payload, m->len, &b->order[b->n]) != 0) {
+			b->outcome[b->n] = OUTCOME_MALFORMED;
+			fs_log_warn("malformed message at %s [%" PRId32 "] offset %" PRId64
+				    ": to the dead letters",
+			    rd_kafka_topic_name(m->rkt), m->partition, m->offset);
+		}
 		b->n++;
 	}
 }
@@ -203,7 +207,7 @@ dead_letter_reason(const struct batch *b, size_t i)
 }
 
 /*
- * Sends every message that did not become a live order to <topic>.dlq, at
+ * Sends every message that did not become a live order to the dead letters, at
  * least once (a redelivered batch sends its dead letters again). 0 or -1.
  */
 static int
@@ -226,9 +230,7 @@ dead_letters(struct app *app, const struct batch *b)
 		dl[n].reason = reason;
 		n++;
 	}
-	if (n == 0)
-		return 0;
-	if ((d = fs_kafka_produce_all(app->dlq, app->dlq_topic, dl, n, err, sizeof(err))) !=
+	if ((d = fs_ordertopic_dead_letters(&app->topic, dl, n, err, sizeof(err))) !=
 	    FS_KAFKA_DELIVERED) {
 		fs_log_warn("dead letters not delivered (%s); will retry", err);
 		return -1;
@@ -237,50 +239,20 @@ dead_letters(struct app *app, const struct batch *b)
 	return 0;
 }
 
-/*
- * Tells Redis what the database decided: a live order's hold is confirmed
- * (the ghost sweeper leaves it alone), any other order's hold is released
- * (release.lua frees a unit only while that order still holds it, so a
- * repeat is harmless). 0, or -1 when Redis is away.
- */
+/* Tells Redis what the database decided (see settle.h). 0, or -1 to retry. */
 static int
-settle_holds(struct app *app, const struct batch *b)
+settle(struct app *app, const struct batch *b)
 {
-	const char *ids[BATCH_MAX];
+	const struct fs_order *orders[BATCH_MAX];
+	struct fs_settle_counts counts = { 0, 0 };
+	size_t n = 0;
 
-	for (size_t i = 0; i < b->n; i++) {
-		const struct fs_order *o = &b->order[i];
-		size_t n = 0;
-
-		if (b->outcome[i] != OUTCOME_ORDER)
-			continue;
-		if (!fs_orders_status_live(o->status)) {
-			if (fs_stock_release(app->stores.stock, o->sale, o->item, o->id) < 0) {
-				/* An error reply (a record of another item) cannot heal. */
-				if (app->stores.stock->err == FS_STOCK_ERR_IO) {
-					fs_log_warn("%s; will retry", app->stores.stock->errstr);
-					return -1;
-				}
-				fs_log_error("order %s: %s", o->id, app->stores.stock->errstr);
-			}
-			continue;
-		}
-		/* Confirm the batch's live orders of this sale at once (first one only). */
-		for (size_t j = 0; j < i; j++)
-			if (b->outcome[j] == OUTCOME_ORDER &&
-			    fs_orders_status_live(b->order[j].status) &&
-			    b->order[j].sale == o->sale)
-				goto next;
-		for (size_t j = i; j < b->n; j++)
-			if (b->outcome[j] == OUTCOME_ORDER &&
-			    fs_orders_status_live(b->order[j].status) &&
-			    b->order[j].sale == o->sale)
-				ids[n++] = b->order[j].id;
-		if (fs_stock_confirm(app->stores.stock, o->sale, ids, n) != 0) {
-			fs_log_warn("%s; will retry", app->stores.stock->errstr);
-			return -1;
-		}
-next:;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->outcome[i] == OUTCOME_ORDER)
+			orders[n++] = &b->order[i];
+	if (fs_settle_holds(app->stores.stock, orders, n, &counts) != 0) {
+		fs_log_warn("%s; will retry", app->stores.stock->errstr);
+		return -1;
 	}
 	return 0;
 }
@@ -336,28 +308,17 @@ count(struct app *app, const struct batch *b)
 	}
 }
 
-/* One pass over the batch; 0 when every effect is done, -1 to run it again. */
+/*
+ * One pass over the batch: record it (the orders, then the dead letters of
+ * those that cannot be), settle the holds, push the statuses. 0 when every
+ * effect is done, -1 to run it again.
+ */
 static int
 process(struct app *app, struct batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		if (b->outcome[i] == OUTCOME_MALFORMED)
-			fs_log_warn("malformed message at %s [%" PRId32 "] offset %" PRId64
-				    ": to the dead letters",
-			    rd_kafka_topic_name(b->msg[i]->rkt), b->msg[i]->partition,
-			    b->msg[i]->offset);
-	int64_t t0 = now_ms(), t1, t2;
-
-	if (record(app, b) != 0)
+	if (record(app, b) != 0 || dead_letters(app, b) != 0 || settle(app, b) != 0)
 		return -1;
-	t1 = now_ms();
-	if (dead_letters(app, b) != 0 || settle_holds(app, b) != 0)
-		return -1;
-	t2 = now_ms();
 	push_statuses(app, b);
-	fs_log_debug("batch of %zu: recorded in %" PRId64 " ms, settled in %" PRId64
-		     " ms, pushed in %" PRId64 " ms",
-	    b->n, t1 - t0, t2 - t1, now_ms() - t2);
 	return 0;
 }
 
@@ -438,31 +399,27 @@ static int
 setup(struct app *app)
 {
 	char err[512];
-	int n;
 
 	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG) |
 		    FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	n = snprintf(app->dlq_topic, sizeof(app->dlq_topic), "%s.dlq",
-	    fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC));
-	if (n < 0 || (size_t)n >= sizeof(app->dlq_topic)) {
-		fs_log_error("FLASHSALE_KAFKA_TOPIC too long");
+	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0) {
+		fs_log_error("%s", err);
 		return -1;
 	}
 	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {
 		fs_log_error("%s", err);
 		return -1;
 	}
-	if ((app->dlq = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS), 10000, 5,
-		 err, sizeof(err))) == NULL) {
+	if (fs_ordertopic_open_producer(&app->topic, 10000, 5, err, sizeof(err)) != 0) {
 		fs_log_error("kafka producer: %s", err);
 		return -1;
 	}
-	if ((app->consumer = fs_kafka_consumer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
-		 FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), app->drain, err,
-		 sizeof(err))) == NULL) {
+	if ((app->consumer = fs_ordertopic_subscribe(&app->topic, app->drain, err, sizeof(err))) ==
+	    NULL) {
 		fs_log_error("kafka consumer: %s", err);
 		return -1;
 	}
@@ -473,7 +430,7 @@ static void
 teardown(struct app *app)
 {
 	fs_kafka_consumer_free(app->consumer);
-	fs_kafka_producer_free(app->dlq);
+	fs_ordertopic_close(&app->topic);
 	fs_stores_close(&app->stores);
 }
 
@@ -482,6 +439,7 @@ static int
 print_lag(void)
 {
 	struct fs_cfg cfg;
+	fs_ordertopic topic;
 	char err[512];
 	long long lag;
 
@@ -489,8 +447,9 @@ print_lag(void)
 		fs_log_error("%s", cfg.errstr);
 		return 1;
 	}
-	if ((lag = fs_kafka_group_lag(fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS), FS_KAFKA_GROUP,
-		 fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), 5000, err, sizeof(err))) < 0) {
+	if (fs_ordertopic_init(&topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    (lag = fs_ordertopic_lag(&topic, 5000, err, sizeof(err))) < 0) {
 		fs_log_error("%s", err);
 		return 1;
 	}
@@ -524,8 +483,8 @@ main(int argc, char **argv)
 
 	fs_metrics_open("flashsale-consumer");
 	if (setup(&app) == 0) {
-		fs_log_info("consuming %s as group %s%s", fs_cfg_get(&app.cfg, FS_CFG_KAFKA_TOPIC),
-		    FS_KAFKA_GROUP, app.drain ? " until caught up" : "");
+		fs_log_info("consuming %s as group %s%s", app.topic.topic, FS_ORDERTOPIC_GROUP,
+		    app.drain ? " until caught up" : "");
 		rc = run(&app) == 0 ? 0 : 1;
 		fs_log_info("stopping after %lu messages", app.total.messages);
 	}

@@ -22,7 +22,7 @@
 #include "cfg.h"
 #include "expiry.h"
 #include "fcgi.h"
-#include "kafka.h"
+#include "ordertopic.h"
 #include "log.h"
 #include "metrics.h"
 #include "stores.h"
@@ -58,15 +58,17 @@ static int
 backlog_empty(struct app *app)
 {
 	const char *brokers = fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS);
+	fs_ordertopic topic;
 	char err[256];
-	long long lag;
+	long long lag = -1;
 
 	if (*brokers == '\0') {
 		fs_log_warn("FLASHSALE_KAFKA_BROKERS is not set: ghost holds are not swept");
 		return 0;
 	}
-	lag = fs_kafka_group_lag(brokers, FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
-	    5000, err, sizeof(err));
+	if (fs_ordertopic_init(&topic, brokers, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err,
+		sizeof(err)) == 0)
+		lag = fs_ordertopic_lag(&topic, 5000, err, sizeof(err));
 	if (lag < 0)
 		fs_log_warn("consumer lag unknown (%s): ghost holds wait", err);
 	else if (lag > 0)

@@ -15,6 +15,7 @@
 #include "cfg.h"
 #include "fcgi.h"
 #include "kafka.h"
+#include "ordertopic.h"
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
@@ -42,7 +43,7 @@ write_store_gauges(struct app *app, FILE *out)
 	int pg_up = 0;
 
 	if (brokers[0] != '\0' &&
-	    (lag = fs_kafka_group_lag(brokers, FS_KAFKA_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
+	    (lag = fs_kafka_group_lag(brokers, FS_ORDERTOPIC_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
 		 LAG_TIMEOUT_MS, err, sizeof(err))) < 0)
 		fs_log_warn("consumer lag: %s", err);
 	if (app->pg != NULL) {

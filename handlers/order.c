@@ -22,20 +22,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "answer.h"
 #include "cfg.h"
 #include "clock.h"
 #include "fcgi.h"
 #include "keys.h"
 #include "log.h"
 #include "orders.h"
+#include "route.h"
 #include "sales.h"
 #include "stores.h"
 #include "urlsig.h"
 #include "uuid.h"
 
-#define PATH_PREFIX	"/api/flash-sales/orders/"
 #define AUTH_URI	"/_fs/auth/order-events"
-#define SALES_MAX	"64"	/* open sales looked at for a PROCESSING order */
 #define TICKET_TTL_S	120	/* a ticket opens the stream (and its reconnects) this long */
 
 enum action { ACTION_STATUS, ACTION_CANCEL, ACTION_EVENTS, ACTION_TICKET, ACTION__MAX };
@@ -71,18 +71,12 @@ struct app {
  * the id and the action; -1 for any other path.
  */
 static int
-parse_path(const char *path, char id[FS_ORDERS_ID_LEN + 1], enum action *action)
+parse_path(const char *path, char id[FS_UUID_STRLEN + 1], enum action *action)
 {
-	size_t plen = sizeof(PATH_PREFIX) - 1, rest;
+	size_t rest;
 
-	if (path == NULL || strncmp(path, PATH_PREFIX, plen) != 0)
+	if ((path = fs_route_path_uuid(path, FS_ROUTE_ORDER_PREFIX, id)) == NULL)
 		return -1;
-	path += plen;
-	if (strlen(path) < FS_ORDERS_ID_LEN || fs_uuid_parse(path, FS_ORDERS_ID_LEN, NULL) != 0)
-		return -1;
-	memcpy(id, path, FS_ORDERS_ID_LEN);
-	id[FS_ORDERS_ID_LEN] = '\0';
-	path += FS_ORDERS_ID_LEN;
 	rest = strcspn(path, "?");
 	for (int a = 0; a < ACTION__MAX; a++)
 		if (strlen(actions[a].suffix) == rest &&
@@ -123,46 +117,6 @@ authenticate(struct app *app, fs_fcgi *fcgi, char user[FS_TOKEN_SUB_MAX + 1])
 	    -1;
 }
 
-/*
- * Looks for the order among the holds of the open sales: PROCESSING when
- * the caller holds it. 1 found, 0 not found, -1 a store failed.
- */
-static int
-find_processing(struct fs_stores *st, struct fs_order *o)
-{
-	struct fs_stock_record rec;
-	PGresult *res;
-	int found = 0;
-
-	/* A hold lives from the purchase until the consumer records it. */
-	res = fs_pg_exec(st->pg,
-	    "SELECT id FROM sales WHERE starts_at <= now() + interval '1 minute' "
-	    "AND ends_at > now() - interval '1 hour' ORDER BY id DESC LIMIT $1",
-	    1, (const char *[]){ SALES_MAX });
-	if (res == NULL)
-		return -1;
-	for (int i = 0; i < PQntuples(res) && !found; i++) {
-		uint64_t sale;
-
-		if (fs_sales_parse_id(PQgetvalue(res, i, 0), &sale) != 0)
-			continue;
-		if ((found = fs_stock_find_hold(st->stock, sale, o->id, &rec)) < 0)
-			break;
-		/* The caller's hold only. */
-		if (found && strcmp(rec.user, o->user) != 0)
-			found = 0;
-		if (!found)
-			continue;
-		o->sale = sale;
-		o->item = rec.item;
-		o->reserved_ms = rec.reserved_ms;
-		o->status = FS_ORDER_PROCESSING;
-		o->expires_ms = o->reserved_ms + (int64_t)fs_stock_window(st->stock, sale) * 1000;
-	}
-	PQclear(res);
-	return found;
-}
-
 /* The caller's order, from PostgreSQL or else Redis; FS_ORDERS_NOT_FOUND when neither. */
 static enum fs_orders_result
 find_order(struct app *app, struct fs_order *o)
@@ -172,22 +126,9 @@ find_order(struct app *app, struct fs_order *o)
 
 	if (r != FS_ORDERS_NOT_FOUND)
 		return r;
-	if ((found = find_processing(&app->stores, o)) < 0)
+	if ((found = fs_sales_find_processing(app->stores.pg, app->stores.stock, o)) < 0)
 		return FS_ORDERS_TRANSIENT;
 	return found ? FS_ORDERS_OK : FS_ORDERS_NOT_FOUND;
-}
-
-static void
-answer_order(fs_fcgi *fcgi, const struct fs_order *o)
-{
-	char body[FS_ORDERS_DOC_MAX];
-	int n = fs_orders_document(o, body, sizeof(body));
-
-	if (n < 0) {
-		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
-		return;
-	}
-	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
 }
 
 /* 409 with the order's id and status, so the page can show why. */
@@ -258,7 +199,7 @@ change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action act
 		fs_log_info("order %s %s by %s", o->id, actions[action].done, o->user);
 		publish(app, o);
 	}
-	answer_order(fcgi, o);
+	fs_answer_order(fcgi, o);
 }
 
 /*
@@ -270,7 +211,7 @@ static void
 authorize_events(struct app *app, fs_fcgi *fcgi)
 {
 	const char *uri = fs_fcgi_param(fcgi, "REQUEST_URI"), *ticket;
-	char id[FS_ORDERS_ID_LEN + 1];
+	char id[FS_UUID_STRLEN + 1];
 	enum action action;
 	size_t len;
 
@@ -335,7 +276,7 @@ handle(fs_fcgi *fcgi, void *arg)
 	else if (action == ACTION_TICKET)
 		answer_ticket(app, fcgi, &o);
 	else
-		answer_order(fcgi, &o);
+		fs_answer_order(fcgi, &o);
 }
 
 /* GET /readyz: PostgreSQL and Redis answer. */

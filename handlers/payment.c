@@ -45,17 +45,17 @@ struct app {
 
 /* The order id of /api/flash-sales/orders/{id}/checkout; -1 for any other path. */
 static int
-checkout_order(const char *path, char id[FS_ORDERS_ID_LEN + 1])
+checkout_order(const char *path, char id[FS_UUID_STRLEN + 1])
 {
 	size_t plen = sizeof(ORDERS_PREFIX) - 1;
 
 	if (path == NULL || strncmp(path, ORDERS_PREFIX, plen) != 0 ||
-	    strlen(path) != plen + FS_ORDERS_ID_LEN + sizeof(CHECKOUT_SUFFIX) - 1 ||
-	    strcmp(path + plen + FS_ORDERS_ID_LEN, CHECKOUT_SUFFIX) != 0 ||
-	    fs_uuid_parse(path + plen, FS_ORDERS_ID_LEN, NULL) != 0)
+	    strlen(path) != plen + FS_UUID_STRLEN + sizeof(CHECKOUT_SUFFIX) - 1 ||
+	    strcmp(path + plen + FS_UUID_STRLEN, CHECKOUT_SUFFIX) != 0 ||
+	    fs_uuid_parse(path + plen, FS_UUID_STRLEN, NULL) != 0)
 		return -1;
-	memcpy(id, path + plen, FS_ORDERS_ID_LEN);
-	id[FS_ORDERS_ID_LEN] = '\0';
+	memcpy(id, path + plen, FS_UUID_STRLEN);
+	id[FS_UUID_STRLEN] = '\0';
 	return 0;
 }
 
@@ -168,7 +168,7 @@ handle(fs_fcgi *fcgi, void *arg)
 {
 	struct app *app = arg;
 	const char *doc = fs_fcgi_param(fcgi, "DOCUMENT_URI");
-	char id[FS_ORDERS_ID_LEN + 1];
+	char id[FS_UUID_STRLEN + 1];
 	int is_webhook = doc != NULL && strcmp(doc, WEBHOOK_PATH) == 0;
 
 	if (!is_webhook && checkout_order(doc, id) != 0) {

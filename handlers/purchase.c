@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "cfg.h"
 #include "clock.h"
 #include "fcgi.h"
-#include "kafka.h"
 #include "keys.h"
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
-#include "purchase.h"
-#include "sales.h"
+#include "ordertopic.h"
+#include "route.h"
 #include "soldout.h"
 #include "stock.h"
 
@@ -32,7 +32,7 @@ struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
 	fs_urlsig_key *url_key;
-	fs_kafka_producer *producer; /* librdkafka is thread-safe; concurrent orders batch */
+	fs_ordertopic topic; /* its producer is thread-safe; concurrent orders batch */
 	fs_soldout *soldout;
 	int threads;
 };
@@ -42,27 +42,6 @@ struct worker {
 	struct app *app;
 	fs_stock *stock;
 };
-
-/* Publishes the order and waits for the broker's answer. */
-static enum fs_kafka_delivery
-publish_order(struct app *app, const struct fs_order *o, char *err, size_t errlen)
-{
-	struct fs_kafka_msg msg = { 0 };
-	char key[24], value[FS_ORDERS_MESSAGE_MAX];
-	int n;
-
-	if ((n = fs_orders_message(o, value, sizeof(value))) < 0) {
-		snprintf(err, errlen, "order message too long");
-		return FS_KAFKA_NOT_DELIVERED;
-	}
-	snprintf(key, sizeof(key), "%" PRIu64, o->item);
-	msg.key = key;
-	msg.keylen = strlen(key);
-	msg.value = value;
-	msg.len = (size_t)n;
-	return fs_kafka_produce_all(app->producer, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), &msg,
-	    1, err, errlen);
-}
 
 static void
 handle(fs_fcgi *fcgi, void *ctx)
@@ -75,7 +54,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	int64_t sale_end_ms;
 	unsigned gen;
 
-	if (fs_sales_parse_purchase_path(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
+	if (fs_route_purchase_item(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
 		return;
 	}
@@ -85,7 +64,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	}
-	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, &sale_end_ms) != 0)
+	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, &sale_end_ms) != 0)
 		return;
 	o.reserved_ms = fs_clock_now_ms();
 	gen = fs_soldout_generation(app->soldout, o.item);
@@ -93,7 +72,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	case FS_STOCK_RESERVED:
 		break;
 	case FS_STOCK_ALREADY:
-		fs_purchase_already(fcgi, hold.order_id);
+		fs_answer_purchase_already(fcgi, hold.order_id);
 		return;
 	case FS_STOCK_SOLD_OUT:
 		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
@@ -120,11 +99,11 @@ handle(fs_fcgi *fcgi, void *ctx)
 	if (hold.left == 0)
 		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
 
-	switch (publish_order(app, &o, err, sizeof(err))) {
+	switch (fs_ordertopic_publish(&app->topic, &o, err, sizeof(err))) {
 	case FS_KAFKA_DELIVERED:
 		o.status = FS_ORDER_PENDING;
 		o.expires_ms = o.reserved_ms + (int64_t)hold.window_s * 1000;
-		fs_purchase_accepted(fcgi, &o);
+		fs_answer_purchase_accepted(fcgi, &o);
 		return;
 	case FS_KAFKA_NOT_DELIVERED:
 		/* The broker never had it: the unit goes back now. */
@@ -154,7 +133,7 @@ ready(void *arg, char *why, size_t whylen)
 		snprintf(why, whylen, "redis %s", w->stock->errstr);
 		return -1;
 	}
-	return fs_kafka_producer_ready(w->app->producer, fs_cfg_get(&w->app->cfg, FS_CFG_KAFKA_TOPIC),
+	return fs_kafka_producer_ready(w->app->topic.producer, w->app->topic.topic,
 	    1000, why, whylen);
 }
 
@@ -177,13 +156,14 @@ setup(void *arg)
 	timeout = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_TIMEOUT_MS);
 	linger = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_LINGER_MS);
 	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
-	if ((app->producer = fs_kafka_producer_new(fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
-		 (int)timeout, (int)linger, err, sizeof(err))) == NULL) {
+	/* The first order should not pay for metadata and the producer id: opened now. */
+	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_ordertopic_open_producer(&app->topic, (int)timeout, (int)linger, err, sizeof(err)) !=
+		0) {
 		fs_log_error("kafka: %s", err);
 		return -1;
 	}
-	/* The first order should not pay for metadata and the producer id. */
-	fs_kafka_producer_warm(app->producer, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC));
 	if ((app->soldout = fs_soldout_new(fs_cfg_get(&app->cfg, FS_CFG_SOLDOUT_DIR), &app->cfg,
 		 err, sizeof(err))) == NULL) {
 		fs_log_error("soldout: %s", err);
@@ -225,7 +205,7 @@ teardown(void *arg)
 {
 	struct app *app = arg;
 
-	fs_kafka_producer_free(app->producer);
+	fs_ordertopic_close(&app->topic);
 	fs_soldout_free(app->soldout);
 	fs_token_keys_free(app->keys);
 	fs_urlsig_key_free(app->url_key);

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include "answer.h"
 #include "cfg.h"
 #include "clock.h"
 #include "fcgi.h"
@@ -19,8 +20,7 @@
 #include "log.h"
 #include "orders.h"
 #include "pg.h"
-#include "purchase.h"
-#include "sales.h"
+#include "route.h"
 
 struct app {
 	struct fs_cfg cfg;
@@ -35,18 +35,18 @@ handle(fs_fcgi *fcgi, void *arg)
 	struct app *app = arg;
 	struct fs_order o = { 0 };
 
-	if (fs_sales_parse_purchase_path(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
+	if (fs_route_purchase_item(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	if (fs_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, NULL) != 0)
+	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, NULL) != 0)
 		return;
 	switch (fs_orders_buy(app->pg, &o)) {
 	case FS_ORDERS_OK:
-		fs_purchase_accepted(fcgi, &o);
+		fs_answer_purchase_accepted(fcgi, &o);
 		return;
 	case FS_ORDERS_LIVE_ORDER:
-		fs_purchase_already(fcgi, o.id);
+		fs_answer_purchase_already(fcgi, o.id);
 		return;
 	case FS_ORDERS_NOT_FOUND:
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);

@@ -34,9 +34,9 @@
 #include "keys.h"
 #include "log.h"
 #include "pg.h"
+#include "route.h"
 #include "sales.h"
 
-#define PATH_PREFIX "/api/flash-sales/sales/"
 #define REVEAL_SUFFIX "/reveal"
 
 /* How long a worker thread reuses what it read about a sale. */
@@ -123,7 +123,7 @@ sleep_ms(int64_t ms)
 static int
 parse_path(const char *path, uint64_t *sale, enum doc_kind *kind)
 {
-	const char *rest = fs_sales_path_id(path, PATH_PREFIX, sale);
+	const char *rest = fs_route_path_id(path, FS_ROUTE_SALE_PREFIX, sale);
 
 	if (rest == NULL)
 		return -1;

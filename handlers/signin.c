@@ -62,14 +62,14 @@ static int
 requested_user(const char *body, size_t len, char out[FS_TOKEN_SUB_MAX + 1])
 {
 	json_object *doc, *v;
-	const char *why;
+	char why[64];
 	int rc = -1;
 
 	if (strspn(body, " \t\r\n") == len) {
 		random_user_id(out);
 		return 0;
 	}
-	if ((doc = fs_jsonread_object(body, len, 8, &why)) == NULL)
+	if ((doc = fs_jsonread_object(body, len, 8, why, sizeof(why))) == NULL)
 		return -1;
 	if (!json_object_object_get_ex(doc, "userId", &v) || json_object_is_type(v, json_type_null)) {
 		random_user_id(out);

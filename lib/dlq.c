@@ -44,7 +44,7 @@ keep_letter(void *arg, const rd_kafka_message_t *m)
 	e->verdict = FS_DLQ__MAX; /* not judged yet */
 	if (!fs_kafka_msg_header(m, "reason", e->reason, sizeof(e->reason)))
 		snprintf(e->reason, sizeof(e->reason), "-");
-	if (m->payload == NULL || fs_orders_parse_message(m->payload, m->len, &e->order) != 0) {
+	if (m->payload == NULL || fs_ordertopic_decode(m->payload, m->len, &e->order) != 0) {
 		memset(&e->order, 0, sizeof(e->order));
 		e->verdict = FS_DLQ_MALFORMED;
 	}
@@ -81,31 +81,9 @@ mark_repeats(struct letters *l)
 	return 0;
 }
 
-/* Publishes the order as a purchase does: key = item; the delivery verdict. */
-static enum fs_kafka_delivery
-publish(fs_kafka_producer *prod, const char *topic, const struct fs_order *o, char *err,
-    size_t errlen)
-{
-	struct fs_kafka_msg msg = { 0 };
-	char key[24], value[FS_ORDERS_MESSAGE_MAX];
-	int n;
-
-	if ((n = fs_orders_message(o, value, sizeof(value))) < 0) {
-		ERR("order %s: message too long", o->id);
-		return FS_KAFKA_NOT_DELIVERED;
-	}
-	snprintf(key, sizeof(key), "%" PRIu64, o->item);
-	msg.key = key;
-	msg.keylen = strlen(key);
-	msg.value = value;
-	msg.len = (size_t)n;
-	return fs_kafka_produce_all(prod, topic, &msg, 1, err, errlen);
-}
-
 /* Judges and, when it may, replays one letter; 0, or -1 when a store failed. */
 static int
-replay_one(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *topic,
-    struct fs_dlq_entry *e, char *err, size_t errlen)
+replay_one(fs_pg *pg, fs_stock *st, fs_ordertopic *t, struct fs_dlq_entry *e, char *err, size_t errlen)
 {
 	struct fs_order o = e->order;
 	struct fs_stock_hold hold;
@@ -146,7 +124,7 @@ replay_one(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *topic,
 		ERR("redis: %s", st->errstr);
 		return -1;
 	}
-	switch (publish(prod, topic, &o, e->detail, sizeof(e->detail))) {
+	switch (fs_ordertopic_publish(t, &o, e->detail, sizeof(e->detail))) {
 	case FS_KAFKA_DELIVERED:
 		e->verdict = FS_DLQ_REPLAYED;
 		e->order = o;
@@ -169,26 +147,23 @@ replay_one(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *topic,
 }
 
 int
-fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *brokers,
-    const char *topic, uint64_t sale, fs_dlq_report *report, void *arg,
-    struct fs_dlq_summary *sum, char *err, size_t errlen)
+fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_ordertopic *t, uint64_t sale, fs_dlq_report *report,
+    void *arg, struct fs_dlq_summary *sum, char *err, size_t errlen)
 {
 	struct letters l = { 0 };
-	char dlq[600];
 	long n;
 	int rc = -1;
 
 	memset(sum, 0, sizeof(*sum));
-	snprintf(dlq, sizeof(dlq), "%s.dlq", topic);
 	if ((l.e = calloc(FS_DLQ_LETTERS_MAX, sizeof(*l.e))) == NULL) {
 		ERR("out of memory");
 		return -1;
 	}
-	if ((n = fs_kafka_read_topic(brokers, dlq, NULL, FS_DLQ_LETTERS_MAX, FS_DLQ_READ_MS, keep_letter,
+	if ((n = fs_kafka_read_topic(t->brokers, t->dlq, NULL, FS_DLQ_LETTERS_MAX, FS_DLQ_READ_MS, keep_letter,
 		 &l, err, errlen)) < 0)
 		goto out;
 	if (n >= FS_DLQ_LETTERS_MAX) {
-		ERR("%s holds more than %d dead letters; replay one sale at a time", dlq,
+		ERR("%s holds more than %d dead letters; replay one sale at a time", t->dlq,
 		    FS_DLQ_LETTERS_MAX);
 		goto out;
 	}
@@ -203,7 +178,7 @@ fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_kafka_producer *prod, const char *brok
 		if (sale != 0 && (e->verdict == FS_DLQ_MALFORMED || e->order.sale != sale))
 			e->verdict = FS_DLQ_OTHER_SALE;
 		else if (e->verdict == FS_DLQ__MAX &&
-		    replay_one(pg, st, prod, topic, e, err, errlen) != 0)
+		    replay_one(pg, st, t, e, err, errlen) != 0)
 			goto out;
 		sum->count[e->verdict]++;
 		report(arg, e);

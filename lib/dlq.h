@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kafka.h"
+#include "ordertopic.h"
 #include "orders.h"
 #include "pg.h"
 #include "stock.h"
@@ -61,8 +61,7 @@ const char *fs_dlq_verdict_name(enum fs_dlq_verdict);
  * (replayed or not), -1 with err set when a store failed midway (what was
  * done stays done; run it again).
  */
-int fs_dlq_replay(fs_pg *, fs_stock *, fs_kafka_producer *, const char *brokers,
-    const char *topic, uint64_t sale, fs_dlq_report *report, void *arg,
-    struct fs_dlq_summary *sum, char *err, size_t errlen);
+int fs_dlq_replay(fs_pg *, fs_stock *, fs_ordertopic *, uint64_t sale, fs_dlq_report *report,
+    void *arg, struct fs_dlq_summary *sum, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "orders.h"
 #include "sales.h"
+#include "settle.h"
 
 #define SWEEP_BATCH	500	/* holds looked at per Redis round trip */
 #define SWEEP_ROUNDS	100	/* batches per sale and run, at most */
@@ -20,6 +21,15 @@ set_err(fs_expiry *e, const char *what, const char *detail)
 {
 	e->err = 1;
 	snprintf(e->errstr, sizeof(e->errstr), "%s: %s", what, detail);
+}
+
+/* A rule of lib/orders failed: its result, and what the database said. */
+static void
+orders_err(fs_expiry *e, const char *what, enum fs_orders_result r)
+{
+	e->err = 1;
+	snprintf(e->errstr, sizeof(e->errstr), "%s: %s (%s)", what, fs_orders_strerror(r),
+	    e->pg->errstr);
 }
 
 void
@@ -49,28 +59,28 @@ int
 fs_expiry_expire(fs_expiry *e, struct fs_expiry_counts *c)
 {
 	struct fs_order batch[FS_EXPIRY_BATCH];
+	const struct fs_order *list[FS_EXPIRY_BATCH];
+	struct fs_settle_counts settled = { 0, 0 };
 	enum fs_orders_result r;
 	size_t n;
 
 	for (;;) {
 		if ((r = fs_orders_expire(e->pg, batch, FS_EXPIRY_BATCH, &n)) != FS_ORDERS_OK) {
-			set_err(e, "expire", e->pg->errstr);
+			orders_err(e, "expire", r);
 			return -1;
 		}
 		if (n == 0)
 			return 0;
 		c->expired += n;
 		/* Committed: only now may the units go back. */
-		for (size_t i = 0; i < n; i++) {
-			int rel = fs_stock_release(e->stock, batch[i].sale, batch[i].item,
-			    batch[i].id);
-
-			if (rel == 1)
-				c->released++;
-			else if (rel < 0)
-				fs_log_warn("order %s expired, its release failed (%s); the sweep repairs it",
-				    batch[i].id, e->stock->errstr);
-		}
+		for (size_t i = 0; i < n; i++)
+			list[i] = &batch[i];
+		settled.released = 0;
+		if (fs_settle_holds(e->stock, list, n, &settled) != 0)
+			fs_log_warn("%zu orders expired, releasing their holds failed (%s); the sweep "
+				    "repairs it",
+			    n, e->stock->errstr);
+		c->released += settled.released;
 		publish(e, batch, n);
 	}
 }
@@ -94,7 +104,9 @@ settle_ghost(fs_expiry *e, uint64_t sale, const struct fs_stock_record *h,
 {
 	const char *ids[1] = { h->order_id };
 	struct fs_order o;
-	int rel;
+	const struct fs_order *op = &o;
+	struct fs_settle_counts settled = { 0, 0 };
+	enum fs_orders_result r;
 
 	if (!h->exists) {
 		/* No hold behind the entry: nothing to give back, only the entry to drop. */
@@ -110,23 +122,16 @@ settle_ghost(fs_expiry *e, uint64_t sale, const struct fs_stock_record *h,
 		return 0;
 	}
 	order_of_hold(&o, sale, h);
-	if (fs_orders_close_ghost(e->pg, &o) != FS_ORDERS_OK) {
-		set_err(e, "ghost", e->pg->errstr);
+	if ((r = fs_orders_close_ghost(e->pg, &o)) != FS_ORDERS_OK) {
+		orders_err(e, "ghost", r);
 		return -1;
 	}
-	if (fs_orders_status_live(o.status)) {
-		if (fs_stock_confirm(e->stock, sale, ids, 1) != 0) {
-			set_err(e, "confirm", e->stock->errstr);
-			return -1;
-		}
-		c->confirmed++;
-		return 0;
-	}
-	if ((rel = fs_stock_release(e->stock, sale, o.item, o.id)) < 0) {
-		set_err(e, "release", e->stock->errstr);
+	if (fs_settle_holds(e->stock, &op, 1, &settled) != 0) {
+		set_err(e, "settle", e->stock->errstr);
 		return -1;
 	}
-	if (rel == 1) {
+	c->confirmed += settled.confirmed;
+	if (settled.released == 1) {
 		c->ghosts++;
 		fs_log_info("ghost hold %s (sale %" PRIu64 " item %" PRIu64 ", user %s) released: %s",
 		    o.id, sale, o.item, o.user, fs_orders_status_name(o.status));
@@ -185,6 +190,7 @@ repair_closed(fs_expiry *e, uint64_t sale, struct fs_expiry_counts *c)
 		goto out;
 	}
 	do {
+		enum fs_orders_result r;
 		size_t n, nclosed;
 
 		if (fs_stock_scan_holds(e->stock, sale, cursor, recs, SWEEP_BATCH, &n) != 0) {
@@ -193,8 +199,8 @@ repair_closed(fs_expiry *e, uint64_t sale, struct fs_expiry_counts *c)
 		}
 		for (size_t i = 0; i < n; i++)
 			ids[i] = recs[i].order_id;
-		if (fs_orders_closed_among(e->pg, ids, n, closed, &nclosed) != FS_ORDERS_OK) {
-			set_err(e, "closed orders", e->pg->errstr);
+		if ((r = fs_orders_closed_among(e->pg, ids, n, closed, &nclosed)) != FS_ORDERS_OK) {
+			orders_err(e, "closed orders", r);
 			goto out;
 		}
 		for (size_t k = 0; k < nclosed; k++) {

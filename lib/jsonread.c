@@ -2,35 +2,38 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "jsonread.h"
 
 json_object *
-fs_jsonread_object(const char *text, size_t len, int depth, const char **why)
+fs_jsonread_object(const char *text, size_t len, int depth, char *err, size_t errlen)
 {
-	json_tokener *tok;
-	json_object *doc;
+	json_tokener *tok = NULL;
+	json_object *doc = NULL;
+	const char *why = NULL;
 
 	if (len > INT_MAX) {
-		*why = "too big";
-		return NULL;
+		why = "too big";
+		goto fail;
 	}
 	if ((tok = json_tokener_new_ex(depth)) == NULL) {
-		*why = "out of memory";
-		return NULL;
+		why = "out of memory";
+		goto fail;
 	}
 	doc = json_tokener_parse_ex(tok, text, (int)len);
 	if (json_tokener_get_error(tok) != json_tokener_success)
-		*why = json_tokener_error_desc(json_tokener_get_error(tok));
+		why = json_tokener_error_desc(json_tokener_get_error(tok));
 	else if (json_tokener_get_parse_end(tok) != len)
-		*why = "trailing characters";
+		why = "trailing characters";
 	else if (!json_object_is_type(doc, json_type_object))
-		*why = "not a JSON object";
-	else
-		*why = NULL;
-	json_tokener_free(tok);
-	if (*why != NULL) {
+		why = "not a JSON object";
+fail:
+	if (tok != NULL)
+		json_tokener_free(tok);
+	if (why != NULL) {
+		snprintf(err, errlen, "%s", why);
 		json_object_put(doc);
 		return NULL;
 	}

@@ -13,9 +13,10 @@
 /*
  * The len bytes at text as one JSON object nested at most depth deep, with
  * nothing after it; the caller frees it with json_object_put. NULL with
- * *why (a static string) set otherwise.
+ * the reason written into err otherwise.
  */
-json_object *fs_jsonread_object(const char *text, size_t len, int depth, const char **why);
+json_object *fs_jsonread_object(const char *text, size_t len, int depth, char *err,
+    size_t errlen);
 /* An integer member within [min, max]; 0 or -1. */
 int fs_jsonread_int(json_object *, const char *name, int64_t min, int64_t max, int64_t *out);
 /* A string member of 1 to max bytes, or NULL. */

@@ -110,9 +110,6 @@ int fs_kafka_consumer_caught_up(fs_kafka_consumer *);
  * How many messages of topic the group has not committed yet, over all
  * partitions (without joining the group); -1 with err set on failure.
  */
-/* The consumer group that records orders; lag readers ask about it too. */
-#define FS_KAFKA_GROUP "flashsale-consumer"
-
 long long fs_kafka_group_lag(const char *brokers, const char *group, const char *topic,
     int timeout_ms, char *err, size_t errlen);
 

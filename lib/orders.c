@@ -8,10 +8,7 @@
 #include <time.h>
 
 #include "clock.h"
-#include "jsonread.h"
-#include "kafka.h"
 #include "orders.h"
-#include "uuid.h"
 
 /* SQLSTATE of a unique violation: a shopper's second live order. */
 #define SQLSTATE_UNIQUE "23505"
@@ -34,6 +31,8 @@ static const char *const result_texts[FS_ORDERS_RESULT__MAX] = {
 	[FS_ORDERS_TOO_BIG] = "batch too big",
 	[FS_ORDERS_SOLD_OUT] = "sold out",
 	[FS_ORDERS_LIVE_ORDER] = "the shopper holds a live order in the sale",
+	[FS_ORDERS_NOMEM] = "out of memory",
+	[FS_ORDERS_BAD_ANSWER] = "the database answered unexpectedly",
 };
 
 const char *
@@ -193,7 +192,7 @@ fs_orders_place_batch(fs_pg *pg, struct fs_order *orders, size_t n)
 		params[k] = a[k].s;
 	}
 	if (bad) {
-		snprintf(pg->errstr, sizeof(pg->errstr), "out of memory");
+		rc = FS_ORDERS_NOMEM;
 		goto out;
 	}
 	res = exec_once_more(pg,
@@ -205,8 +204,7 @@ fs_orders_place_batch(fs_pg *pg, struct fs_order *orders, size_t n)
 		goto out;
 	}
 	if ((size_t)PQntuples(res) != n) {
-		snprintf(pg->errstr, sizeof(pg->errstr), "place: %d answers for %zu orders",
-		    PQntuples(res), n);
+		rc = FS_ORDERS_BAD_ANSWER;
 		goto out;
 	}
 	for (int r = 0; r < PQntuples(res); r++) {
@@ -214,8 +212,7 @@ fs_orders_place_batch(fs_pg *pg, struct fs_order *orders, size_t n)
 		struct fs_order *o;
 
 		if (pos < 1 || (size_t)pos > n) {
-			snprintf(pg->errstr, sizeof(pg->errstr), "place: answer for position %ld",
-			    pos);
+			rc = FS_ORDERS_BAD_ANSWER;
 			goto out;
 		}
 		o = &orders[pos - 1];
@@ -251,7 +248,7 @@ fs_orders_buy(fs_pg *pg, struct fs_order *o)
 	    "SELECT (SELECT count(*) FROM item), "
 	    "(SELECT floor(extract(epoch FROM expires_at) * 1000)::bigint FROM placed)";
 	static const char live_sql[] = "SELECT id FROM orders WHERE sale_id = $1 AND user_id = $2 "
-				       "AND status IN ('PENDING', 'PAID')";
+				       "AND status IN " FS_ORDERS_LIVE_SQL;
 	char item_s[24], sale_s[24];
 	const char *params[4] = { item_s, sale_s, o->id, o->user };
 	enum fs_orders_result rc;
@@ -436,7 +433,7 @@ fs_orders_closed_among(fs_pg *pg, const char *const *ids, size_t n, size_t *clos
 	}
 	bad |= buf_add(&b, "}", 1);
 	if (bad) {
-		snprintf(pg->errstr, sizeof(pg->errstr), "out of memory");
+		rc = FS_ORDERS_NOMEM;
 		goto out;
 	}
 	params[0] = b.s;
@@ -484,70 +481,25 @@ fs_orders_document(const struct fs_order *o, char *out, size_t outlen)
 }
 
 int
-fs_orders_message(const struct fs_order *o, char *out, size_t outlen)
-{
-	json_object *msg = json_object_new_object();
-	int n;
-
-	json_object_object_add(msg, "orderId", json_object_new_string(o->id));
-	json_object_object_add(msg, "saleId", json_object_new_int64((int64_t)o->sale));
-	json_object_object_add(msg, "itemId", json_object_new_int64((int64_t)o->item));
-	json_object_object_add(msg, "userId", json_object_new_string(o->user));
-	json_object_object_add(msg, "reservedAt", json_object_new_int64(o->reserved_ms));
-	n = snprintf(out, outlen, "%s",
-	    json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
-	json_object_put(msg);
-	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
-}
-
-/* A string member of 1..max bytes of printable ASCII (no quote, no backslash). */
-static const char *
-member_text(json_object *doc, const char *name, size_t max)
-{
-	const char *s = fs_jsonread_string(doc, name, max);
-
-	for (size_t i = 0; s != NULL && s[i] != '\0'; i++)
-		if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
-			return NULL;
-	return s;
-}
-
-int
-fs_orders_parse_message(const void *msg, size_t len, struct fs_order *o)
-{
-	json_object *doc;
-	const char *id, *user, *why;
-	int64_t sale, item, reserved;
-	int rc = -1;
-
-	memset(o, 0, sizeof(*o));
-	if (msg == NULL || len == 0 || len > FS_ORDERS_MESSAGE_MAX)
-		return -1;
-	if ((doc = fs_jsonread_object(msg, len, 4, &why)) == NULL)
-		return -1;
-	if ((id = member_text(doc, "orderId", FS_ORDERS_ID_LEN)) == NULL ||
-	    fs_uuid_parse(id, strlen(id), NULL) != 0 ||
-	    (user = member_text(doc, "userId", FS_ORDERS_USER_MAX)) == NULL ||
-	    fs_jsonread_int(doc, "saleId", 1, INT64_MAX, &sale) != 0 ||
-	    fs_jsonread_int(doc, "itemId", 1, INT64_MAX, &item) != 0 ||
-	    /* Milliseconds since 1970, before the year 9999. */
-	    fs_jsonread_int(doc, "reservedAt", 1, INT64_C(253402300799999), &reserved) != 0)
-		goto out;
-	memcpy(o->id, id, FS_ORDERS_ID_LEN + 1);
-	snprintf(o->user, sizeof(o->user), "%s", user);
-	o->sale = (uint64_t)sale;
-	o->item = (uint64_t)item;
-	o->reserved_ms = reserved;
-	rc = 0;
-out:
-	json_object_put(doc);
-	return rc;
-}
-
-int
 fs_orders_receipt(const struct fs_order *o, char *out, size_t outlen)
 {
 	return order_json(o, 0, out, outlen);
+}
+
+/* Publishes one order at a time; how many failed (push->errstr says why). */
+static size_t
+publish_each(fs_push *push, const struct fs_order *const *orders, size_t n)
+{
+	char doc[FS_ORDERS_DOC_MAX];
+	size_t failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int len = fs_orders_document(orders[i], doc, sizeof(doc));
+
+		if (len < 0 || fs_push_publish(push, orders[i]->id, doc, (size_t)len) != 0)
+			failed++;
+	}
+	return failed;
 }
 
 size_t
@@ -561,8 +513,8 @@ fs_orders_publish(fs_push *push, const struct fs_order *const *orders, size_t n)
 		return 0;
 	if ((msgs = calloc(n, sizeof(*msgs))) == NULL ||
 	    (docs = malloc(n * FS_ORDERS_DOC_MAX)) == NULL) {
-		snprintf(push->errstr, sizeof(push->errstr), "push: out of memory");
-		failed = n;
+		/* No room for the pipelined batch: one at a time, from the stack. */
+		failed = publish_each(push, orders, n);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -583,49 +535,4 @@ out:
 	free(msgs);
 	free(docs);
 	return failed;
-}
-
-struct on_their_way {
-	uint64_t sale;
-	struct fs_order *orders;
-	size_t n, cap;
-};
-
-static int
-collect_order(void *arg, const rd_kafka_message_t *m)
-{
-	struct on_their_way *w = arg;
-	struct fs_order o, *grown;
-
-	if (fs_orders_parse_message(m->payload, m->len, &o) != 0 ||
-	    (w->sale != 0 && o.sale != w->sale))
-		return 0;
-	if (w->n == w->cap) {
-		size_t cap = w->cap == 0 ? 256 : w->cap * 2;
-
-		if ((grown = realloc(w->orders, cap * sizeof(*grown))) == NULL)
-			return -1;
-		w->orders = grown;
-		w->cap = cap;
-	}
-	w->orders[w->n++] = o;
-	return 0;
-}
-
-int
-fs_orders_on_their_way(const char *brokers, const char *topic, uint64_t sale, int timeout_ms,
-    struct fs_order **orders, size_t *n, char *err, size_t errlen)
-{
-	struct on_their_way w = { sale, NULL, 0, 0 };
-
-	*orders = NULL;
-	*n = 0;
-	if (fs_kafka_read_topic(brokers, topic, FS_KAFKA_GROUP, LONG_MAX, timeout_ms, collect_order,
-		&w, err, errlen) < 0) {
-		free(w.orders);
-		return -1;
-	}
-	*orders = w.orders;
-	*n = w.n;
-	return 0;
 }

@@ -12,9 +12,11 @@
 
 #include "pg.h"
 #include "push.h"
+#include "uuid.h"
 
-#define FS_ORDERS_ID_LEN	36	/* a UUID in canonical form */
 #define FS_ORDERS_USER_MAX	64	/* bytes in a user id, as orders.user_id allows */
+/* The live statuses (fs_orders_status_live) in SQL: "status IN " FS_ORDERS_LIVE_SQL. */
+#define FS_ORDERS_LIVE_SQL	"('PENDING', 'PAID')"
 #define FS_ORDERS_BATCH_MAX	2000	/* orders in one fs_orders_place_batch call */
 
 enum fs_order_status {
@@ -30,7 +32,7 @@ enum fs_order_status {
 
 /* What a shopper or a message says about one order. */
 struct fs_order {
-	char id[FS_ORDERS_ID_LEN + 1];
+	char id[FS_UUID_STRLEN + 1];
 	uint64_t sale;
 	uint64_t item;
 	char user[FS_ORDERS_USER_MAX + 1];
@@ -50,6 +52,8 @@ enum fs_orders_result {
 	FS_ORDERS_TOO_BIG,	/* more orders than FS_ORDERS_BATCH_MAX */
 	FS_ORDERS_SOLD_OUT,	/* buy: no unit left */
 	FS_ORDERS_LIVE_ORDER,	/* buy: the shopper holds a live order in the sale */
+	FS_ORDERS_NOMEM,	/* out of memory: retry later */
+	FS_ORDERS_BAD_ANSWER,	/* the database answered what it never should: retry later */
 	FS_ORDERS_RESULT__MAX
 };
 
@@ -75,7 +79,7 @@ enum fs_orders_result fs_orders_buy(fs_pg *, struct fs_order *o);
  * Records n orders (id, sale, item, user, reserved_ms filled in) in one
  * transaction and fills in status, failure, expires_ms and duplicate.
  * A REJECTED order has no row. On FS_ORDERS_TRANSIENT or _REFUSED nothing
- * was recorded; errors go to pg->errstr.
+ * was recorded; the result says what failed, pg->errstr what the database said.
  */
 enum fs_orders_result fs_orders_place_batch(fs_pg *, struct fs_order *orders, size_t n);
 /* Reads the shopper's order into o (o->id and o->user filled in). */
@@ -117,29 +121,6 @@ enum fs_orders_result fs_orders_closed_among(fs_pg *, const char *const *ids, si
     size_t *closed, size_t *nclosed);
 
 #define FS_ORDERS_DOC_MAX 192
-#define FS_ORDERS_MESSAGE_MAX 1024 /* bytes in an order message on the topic */
-
-/*
- * The order message on the topic, {"orderId","saleId","itemId","userId",
- * "reservedAt"}, of o (id, sale, item, user, reserved_ms). Returns its
- * length, or -1 when out is too small.
- */
-int fs_orders_message(const struct fs_order *, char *out, size_t outlen);
-/*
- * Reads an order message (len bytes) into o: id, sale, item, user and
- * reserved_ms, the rest zero. -1 for anything else, which can never
- * become an order.
- */
-int fs_orders_parse_message(const void *msg, size_t len, struct fs_order *o);
-/*
- * The orders on their way: the messages of the order topic that the
- * consumer group has not committed yet (accepted with a 202, not recorded
- * for sure), of one sale (0: every sale), in topic order per partition.
- * *orders is the caller's to free. 0, or -1 with err set; a message that is
- * no order is skipped (it can never become one).
- */
-int fs_orders_on_their_way(const char *brokers, const char *topic, uint64_t sale, int timeout_ms,
-    struct fs_order **orders, size_t *n, char *err, size_t errlen);
 
 /*
  * The answer to an accepted purchase, {"orderId","status","expiresAt"}.

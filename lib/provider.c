@@ -163,7 +163,7 @@ fs_provider_parse_event(const char *body, size_t len, struct fs_provider_event *
     const char **why)
 {
 	json_object *doc, *data;
-	char type[32];
+	char type[32], jerr[64];
 	int rc = -1;
 
 	memset(ev, 0, sizeof(*ev));
@@ -171,8 +171,10 @@ fs_provider_parse_event(const char *body, size_t len, struct fs_provider_event *
 		*why = "event too big";
 		return -1;
 	}
-	if ((doc = fs_jsonread_object(body, len, 4, why)) == NULL)
+	if ((doc = fs_jsonread_object(body, len, 4, jerr, sizeof(jerr))) == NULL) {
+		*why = "event is not one JSON object";
 		return -1;
+	}
 	*why = "event needs id, type, created and data";
 	if (copy_string(doc, "id", ev->id, FS_PROVIDER_ID_MAX) != 0 || !fs_provider_id_ok(ev->id) ||
 	    copy_string(doc, "type", type, sizeof(type) - 1) != 0 ||
@@ -326,7 +328,8 @@ call(fs_provider *p, const char *path, const char *idem, const char *body, size_
 	struct sockaddr_in sa;
 	size_t got = 0, sent = 0;
 	json_object *doc = NULL;
-	const char *why, *start;
+	const char *start;
+	char why[64];
 	int fd = -1, n, status;
 	ssize_t r;
 
@@ -392,7 +395,8 @@ call(fs_provider *p, const char *path, const char *idem, const char *body, size_
 		set_err(p, "provider answered %d: %.80s", status, start);
 		goto out;
 	}
-	if ((doc = fs_jsonread_object(start, got - (size_t)(start - reply), 4, &why)) == NULL)
+	if ((doc = fs_jsonread_object(start, got - (size_t)(start - reply), 4, why, sizeof(why))) ==
+	    NULL)
 		set_err(p, "provider answer: %s", why);
 out:
 	if (fd >= 0)

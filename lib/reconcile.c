@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orders.h"
 #include "reconcile.h"
+#include "route.h"
 #include "sales.h"
 #include "stock.h"
 #include "uuid.h"
@@ -309,126 +311,195 @@ hold_ids_literal(const struct fs_stock_snapshot *snap)
 	return s;
 }
 
+/* What the database says of a sale, read in one snapshot. */
+struct db_view {
+	PGresult *figs;		/* per item: id, quantity, sold, live orders */
+	PGresult *twice;	/* users with more than one live order */
+	PGresult *live;		/* live orders: id, user */
+	PGresult *statuses;	/* of the Redis holds, those closed: id, status */
+};
+
+static void
+db_view_free(struct db_view *v)
+{
+	PQclear(v->figs);
+	PQclear(v->twice);
+	PQclear(v->live);
+	PQclear(v->statuses);
+}
+
+/*
+ * Reads the database's side in one snapshot, so sold, the live orders and
+ * their statuses agree; hold_ids is the uuid[] literal of the Redis holds.
+ * 0, or -1 with err set.
+ */
+static int
+read_db(fs_pg *pg, const char *sale_s, const char *hold_ids, struct db_view *v, char *err,
+    size_t errlen)
+{
+	const char *p1[1] = { sale_s }, *p2[2] = { sale_s, hold_ids };
+	int rc = -1;
+
+	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0) {
+		ERR("database: %s", pg->errstr);
+		return -1;
+	}
+	if ((v->figs = fs_pg_exec(pg,
+		 "SELECT i.id, i.quantity, i.sold, "
+		 "count(o.id) FILTER (WHERE o.status IN " FS_ORDERS_LIVE_SQL ") "
+		 "FROM items i LEFT JOIN orders o ON o.item_id = i.id AND o.sale_id = i.sale_id "
+		 "WHERE i.sale_id = $1 GROUP BY i.id ORDER BY i.id",
+		 1, p1)) == NULL ||
+	    (v->twice = fs_pg_exec(pg,
+		 "SELECT user_id, count(*) FROM orders WHERE sale_id = $1 "
+		 "AND status IN " FS_ORDERS_LIVE_SQL " GROUP BY user_id HAVING count(*) > 1",
+		 1, p1)) == NULL ||
+	    (v->live = fs_pg_exec(pg,
+		 "SELECT id::text, user_id FROM orders WHERE sale_id = $1 "
+		 "AND status IN " FS_ORDERS_LIVE_SQL,
+		 1, p1)) == NULL ||
+	    (v->statuses = fs_pg_exec(pg,
+		 "SELECT id::text, status FROM orders WHERE sale_id = $1 "
+		 "AND id = ANY ($2::uuid[]) AND status NOT IN " FS_ORDERS_LIVE_SQL,
+		 2, p2)) == NULL) {
+		ERR("database: %s", pg->errstr);
+		goto out;
+	}
+	rc = 0;
+out:
+	fs_pg_run(pg, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL);
+	return rc;
+}
+
+/* Invariants 1 and 2: live orders <= quantity, sold == live orders, one per shopper. */
+static void
+check_db(struct reporter *rp, const struct db_view *v, struct fs_reconcile_summary *sum)
+{
+	for (int i = 0; i < PQntuples(v->figs); i++) {
+		long quantity = strtol(PQgetvalue(v->figs, i, 1), NULL, 10);
+		long sold = strtol(PQgetvalue(v->figs, i, 2), NULL, 10);
+		long nlive = strtol(PQgetvalue(v->figs, i, 3), NULL, 10);
+
+		sum->live += nlive;
+		if (nlive > quantity)
+			say(rp, "item %s: %ld live orders > quantity %ld", PQgetvalue(v->figs, i, 0),
+			    nlive, quantity);
+		if (sold != nlive)
+			say(rp, "item %s: sold %ld but %ld live orders", PQgetvalue(v->figs, i, 0),
+			    sold, nlive);
+	}
+	for (int i = 0; i < PQntuples(v->twice); i++)
+		say(rp, "user %s has %s live orders", PQgetvalue(v->twice, i, 0),
+		    PQgetvalue(v->twice, i, 1));
+}
+
+/*
+ * The sale's items (id, quantity, in id order) into *items; 0 with *items
+ * NULL for a sale without items, -1 with err set for an unknown sale or a
+ * database failure.
+ */
+static int
+read_items(fs_pg *pg, const char *sale_s, PGresult **items, char *err, size_t errlen)
+{
+	const char *p1[1] = { sale_s };
+	PGresult *res;
+
+	*items = fs_pg_exec(pg,
+	    "SELECT i.id, i.quantity FROM sales s LEFT JOIN items i ON i.sale_id = s.id "
+	    "WHERE s.id = $1 AND i.id IS NOT NULL ORDER BY i.id",
+	    1, p1);
+	if (*items == NULL)
+		goto dberr;
+	if (PQntuples(*items) > 0)
+		return 0;
+	PQclear(*items);
+	*items = NULL;
+	if ((res = fs_pg_exec(pg, "SELECT 1 FROM sales WHERE id = $1", 1, p1)) == NULL)
+		goto dberr;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		ERR("no sale %s", sale_s);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+dberr:
+	ERR("database: %s", pg->errstr);
+	return -1;
+}
+
+/* Reads the Redis side of the sale's items into snap; 0, or -1 with err set. */
+static int
+read_redis(fs_stock *st, uint64_t sale, PGresult *items, struct fs_stock_snapshot *snap,
+    char *err, size_t errlen)
+{
+	size_t n = (size_t)PQntuples(items);
+	uint64_t *ids;
+	int rc = -1;
+
+	if ((ids = calloc(n + 1, sizeof(*ids))) == NULL) {
+		ERR("out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ids[i] = strtoull(PQgetvalue(items, (int)i, 0), NULL, 10);
+	if (fs_stock_snapshot(st, sale, ids, n, snap) != 0)
+		ERR("%s", st->errstr);
+	else
+		rc = 0;
+	free(ids);
+	return rc;
+}
+
 int
 fs_reconcile_sale(fs_pg *pg, fs_stock *st, uint64_t sale, fs_reconcile_report *fn, void *arg,
     struct fs_reconcile_summary *sum, char *err, size_t errlen)
 {
 	struct reporter rp = { fn, arg, sale, 0 };
 	char sale_s[24], *ids = NULL;
-	const char *p1[1] = { sale_s }, *p2[2] = { sale_s, NULL };
-	PGresult *items = NULL, *figs = NULL, *twice = NULL, *live = NULL, *statuses = NULL;
+	PGresult *items = NULL;
 	struct fs_stock_snapshot snap;
-	uint64_t *item_ids = NULL;
-	int rc = -1, in_tx = 0;
+	struct db_view db;
+	int rc = -1;
 
 	memset(sum, 0, sizeof(*sum));
 	memset(&snap, 0, sizeof(snap));
+	memset(&db, 0, sizeof(db));
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((items = fs_pg_exec(pg,
-	    "SELECT i.id, i.quantity FROM sales s LEFT JOIN items i ON i.sale_id = s.id "
-				    "WHERE s.id = $1 AND i.id IS NOT NULL ORDER BY i.id",
-		 1, p1)) == NULL)
-		goto dberr;
-	if (PQntuples(items) == 0) {
-		PQclear(items);
-		if ((items = fs_pg_exec(pg, "SELECT 1 FROM sales WHERE id = $1", 1, p1)) == NULL)
-			goto dberr;
-		if (PQntuples(items) == 0) {
-			ERR("no sale %s", sale_s);
-			goto out;
-		}
+	if (read_items(pg, sale_s, &items, err, errlen) != 0)
+		goto out;
+	if (items == NULL) {
 		rc = 0;
 		goto out;
 	}
 	sum->items = PQntuples(items);
 	/* Redis first: see the header. */
-	if ((item_ids = calloc((size_t)sum->items, sizeof(*item_ids))) == NULL) {
-		ERR("out of memory");
+	if (read_redis(st, sale, items, &snap, err, errlen) != 0)
 		goto out;
-	}
-	for (int i = 0; i < PQntuples(items); i++)
-		item_ids[i] = strtoull(PQgetvalue(items, i, 0), NULL, 10);
-	if (fs_stock_snapshot(st, sale, item_ids, (size_t)sum->items, &snap) != 0) {
-		ERR("%s", st->errstr);
-		goto out;
-	}
 	sum->in_redis = snap.loaded;
 	sum->cleared = fs_sales_cleared(pg, sale);
 	if ((ids = hold_ids_literal(&snap)) == NULL) {
 		ERR("out of memory");
 		goto out;
 	}
-	p2[1] = ids;
-	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
-		goto dberr;
-	in_tx = 1;
-	/* One snapshot: sold, the live orders and their statuses agree. */
-	if ((figs = fs_pg_exec(pg,
-		 "SELECT i.id, i.quantity, i.sold, "
-		 "count(o.id) FILTER (WHERE o.status IN ('PENDING', 'PAID')) "
-		 "FROM items i LEFT JOIN orders o ON o.item_id = i.id AND o.sale_id = i.sale_id "
-		 "WHERE i.sale_id = $1 GROUP BY i.id ORDER BY i.id",
-		 1, p1)) == NULL)
-		goto dberr;
-	if ((twice = fs_pg_exec(pg,
-		 "SELECT user_id, count(*) FROM orders WHERE sale_id = $1 "
-		 "AND status IN ('PENDING', 'PAID') GROUP BY user_id HAVING count(*) > 1",
-		 1, p1)) == NULL)
-		goto dberr;
-	if ((live = fs_pg_exec(pg,
-		 "SELECT id::text, user_id FROM orders WHERE sale_id = $1 "
-		 "AND status IN ('PENDING', 'PAID')",
-		 1, p1)) == NULL)
-		goto dberr;
-	statuses = fs_pg_exec(pg,
-	    "SELECT id::text, status FROM orders WHERE sale_id = $1 "
-	    "AND id = ANY ($2::uuid[]) AND status NOT IN ('PENDING', 'PAID')",
-	    2, p2);
-	if (statuses == NULL)
-		goto dberr;
-	fs_pg_run(pg, "COMMIT", 0, NULL);
-	in_tx = 0;
-
-	for (int i = 0; i < PQntuples(figs); i++) {
-		long quantity = strtol(PQgetvalue(figs, i, 1), NULL, 10);
-		long sold = strtol(PQgetvalue(figs, i, 2), NULL, 10);
-		long nlive = strtol(PQgetvalue(figs, i, 3), NULL, 10);
-
-		sum->live += nlive;
-		if (nlive > quantity)
-			say(&rp, "item %s: %ld live orders > quantity %ld", PQgetvalue(figs, i, 0),
-			    nlive, quantity);
-		if (sold != nlive)
-			say(&rp, "item %s: sold %ld but %ld live orders", PQgetvalue(figs, i, 0),
-			    sold, nlive);
-	}
-	for (int i = 0; i < PQntuples(twice); i++)
-		say(&rp, "user %s has %s live orders", PQgetvalue(twice, i, 0),
-		    PQgetvalue(twice, i, 1));
+	if (read_db(pg, sale_s, ids, &db, err, errlen) != 0)
+		goto out;
+	check_db(&rp, &db, sum);
 	if (sum->cleared && (sum->in_redis || snap.nholds > 0 || snap.nholders > 0))
 		say(&rp, "over and cleared, yet Redis has its keys (%zu holds)", snap.nholds);
 	else if (sum->cleared)
 		;
 	else if (sum->in_redis)
-		check_redis(&rp, &snap, items, live, statuses, sum);
+		check_redis(&rp, &snap, items, db.live, db.statuses, sum);
 	else if (sum->live > 0 || snap.nholds > 0)
 		say(&rp, "not loaded into Redis, yet %ld live orders and %zu holds", sum->live,
 		    snap.nholds);
 	rc = rp.count;
-	goto out;
-dberr:
-	ERR("database: %s", pg->errstr);
 out:
-	if (in_tx)
-		fs_pg_run(pg, "ROLLBACK", 0, NULL);
 	fs_stock_snapshot_free(&snap);
-	free(item_ids);
+	db_view_free(&db);
 	free(ids);
 	PQclear(items);
-	PQclear(figs);
-	PQclear(twice);
-	PQclear(live);
-	PQclear(statuses);
 	return rc;
 }
 
@@ -443,7 +514,7 @@ fs_reconcile_all_sales(fs_pg *pg, uint64_t *sales, int max, char *err, size_t er
 		return -1;
 	}
 	for (int i = 0; i < PQntuples(res) && n < max; i++)
-		if (fs_sales_parse_id(PQgetvalue(res, i, 0), &sales[n]) == 0)
+		if (fs_route_parse_id(PQgetvalue(res, i, 0), &sales[n]) == 0)
 			n++;
 	PQclear(res);
 	return n;

@@ -10,57 +10,17 @@
 #include "clock.h"
 #include "jsonread.h"
 #include "log.h"
+#include "orders.h"
+#include "route.h"
 #include "sales.h"
 #include "stock.h"
 
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
-
-#define PURCHASE_PREFIX "/api/flash-sales/items/"
-#define PURCHASE_SUFFIX "/purchase"
+/* The database failed: its text, in the caller's err. */
+#define DB_ERR() ERR("database: %s", pg->errstr)
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-
-int
-fs_sales_parse_id(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t n;
-
-	/* The canonical form only, the one nginx's locations match: 007 is not 7. */
-	if (s == NULL || *s < '1' || *s > '9' || (n = strspn(s, "0123456789")) > FS_SALES_ID_DIGITS ||
-	    s[n] != '\0')
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	*out = v;
-	return 0;
-}
-
-const char *
-fs_sales_path_id(const char *path, const char *prefix, uint64_t *id)
-{
-	size_t plen = strlen(prefix), n;
-	char digits[24];
-
-	if (path == NULL || strncmp(path, prefix, plen) != 0)
-		return NULL;
-	path += plen;
-	n = strspn(path, "0123456789");
-	if (n == 0 || n >= sizeof(digits))
-		return NULL;
-	memcpy(digits, path, n);
-	digits[n] = '\0';
-	return fs_sales_parse_id(digits, id) == 0 ? path + n : NULL;
-}
-
-int
-fs_sales_parse_purchase_path(const char *path, uint64_t *item)
-{
-	const char *rest = fs_sales_path_id(path, PURCHASE_PREFIX, item);
-
-	return rest != NULL && strcmp(rest, PURCHASE_SUFFIX) == 0 ? 0 : -1;
-}
 
 int
 fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
@@ -74,8 +34,8 @@ fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
 
 		if (fs_urlsig_sign(key, item, s->id, start, end, query, sizeof(query)) != 0)
 			return -1;
-		snprintf(path, sizeof(path), PURCHASE_PREFIX "%" PRIu64 PURCHASE_SUFFIX "?%s", item,
-		    query);
+		if (fs_route_purchase_path(path, sizeof(path), item, query) < 0)
+			return -1;
 		each(arg, item, path);
 	}
 	return 0;
@@ -191,37 +151,32 @@ sale_time(json_object *doc, const char *abs_name, const char *rel_name, char *ou
 	return -1;
 }
 
-/* A sale description, checked; doc owns the strings. */
-struct description {
-	json_object *doc;
+/* One item of a sale description, validated. */
+struct item_desc {
 	const char *name;
-	char starts[72], ends[72];
-	int64_t window;
-	json_object *items;
-	size_t nitems;
+	const char *currency;
+	int64_t price_minor;
+	int64_t quantity;
 };
 
-/* Checks the JSON description into d (d->doc to be put by the caller). 0 or -1, err set. */
+/* A sale description, validated once; its strings live in doc. */
+struct sale_desc {
+	json_object *doc;
+	const char *name;
+	char starts[72], ends[72]; /* a timestamp, or "@N": N seconds from now */
+	int64_t window_s;
+	size_t nitems;
+	struct item_desc items[FS_SALES_ITEMS_MAX];
+};
+
+/* Refuses members other than the known ones; 0 or -1. */
 static int
-description_parse(const char *json, size_t len, struct description *d, char *err, size_t errlen)
+only_known_members(json_object *doc, char *err, size_t errlen)
 {
 	static const char *const known[] = { "name", "startsAt", "startsInSeconds", "endsAt",
 		"durationSeconds", "paymentWindowSeconds", "items", NULL };
-	json_object *item;
-	int64_t qty, price;
-	const char *cur, *why;
 
-	memset(d, 0, sizeof(*d));
-	d->window = FS_STOCK_WINDOW_DEFAULT;
-	if (len > FS_SALES_JSON_MAX) {
-		ERR("sale description too big (over %d bytes)", FS_SALES_JSON_MAX);
-		return -1;
-	}
-	if ((d->doc = fs_jsonread_object(json, len, 16, &why)) == NULL) {
-		ERR("the sale description must be one JSON object: %s", why);
-		return -1;
-	}
-	json_object_object_foreach(d->doc, key, val) {
+	json_object_object_foreach(doc, key, val) {
 		int ok = 0;
 
 		(void)val;
@@ -232,6 +187,44 @@ description_parse(const char *json, size_t len, struct description *d, char *err
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Reads item i of the description into it; 0 or -1. */
+static int
+read_item(json_object *item, size_t i, struct item_desc *it, char *err, size_t errlen)
+{
+	if (!json_object_is_type(item, json_type_object) ||
+	    (it->name = fs_jsonread_string(item, "name", 200)) == NULL ||
+	    fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &it->price_minor) != 0 ||
+	    (it->currency = fs_jsonread_string(item, "currency", 3)) == NULL ||
+	    strlen(it->currency) != 3 || strspn(it->currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3 ||
+	    fs_jsonread_int(item, "quantity", 0, 100000000, &it->quantity) != 0) {
+		ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
+		    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
+		    i);
+		return -1;
+	}
+	return 0;
+}
+
+/* Parses and validates the whole description into d (d->doc to free); 0 or -1. */
+static int
+read_desc(const char *json, size_t len, struct sale_desc *d, char *err, size_t errlen)
+{
+	json_object *items;
+	char why[128];
+
+	if (len > FS_SALES_JSON_MAX) {
+		ERR("sale description too big (over %d bytes)", FS_SALES_JSON_MAX);
+		return -1;
+	}
+	if ((d->doc = fs_jsonread_object(json, len, 16, why, sizeof(why))) == NULL) {
+		ERR("the sale description must be one JSON object: %s", why);
+		return -1;
+	}
+	if (only_known_members(d->doc, err, errlen) != 0)
+		return -1;
 	if ((d->name = fs_jsonread_string(d->doc, "name", 200)) == NULL) {
 		ERR("\"name\" must be a string of 1 to 200 bytes");
 		return -1;
@@ -240,114 +233,120 @@ description_parse(const char *json, size_t len, struct description *d, char *err
 		errlen) != 0 ||
 	    sale_time(d->doc, "endsAt", "durationSeconds", d->ends, sizeof(d->ends), err, errlen) != 0)
 		return -1;
+	d->window_s = FS_STOCK_WINDOW_DEFAULT;
 	if (has_member(d->doc, "paymentWindowSeconds") &&
-	    fs_jsonread_int(d->doc, "paymentWindowSeconds", 10, 86400, &d->window) != 0) {
+	    fs_jsonread_int(d->doc, "paymentWindowSeconds", 10, 86400, &d->window_s) != 0) {
 		ERR("\"paymentWindowSeconds\" must be an integer from 10 to 86400");
 		return -1;
 	}
-	if (!json_object_object_get_ex(d->doc, "items", &d->items) ||
-	    !json_object_is_type(d->items, json_type_array) ||
-	    (d->nitems = json_object_array_length(d->items)) == 0 || d->nitems > FS_SALES_ITEMS_MAX) {
+	if (!json_object_object_get_ex(d->doc, "items", &items) ||
+	    !json_object_is_type(items, json_type_array) ||
+	    (d->nitems = json_object_array_length(items)) == 0 || d->nitems > FS_SALES_ITEMS_MAX) {
 		ERR("\"items\" must be an array of 1 to %d items", FS_SALES_ITEMS_MAX);
 		return -1;
 	}
-	for (size_t i = 0; i < d->nitems; i++) {
-		item = json_object_array_get_idx(d->items, i);
-		if (!json_object_is_type(item, json_type_object) ||
-		    fs_jsonread_string(item, "name", 200) == NULL ||
-		    fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &price) != 0 ||
-		    (cur = fs_jsonread_string(item, "currency", 3)) == NULL || strlen(cur) != 3 ||
-		    strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3 ||
-		    fs_jsonread_int(item, "quantity", 0, 100000000, &qty) != 0) {
-			ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
-			    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
-			    i);
+	for (size_t i = 0; i < d->nitems; i++)
+		if (read_item(json_object_array_get_idx(items, i), i, &d->items[i], err, errlen) != 0)
 			return -1;
-		}
-	}
 	return 0;
 }
 
 int
 fs_sales_check_description(const char *json, size_t len, char *err, size_t errlen)
 {
-	struct description d;
-	int rc = description_parse(json, len, &d, err, errlen);
+	struct sale_desc *d;
+	int rc;
 
-	json_object_put(d.doc);
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		ERR("out of memory");
+		return -1;
+	}
+	rc = read_desc(json, len, d, err, errlen);
+	json_object_put(d->doc);
+	free(d);
 	return rc;
+}
+
+/* Inserts the sale; its id into sale_s. 0, or -1 (the database said why). */
+static int
+insert_sale(fs_pg *pg, const struct sale_desc *d, char sale_s[24])
+{
+	char window_s[24];
+	/* "@N" means N seconds from now; anything else is a timestamp. */
+	const char *p[4] = { d->name, d->starts, d->ends, window_s };
+	PGresult *res;
+
+	snprintf(window_s, sizeof(window_s), "%" PRId64, d->window_s);
+	res = fs_pg_exec(pg,
+	    "INSERT INTO sales (name, starts_at, ends_at, payment_window_s) VALUES ($1, "
+	    "CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
+	    "ELSE $2::timestamptz END, "
+	    "CASE WHEN left($3, 1) = '@' THEN "
+	    "  (CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
+	    "   ELSE $2::timestamptz END) + make_interval(secs => substr($3, 2)::int) "
+	    "ELSE $3::timestamptz END, $4::int) RETURNING id",
+	    4, p);
+	if (res == NULL)
+		return -1;
+	snprintf(sale_s, 24, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+/* Inserts one item of the sale; its id into item_s. 0, or -1 (the database said why). */
+static int
+insert_item(fs_pg *pg, const char *sale_s, const struct item_desc *it, char item_s[24])
+{
+	char price_s[24], qty_s[24];
+	const char *p[5] = { sale_s, it->name, price_s, it->currency, qty_s };
+	PGresult *res;
+
+	snprintf(price_s, sizeof(price_s), "%" PRId64, it->price_minor);
+	snprintf(qty_s, sizeof(qty_s), "%" PRId64, it->quantity);
+	res = fs_pg_exec(pg,
+	    "INSERT INTO items (sale_id, name, price_minor, currency, quantity) "
+	    "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+	    5, p);
+	if (res == NULL)
+		return -1;
+	snprintf(item_s, 24, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
 }
 
 int
 fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outlen, char *err,
     size_t errlen)
 {
-	char window_s[24], qty_s[24], price_s[24], sale_s[24];
-	struct description d;
-	json_object *items, *item;
-	PGresult *res = NULL;
-	int64_t window, qty, price;
-	const char *name, *iname, *cur;
-	char *starts, *ends;
-	size_t nitems, used;
+	struct sale_desc *d;
+	char sale_s[24], item_s[24];
+	size_t used;
 	int rc = -1, in_tx = 0;
 
-	if (description_parse(json, len, &d, err, errlen) != 0)
-		goto fail;
-	name = d.name;
-	starts = d.starts;
-	ends = d.ends;
-	window = d.window;
-	items = d.items;
-	nitems = d.nitems;
-
-	if (fs_pg_run(pg, "BEGIN", 0, NULL) != 0)
-		goto dberr;
-	in_tx = 1;
-	snprintf(window_s, sizeof(window_s), "%" PRId64, window);
-	{
-		/* "@N" means N seconds from now; anything else is a timestamp. */
-		const char *p[4] = { name, starts, ends, window_s };
-
-		res = fs_pg_exec(pg,
-		    "INSERT INTO sales (name, starts_at, ends_at, payment_window_s) VALUES ($1, "
-		    "CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
-		    "ELSE $2::timestamptz END, "
-		    "CASE WHEN left($3, 1) = '@' THEN "
-		    "  (CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
-		    "   ELSE $2::timestamptz END) + make_interval(secs => substr($3, 2)::int) "
-		    "ELSE $3::timestamptz END, $4::int) RETURNING id",
-		    4, p);
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		ERR("out of memory");
+		return -1;
 	}
-	if (res == NULL)
-		goto dberr;
-	snprintf(sale_s, sizeof(sale_s), "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	res = NULL;
+	if (read_desc(json, len, d, err, errlen) != 0)
+		goto fail;
+	if (fs_pg_run(pg, "BEGIN", 0, NULL) != 0) {
+		DB_ERR();
+		goto fail;
+	}
+	in_tx = 1;
+	if (insert_sale(pg, d, sale_s) != 0) {
+		DB_ERR();
+		goto fail;
+	}
 	used = (size_t)snprintf(out, outlen, "{\"saleId\":%s,\"itemIds\":[", sale_s);
-	for (size_t i = 0; i < nitems; i++) {
-		item = json_object_array_get_idx(items, i);
-		iname = fs_jsonread_string(item, "name", 200);
-		fs_jsonread_int(item, "priceMinor", 0, INT64_MAX, &price);
-		fs_jsonread_int(item, "quantity", 0, 100000000, &qty);
-		cur = fs_jsonread_string(item, "currency", 3);
-		snprintf(price_s, sizeof(price_s), "%" PRId64, price);
-		snprintf(qty_s, sizeof(qty_s), "%" PRId64, qty);
-		{
-			const char *p[5] = { sale_s, iname, price_s, cur, qty_s };
-
-			res = fs_pg_exec(pg,
-			    "INSERT INTO items (sale_id, name, price_minor, currency, quantity) "
-			    "VALUES ($1, $2, $3, $4, $5) RETURNING id",
-			    5, p);
+	for (size_t i = 0; i < d->nitems; i++) {
+		if (insert_item(pg, sale_s, &d->items[i], item_s) != 0) {
+			DB_ERR();
+			goto fail;
 		}
-		if (res == NULL)
-			goto dberr;
 		if (used < outlen)
 			used += (size_t)snprintf(out + used, outlen - used, "%s%s", i > 0 ? "," : "",
-			    PQgetvalue(res, 0, 0));
-		PQclear(res);
-		res = NULL;
+			    item_s);
 	}
 	if (used < outlen)
 		used += (size_t)snprintf(out + used, outlen - used, "]}");
@@ -355,18 +354,18 @@ fs_sales_create(fs_pg *pg, const char *json, size_t len, char *out, size_t outle
 		ERR("answer buffer too small");
 		goto fail;
 	}
-	if (fs_pg_run(pg, "COMMIT", 0, NULL) != 0)
-		goto dberr;
+	if (fs_pg_run(pg, "COMMIT", 0, NULL) != 0) {
+			DB_ERR();
+			goto fail;
+		}
 	in_tx = 0;
 	rc = 0;
 	goto fail;
-dberr:
-	ERR("database: %s", pg->errstr);
 fail:
 	if (in_tx)
 		fs_pg_run(pg, "ROLLBACK", 0, NULL);
-	PQclear(res);
-	json_object_put(d.doc);
+	json_object_put(d->doc);
+	free(d);
 	return rc;
 }
 
@@ -779,4 +778,41 @@ fail:
 	free(held);
 	PQclear(res);
 	return rc;
+}
+
+int
+fs_sales_find_processing(fs_pg *pg, fs_stock *st, struct fs_order *o)
+{
+	static const char open_sales_max[] = "64";
+	struct fs_stock_record rec;
+	PGresult *res;
+	int found = 0;
+
+	/* A hold lives from the purchase until the consumer records it. */
+	res = fs_pg_exec(pg,
+	    "SELECT id FROM sales WHERE starts_at <= now() + interval '1 minute' "
+	    "AND ends_at > now() - interval '1 hour' ORDER BY id DESC LIMIT $1",
+	    1, (const char *[]){ open_sales_max });
+	if (res == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(res) && !found; i++) {
+		uint64_t sale;
+
+		if (fs_route_parse_id(PQgetvalue(res, i, 0), &sale) != 0)
+			continue;
+		if ((found = fs_stock_find_hold(st, sale, o->id, &rec)) < 0)
+			break;
+		/* The caller's hold only. */
+		if (found && strcmp(rec.user, o->user) != 0)
+			found = 0;
+		if (!found)
+			continue;
+		o->sale = sale;
+		o->item = rec.item;
+		o->reserved_ms = rec.reserved_ms;
+		o->status = FS_ORDER_PROCESSING;
+		o->expires_ms = o->reserved_ms + (int64_t)fs_stock_window(st, sale) * 1000;
+	}
+	PQclear(res);
+	return found;
 }

@@ -19,9 +19,6 @@
 #define FS_SALES_JSON_MAX (1024 * 1024)
 #define FS_SALES_ITEMS_MAX 1000
 
-/* Digits of the longest id: PostgreSQL's bigserial never gets near 10^18. */
-#define FS_SALES_ID_DIGITS 18
-
 /* The most bytes in a signed purchase path, NUL included. */
 #define FS_SALES_PATH_MAX (FS_URLSIG_SIGNED_MAX + 64)
 
@@ -132,18 +129,11 @@ int fs_sales_read(fs_pg *, fs_stock *, uint64_t sale, struct fs_sale *s, char *e
 int fs_sales_purchase_paths(const fs_urlsig_key *, const struct fs_sale *,
     void (*each)(void *arg, uint64_t item, const char *path), void *arg);
 /*
- * Reads the id that follows prefix in path ("/api/flash-sales/sales/" in
- * "/api/flash-sales/sales/12/reveal"); returns the rest of the path
- * ("/reveal"), or NULL when path does not start with prefix and an id.
+ * Looks for order o (id and user set) among the holds of the open sales
+ * (the 64 newest around now): an order Redis holds but PostgreSQL has not
+ * recorded yet is PROCESSING. 1 found (o filled in), 0 not the caller's or
+ * none, -1 a store failed.
  */
-const char *fs_sales_path_id(const char *path, const char *prefix, uint64_t *id);
-/* The item id of a path /api/flash-sales/items/{itemId}/purchase; 0 or -1. */
-int fs_sales_parse_purchase_path(const char *path, uint64_t *item);
-/*
- * Parses an id in its one canonical form: decimal, no sign, no leading
- * zero, at most FS_SALES_ID_DIGITS digits (deploy/nginx.conf.in matches the
- * same form in its locations, so both refuse 007 with 404). 0 or -1.
- */
-int fs_sales_parse_id(const char *s, uint64_t *out);
+int fs_sales_find_processing(fs_pg *, fs_stock *, struct fs_order *o);
 
 #endif

@@ -367,12 +367,13 @@ session_json(int fd, const struct session *s)
 static void
 open_session(int fd, const struct req *rq)
 {
-	const char *why, *order, *currency, *ret;
+	const char *order, *currency, *ret;
+	char why[64];
 	int64_t amount, expires;
 	json_object *doc;
 	struct session *s;
 
-	if ((doc = fs_jsonread_object(rq->body, rq->len, 3, &why)) == NULL) {
+	if ((doc = fs_jsonread_object(rq->body, rq->len, 3, why, sizeof(why))) == NULL) {
 		json(fd, 400, "{\"error\":\"bad json\"}");
 		return;
 	}
@@ -472,13 +473,14 @@ act(int fd, struct session *s, int pay)
 static void
 refund(int fd, const struct req *rq)
 {
-	const char *why, *pid;
+	const char *pid;
+	char why[64];
 	json_object *doc;
 	struct session *s;
 	int64_t amount;
 	char body[256];
 
-	if ((doc = fs_jsonread_object(rq->body, rq->len, 3, &why)) == NULL ||
+	if ((doc = fs_jsonread_object(rq->body, rq->len, 3, why, sizeof(why))) == NULL ||
 	    (pid = fs_jsonread_string(doc, "paymentId", FS_PROVIDER_ID_MAX)) == NULL ||
 	    fs_jsonread_int(doc, "amountMinor", 0, INT64_MAX, &amount) != 0) {
 		json(fd, 400, "{\"error\":\"refund needs paymentId and amountMinor\"}");
@@ -507,10 +509,10 @@ static void
 test_mode(int fd, const struct req *rq)
 {
 	json_object *doc, *v;
-	const char *why;
+	char why[64];
 	int64_t n;
 
-	if ((doc = fs_jsonread_object(rq->body, rq->len, 2, &why)) == NULL) {
+	if ((doc = fs_jsonread_object(rq->body, rq->len, 2, why, sizeof(why))) == NULL) {
 		json(fd, 400, "{\"error\":\"bad json\"}");
 		return;
 	}

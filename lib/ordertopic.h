@@ -1,0 +1,79 @@
+/*
+ * The order topic's contract, in one place: the topic and its dead-letter
+ * topic "<topic>.dlq", their partitions, the consumer group that records
+ * orders, the message key (the item id, so one item's orders keep their
+ * order) and the message itself,
+ *   {"orderId":"<uuidv7>","saleId":S,"itemId":I,"userId":"<sub>","reservedAt":<ms>}.
+ * The Kafka driver (kafka.h) carries bytes; this module says what they are.
+ */
+#ifndef FS_ORDERTOPIC_H
+#define FS_ORDERTOPIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kafka.h"
+#include "orders.h"
+
+#define FS_ORDERTOPIC_NAME_MAX	249	/* Kafka's limit on a topic name */
+#define FS_ORDERTOPIC_MESSAGE_MAX 1024	/* bytes in an order message */
+#define FS_ORDERTOPIC_PARTITIONS 8
+#define FS_ORDERTOPIC_DLQ_PARTITIONS 1
+#define FS_ORDERTOPIC_GROUP	"flashsale-consumer"
+
+typedef struct fs_ordertopic {
+	char brokers[512];
+	char topic[FS_ORDERTOPIC_NAME_MAX + 1];
+	char dlq[FS_ORDERTOPIC_NAME_MAX + 1];
+	fs_kafka_producer *producer; /* owned; NULL until fs_ordertopic_open_producer */
+} fs_ordertopic;
+
+/* Names the topics of brokers; 0, or -1 with err written (a name too long). */
+int fs_ordertopic_init(fs_ordertopic *, const char *brokers, const char *topic, char *err,
+    size_t errlen);
+/*
+ * Opens the idempotent producer (acks=all; timeout_ms per message,
+ * linger_ms to gather company) and fetches the topic's metadata, so the
+ * first order does not wait for it. 0, or -1 with err written.
+ */
+int fs_ordertopic_open_producer(fs_ordertopic *, int timeout_ms, int linger_ms, char *err,
+    size_t errlen);
+/* Flushes and closes the producer; a zeroed or closed topic is fine. */
+void fs_ordertopic_close(fs_ordertopic *);
+
+/* The order message of o (id, sale, item, user, reserved_ms): its length, or -1 when too big. */
+int fs_ordertopic_encode(const struct fs_order *, char *out, size_t outlen);
+/*
+ * Reads an order message (len bytes) into o: id, sale, item, user and
+ * reserved_ms, the rest zero. -1 for anything else, which can never
+ * become an order.
+ */
+int fs_ordertopic_decode(const void *msg, size_t len, struct fs_order *o);
+
+/* Publishes one order, keyed by its item, and waits for the broker's answer. Thread-safe. */
+enum fs_kafka_delivery fs_ordertopic_publish(fs_ordertopic *, const struct fs_order *, char *err,
+    size_t errlen);
+/*
+ * Sends n messages of the topic (key and value as read, reason set) to the
+ * dead letters and waits for the broker's answer.
+ */
+enum fs_kafka_delivery fs_ordertopic_dead_letters(fs_ordertopic *, const struct fs_kafka_msg *,
+    size_t n, char *err, size_t errlen);
+/* Creates the topic and its dead letters (idempotent); 0, or -1 with err written. */
+int fs_ordertopic_create(const fs_ordertopic *, char *err, size_t errlen);
+/* Joins the recording group on the topic (track_eof: see fs_kafka_consumer_new). */
+fs_kafka_consumer *fs_ordertopic_subscribe(const fs_ordertopic *, int track_eof, char *err,
+    size_t errlen);
+/* The messages the recording group has not committed yet; -1 with err written. */
+long long fs_ordertopic_lag(const fs_ordertopic *, int timeout_ms, char *err, size_t errlen);
+
+/*
+ * The orders on their way: the messages of the topic that the recording
+ * group has not committed yet (accepted with a 202, not recorded for sure),
+ * of one sale (0: every sale), in topic order per partition. *orders is the
+ * caller's to free. 0, or -1 with err set; a message that is no order is
+ * skipped (it can never become one).
+ */
+int fs_ordertopic_on_their_way(const fs_ordertopic *, uint64_t sale, int timeout_ms,
+    struct fs_order **orders, size_t *n, char *err, size_t errlen);
+#endif
