@@ -2,7 +2,7 @@
  * libFuzzer harness of the route parsers (lib/sales): the purchase path,
  * an id after a prefix and a bare id, on any bytes. What they accept must
  * be the one canonical spelling of the id (decimal, no leading zero, at
- * most FS_SALES_ID_DIGITS digits), the form nginx's locations match.
+ * most FS_ROUTE_ID_DIGITS digits), the form nginx's locations match.
  */
 #include "config.h"
 
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sales.h"
+#include "route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,7 +24,7 @@ canonical(const char *s, size_t n, uint64_t id)
 	int len = snprintf(back, sizeof(back), "%" PRIu64, id);
 
 	if (id == 0 || len <= 0 || (size_t)len != n || memcmp(back, s, n) != 0 ||
-	    n > FS_SALES_ID_DIGITS)
+	    n > FS_ROUTE_ID_DIGITS)
 		abort();
 }
 
@@ -40,13 +40,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	if (fs_sales_parse_id(s, &id) == 0)
+	if (fs_route_parse_id(s, &id) == 0)
 		canonical(s, strlen(s), id);
-	if ((rest = fs_sales_path_id(s, prefix, &id)) != NULL) {
+	if ((rest = fs_route_path_id(s, prefix, &id)) != NULL) {
 		canonical(s + sizeof(prefix) - 1, (size_t)(rest - s) - (sizeof(prefix) - 1), id);
-		if (fs_sales_parse_purchase_path(s, &id) == 0 && strcmp(rest, "/purchase") != 0)
+		if (fs_route_purchase_item(s, &id) == 0 && strcmp(rest, "/purchase") != 0)
 			abort();
-	} else if (fs_sales_parse_purchase_path(s, &id) == 0)
+	} else if (fs_route_purchase_item(s, &id) == 0)
 		abort();
 	free(s);
 	return 0;

@@ -1,4 +1,4 @@
-/* Unit test of lib/sales: ids, paths, and the signed purchase paths. */
+/* Unit test of lib/sales: the signed purchase paths. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "route.h"
 #include "sales.h"
 #include "expect.h"
 
@@ -27,7 +28,7 @@ check_path(void *arg, uint64_t item, const char *path)
 
 	s->n++;
 	snprintf(route, sizeof(route), "%.*s", (int)n, path);
-	if (fs_sales_parse_purchase_path(route, &parsed) == 0 && parsed == item &&
+	if (fs_route_purchase_item(route, &parsed) == 0 && parsed == item &&
 	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale, NULL) == FS_URLSIG_OK &&
 	    sale == 7)
 		s->good++;
@@ -41,46 +42,10 @@ main(void)
 	struct fs_sale sale = { .id = 7, .found = 1, .nitems = 2, .items = items };
 	struct seen seen = { 0 };
 	fs_urlsig_key *key;
-	const char *rest;
-	uint64_t id = 0;
 
 	if (sodium_init() < 0 || (key = fs_urlsig_key_new()) == NULL)
 		return 99;
 	fs_urlsig_key_set(key, raw);
-
-	check(fs_sales_parse_id("42", &id) == 0 && id == 42, "an id");
-	check(fs_sales_parse_id("999999999999999999", &id) == 0 && id == UINT64_C(999999999999999999),
-	    "the largest id (18 digits)");
-	check(fs_sales_parse_id("1000000000000000000", &id) == -1 &&
-		fs_sales_parse_id("9223372036854775808", &id) == -1,
-	    "an id of 19 digits is refused");
-	check(fs_sales_parse_id("007", &id) == -1 && fs_sales_parse_id("07", &id) == -1 &&
-		fs_sales_parse_id("00", &id) == -1 && fs_sales_parse_id("+7", &id) == -1 &&
-		fs_sales_parse_id(" 7", &id) == -1 && fs_sales_parse_id("7 ", &id) == -1,
-	    "only the canonical form: no leading zero, sign or space");
-	check(fs_sales_parse_id("0", &id) == -1 && fs_sales_parse_id("", &id) == -1 &&
-		fs_sales_parse_id("-1", &id) == -1 && fs_sales_parse_id("1x", &id) == -1,
-	    "zero, empty, signed and trailing characters are refused");
-
-	rest = fs_sales_path_id("/api/flash-sales/sales/12/reveal", "/api/flash-sales/sales/", &id);
-	check(rest != NULL && id == 12 && strcmp(rest, "/reveal") == 0, "path id and the rest");
-	rest = fs_sales_path_id("/api/flash-sales/sales/12", "/api/flash-sales/sales/", &id);
-	check(rest != NULL && *rest == '\0', "path id at the end");
-	check(fs_sales_path_id("/api/flash-sales/sales/x", "/api/flash-sales/sales/", &id) == NULL &&
-		fs_sales_path_id("/api/flash-sales/other/1", "/api/flash-sales/sales/", &id) == NULL &&
-		fs_sales_path_id(NULL, "/api/flash-sales/sales/", &id) == NULL,
-	    "no id, another prefix or no path: NULL");
-	check(fs_sales_path_id("/p/123456789012345678901234", "/p/", &id) == NULL,
-	    "an id of too many digits is refused");
-
-	check(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase", &id) == 0 && id == 5,
-	    "a purchase path");
-	check(fs_sales_parse_purchase_path("/api/flash-sales/items/5/purchase/", &id) == -1 &&
-		fs_sales_parse_purchase_path("/api/flash-sales/items/5", &id) == -1 &&
-		fs_sales_parse_purchase_path("/api/flash-sales/items//purchase", &id) == -1 &&
-		fs_sales_parse_purchase_path("/api/flash-sales/items/0/purchase", &id) == -1 &&
-		fs_sales_parse_purchase_path("/api/flash-sales/items/05/purchase", &id) == -1,
-	    "anything else is not a purchase path");
 
 	/* 1699999999.5 to 1700003600.9: valid from the whole second of each. */
 	sale.starts_ms = INT64_C(1699999999500);
