@@ -26,6 +26,7 @@ let acting = null;
 let notice = null;
 let es = null;
 let pollTimer = 0;
+let recordTimer = 0;
 let liveTimer = 0;
 let retries = 0;
 let expiryChecked = false;
@@ -156,6 +157,13 @@ async function track(reopened = 0) {
 		failures = 0;
 		live = "sse";
 		stopPolling();
+		/*
+		 * A status pushed between the first read and the stream's opening
+		 * may not be replayed: read once more now the stream is listening,
+		 * and again while the order is still being recorded.
+		 */
+		fetchOrder();
+		startRecordingCheck();
 		changed();
 	};
 	stream.onmessage = (ev) => {
@@ -187,6 +195,23 @@ async function track(reopened = 0) {
 	changed();
 }
 
+/* While the stream is open and the order not yet recorded: a read every 3 s. */
+function startRecordingCheck() {
+	if (recordTimer)
+		return;
+	recordTimer = setInterval(() => {
+		if (order && (order.status === null || order.status === "PROCESSING"))
+			fetchOrder();
+		else
+			stopRecordingCheck();
+	}, 3000);
+}
+
+function stopRecordingCheck() {
+	clearInterval(recordTimer);
+	recordTimer = 0;
+}
+
 function startPolling() {
 	live = "poll";
 	changed();
@@ -202,6 +227,7 @@ function stopPolling() {
 
 function stopTracking() {
 	stopPolling();
+	stopRecordingCheck();
 	clearTimeout(liveTimer);
 	if (es) {
 		es.close();

@@ -58,17 +58,35 @@ async function providerMode(mode) {
 		throw new Error(`provider mode answered ${r.status}`);
 }
 
-/* Runs a step; a throw (a timeout) fails it and the steps that need it. */
-async function step(name, fn) {
+/* What a shopper's page shows of its order, for a failure's diagnostics. */
+async function pageState(s) {
+	try {
+		return await s.page.evaluate(() => {
+			const o = document.getElementById("order");
+			const text = (id) => (document.getElementById(id) || {}).textContent || "";
+			return `page ${location.href}; order ${o ? JSON.stringify(o.dataset) : "none"}; ` +
+				`status "${text("order-status")}"; live "${text("order-live")}"`;
+		});
+	} catch (e) {
+		return `page state unavailable: ${e && e.message ? e.message.split("\n")[0] : e}`;
+	}
+}
+
+/*
+ * Runs a step; a throw (a timeout) fails it and the steps that need it.
+ * With a shopper, a failure also says what that shopper's page shows.
+ */
+async function step(name, fn, s) {
 	try {
 		const r = await fn();
 		if (r === false)
-			notOk(name, "the check did not hold (details above)");
+			notOk(name, "the check did not hold (details above)" + (s ? "\n" + await pageState(s) : ""));
 		else
 			ok(name);
 		return r !== false;
 	} catch (e) {
-		notOk(name, e && e.message ? e.message.split("\n").slice(0, 6).join("\n") : e);
+		const why = e && e.message ? e.message.split("\n").slice(0, 6).join("\n") : String(e);
+		notOk(name, why + (s ? "\n" + await pageState(s) : ""));
 		return false;
 	}
 }
@@ -160,7 +178,7 @@ async function outcomes(saleId, items) {
 		await step("Buy while signed out asks to sign in", async () => {
 			await buy();
 			await outcome("signed_out");
-		});
+		}, s);
 		await signIn(s, `carol-${saleId}`);
 		await step("a busy answer (503, Retry-After: 2) says try again and holds the button 2 s", async () => {
 			canned.push(json(503, { error: "TRY_AGAIN", message: "busy" }, { "Retry-After": "2" }));
@@ -173,20 +191,20 @@ async function outcomes(saleId, items) {
 			const after = await s.page.$eval(`${item(one)} .buy`, (b) => b.disabled);
 			diag(`button "${label}", disabled ${disabled}, then disabled ${after}`);
 			return /Try again in [12] s/.test(label) && disabled && !after;
-		});
+		}, s);
 		await step("an expired token (401) signs the shopper out", async () => {
 			canned.push(json(401, { error: "UNAUTHENTICATED", message: "expired" }));
 			await buy();
 			await outcome("signed_out");
 			await s.page.waitForSelector("#signin:not([hidden])", { timeout: 2000 });
-		});
+		}, s);
 		await signIn(s, `carol-${saleId}`);
 		await step("sold out (410) says so", async () => {
 			canned.push(json(410, { error: "SOLD_OUT", message: "gone" }));
 			await buy();
 			await outcome("sold_out");
 			return (await s.page.getAttribute(item(one), "data-state")) === "sold_out";
-		});
+		}, s);
 		await s.page.evaluate(() => location.reload());
 		await s.page.waitForSelector(`${item(one)} .buy:not([disabled])`, { timeout: 10000 });
 		await step("already purchased (409) links to the existing order, which shows as expired", async () => {
@@ -198,7 +216,7 @@ async function outcomes(saleId, items) {
 			await shot(s, "09-already-expired.png");
 			diag(`link ${href}`);
 			return href.includes(`order=${ghost}`);
-		});
+		}, s);
 		await s.page.evaluate(() => {
 			for (const k of Object.keys(localStorage))
 				if (k.startsWith("fs.order."))
@@ -216,7 +234,7 @@ async function outcomes(saleId, items) {
 			await s.page.waitForSelector(`#order[data-status="CANCELLED"]`, { timeout: 20000 });
 			await shot(s, "10-cancelled.png");
 			return /again/i.test(armed);
-		});
+		}, s);
 	} finally {
 		await close(s);
 	}
@@ -244,7 +262,7 @@ async function declined(saleId, itemId) {
 			await s.page.waitForURL((u) => u.href.startsWith(`${EDGE}/`), { timeout: 10000 });
 			await s.page.waitForSelector(`#order[data-status="PENDING"]`, { timeout: 10000 });
 			await shot(s, "11-declined.png");
-		});
+		}, s);
 		if (!declinedOk)
 			return;
 		await step("when the window closes and the expiry runs, the page shows the order expired", async () => {
@@ -260,7 +278,7 @@ async function declined(saleId, itemId) {
 			}
 			await s.page.waitForSelector(`#order[data-status="EXPIRED"]`, { timeout: 15000 });
 			await shot(s, "12-declined-expired.png");
-		});
+		}, s);
 		check(s.log.errors.length === 0, "no script errors on the declined shopper's page", s.log.errors.join("\n"));
 	} finally {
 		await close(s);
@@ -376,7 +394,7 @@ async function main() {
 			await sleep(1600);
 			const later = Number(await a.page.getAttribute("#pay-countdown", "data-left"));
 			return later < left && (outcome === "reserved" || outcome === "processing");
-		});
+		}, a);
 		if (reserved)
 			await shot(a, "03-reserved.png");
 
@@ -386,7 +404,7 @@ async function main() {
 			await b.page.waitForSelector(`${item(ITEM1)}[data-state="sold_out"]`, { timeout: 15000 });
 			const text = await b.page.textContent(`${item(ITEM1)} .badge`);
 			diag(`shopper two sees "${text}"`);
-		});
+		}, b);
 		await shot(b, "04-sold-out-phone-vi.png");
 
 		/*
@@ -396,7 +414,7 @@ async function main() {
 		 */
 		const live = reserved && await step("the order page listens live (Server-Sent Events)", async () => {
 			await a.page.waitForSelector(`#order[data-live="sse"]`, { timeout: 10000 });
-		});
+		}, a);
 		if (reserved) {
 			const atProvider = await step("Pay now opens the payment provider's hosted checkout", async () => {
 				await a.page.waitForSelector(`#order[data-status="PENDING"] #pay:not([disabled])`, { timeout: 15000 });
@@ -405,7 +423,7 @@ async function main() {
 				const amount = await a.page.textContent("#amount");
 				diag(`provider page ${a.page.url()}: ${amount}`);
 				return /^4990000 VND$/.test(amount.trim());
-			});
+			}, a);
 			if (atProvider) {
 				await shot(a, "05-provider-checkout.png");
 				await providerMode({ delayMs: 2500 });
@@ -413,14 +431,14 @@ async function main() {
 					await a.page.click("#pay");
 					await a.page.waitForURL((u) => u.href.startsWith(`${EDGE}/?sale=${SALE}&order=`), { timeout: 10000 });
 					await a.page.waitForSelector(`#order[data-live="sse"]`, { timeout: 10000 });
-				});
+				}, a);
 				if (back) {
 					await step("the provider's webhook turns the page to paid live, by the stream", async () => {
 						await a.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 15000 });
 						const source = await a.page.getAttribute("#order", "data-source");
 						diag(`PAID arrived by ${source}`);
 						return !live || source === "sse";
-					});
+					}, a);
 					await shot(a, "05-paid.png");
 				}
 				await providerMode({});
@@ -433,7 +451,7 @@ async function main() {
 			await b.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
 				{ timeout: 10000 });
 			await b.page.waitForSelector(`#order[data-live="poll"]`, { timeout: 10000 });
-		});
+		}, b);
 		if (bReserved) {
 			await shot(b, "06-reserved-phone-vi.png");
 			await step("Pay now, Pay at the provider, and the page polls its way to paid", async () => {
@@ -443,7 +461,7 @@ async function main() {
 				await b.page.click("#pay");
 				await b.page.waitForURL((u) => u.href.startsWith(`${EDGE}/`), { timeout: 10000 });
 				await b.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 20000 });
-			});
+			}, b);
 			await shot(b, "07-paid-phone-vi.png");
 		}
 		check(a.log.errors.length + b.log.errors.length === 0, "no script errors on the page",
