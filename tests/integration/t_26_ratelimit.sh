@@ -7,16 +7,23 @@ path=$(purchase_path "$sale")
 tok=$(admin token mint --user "rl-$sale")
 FLASHSALE_RATE_PER_USER=1r/s FLASHSALE_BURST_PER_USER=2 "$stack" restart nginx >/dev/null
 : >"$FLASHSALE_STATE/rl-out"
+# Each answer is kept: on a loaded machine the bucket may refill before the
+# last request, so the 429 whose body is checked is the first one.
+rl_first=
 for i in 1 2 3 4 5 6 7 8; do
-	curl -s -D "$FLASHSALE_STATE/rl-hdr" -o "$FLASHSALE_STATE/rl-body" -w '%{http_code}\n' -X POST \
-	    -H "Authorization: Bearer $tok" "$FLASHSALE_ORIGIN_URL$path" >>"$FLASHSALE_STATE/rl-out"
+	code=$(curl -s -D "$FLASHSALE_STATE/rl-hdr.$i" -o "$FLASHSALE_STATE/rl-body.$i" -w '%{http_code}' -X POST \
+	    -H "Authorization: Bearer $tok" "$FLASHSALE_ORIGIN_URL$path")
+	echo "$code" >>"$FLASHSALE_STATE/rl-out"
+	[ "$code" = 429 ] && [ -z "$rl_first" ] && rl_first=$i
 done
 limited=$(grep -c '^429$' "$FLASHSALE_STATE/rl-out")
 if [ "$limited" -ge 4 ]; then ok "one shopper's burst is cut at the limit ($limited of 8 got 429)"; else
 	not_ok "one shopper's burst is cut at the limit" "statuses: $(tr '\n' ' ' <"$FLASHSALE_STATE/rl-out")"
 fi
-is "$(json_get "$(cat "$FLASHSALE_STATE/rl-body")" error)" "RATE_LIMITED" "429 carries RATE_LIMITED"
-is "$(tr -d '\r' <"$FLASHSALE_STATE/rl-hdr" | sed -n 's/^Retry-After: //Ip')" "1" "429 carries Retry-After"
+is "$(json_get "$(cat "$FLASHSALE_STATE/rl-body.${rl_first:-none}" 2>/dev/null)" error)" "RATE_LIMITED" \
+    "429 carries RATE_LIMITED"
+is "$(tr -d '\r' <"$FLASHSALE_STATE/rl-hdr.${rl_first:-none}" 2>/dev/null | sed -n 's/^Retry-After: //Ip')" "1" \
+    "429 carries Retry-After"
 is "$(grep -c '^202$' "$FLASHSALE_STATE/rl-out")" "1" "the shopper's first purchase went through"
 
 # The same token spelled eight ways (scheme case, spaces) is one shopper: the

@@ -147,7 +147,6 @@ herd "$FLASHSALE_STATE/herd.out" 200 $docs
 took=$((($(date +%s%N) - t0) / 1000000))
 diag "1,200 requests (200 page loads with their files, sale and reveal documents) in $took ms"
 is "$(grep -c '^200$' "$FLASHSALE_STATE/herd.out")" 1200 "the 1,200 edge requests all answer 200"
-if [ "$took" -le 1500 ]; then ok "they took ${took} ms (about a second)"; else not_ok "they took about a second" "$took ms"; fi
 sleep 1.5 # nginx flushes its access log every second
 tail -n +"$((before + 1))" "$alog" >"$FLASHSALE_STATE/herd.log"
 origin_count() { grep -c "\"GET $1 HTTP" "$FLASHSALE_STATE/herd.log"; }
