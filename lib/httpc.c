@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "httpc.h"
 
 static long long
@@ -137,11 +139,18 @@ int
 fs_httpc_request(const char *method, const char *url, int timeout_ms, struct fs_httpc_answer *a,
     char *err, size_t errlen)
 {
+	return fs_httpc_send(method, url, NULL, NULL, 0, timeout_ms, a, err, errlen);
+}
+
+int
+fs_httpc_send(const char *method, const char *url, const char *headers, const char *body,
+    size_t bodylen, int timeout_ms, struct fs_httpc_answer *a, char *err, size_t errlen)
+{
 	long long deadline = now_ms() + timeout_ms;
 	struct sockaddr_in sa;
-	char host[64], req[FS_HTTPC_URL_MAX + 256], *raw = NULL, *sep;
+	char host[64], *req = NULL, *raw = NULL, *sep;
 	const char *path;
-	size_t off = 0, headlen;
+	size_t off = 0, headlen, cap, hlen = headers != NULL ? strlen(headers) : 0;
 	ssize_t n, len;
 	int fd = -1, rc = -1, reqlen;
 
@@ -150,24 +159,37 @@ fs_httpc_request(const char *method, const char *url, int timeout_ms, struct fs_
 		snprintf(err, errlen, "not a URL http://A.B.C.D:PORT/path: %.200s", url);
 		return -1;
 	}
-	reqlen = snprintf(req, sizeof(req),
-	    "%s %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: flashsale-admin\r\nConnection: close\r\n"
-	    "Content-Length: 0\r\n\r\n",
-	    method, path, host);
-	if (reqlen < 0 || (size_t)reqlen >= sizeof(req)) {
-		snprintf(err, errlen, "request too long");
+	if (hlen > FS_HTTPC_REQ_HEAD_MAX || bodylen > FS_HTTPC_REQ_BODY_MAX) {
+		snprintf(err, errlen, "request headers over %d or body over %d bytes", FS_HTTPC_REQ_HEAD_MAX,
+		    FS_HTTPC_REQ_BODY_MAX);
 		return -1;
 	}
+	cap = FS_HTTPC_URL_MAX + 256 + hlen + bodylen;
+	if ((req = malloc(cap)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	reqlen = snprintf(req, cap,
+	    "%s %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: flashsale\r\nConnection: close\r\n"
+	    "%sContent-Length: %zu\r\n\r\n",
+	    method, path, host, headers != NULL ? headers : "", bodylen);
+	if (reqlen < 0 || (size_t)reqlen + bodylen > cap) {
+		snprintf(err, errlen, "request too long");
+		goto out;
+	}
+	if (bodylen > 0)
+		memcpy(req + reqlen, body, bodylen);
+	reqlen += (int)bodylen;
 	if ((fd = dial(&sa, deadline)) < 0) {
 		snprintf(err, errlen, "cannot connect to %s", url);
-		return -1;
+		goto out;
 	}
 	while (off < (size_t)reqlen) {
 		if (wait_until(fd, POLLOUT, deadline) != 0) {
 			snprintf(err, errlen, "timed out sending to %s", url);
 			goto out;
 		}
-		if ((n = write(fd, req + off, (size_t)reqlen - off)) < 0) {
+		if ((n = send(fd, req + off, (size_t)reqlen - off, MSG_NOSIGNAL)) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			snprintf(err, errlen, "write: %s", strerror(errno));
@@ -197,6 +219,10 @@ fs_httpc_request(const char *method, const char *url, int timeout_ms, struct fs_
 	raw = NULL;
 	rc = 0;
 out:
+	if (req != NULL) {
+		sodium_memzero(req, cap);
+		free(req);
+	}
 	free(raw);
 	if (fd >= 0)
 		close(fd);

@@ -1,8 +1,10 @@
 /*
- * A one-shot HTTP client for the operator's tools (driver): one request,
- * one answer, on a new TCP connection to a numeric IPv4 address, every wait
- * bounded by one deadline and every part of the answer by a size. HTTP/1.0,
- * so the server closes the connection after its answer and never chunks it.
+ * The one HTTP client of the project (driver): one request, one answer, on
+ * a new TCP connection to a numeric IPv4 address, every wait bounded by one
+ * deadline and every part of the request and the answer by a size.
+ * HTTP/1.0, so the server closes the connection after its answer and never
+ * chunks it. Used by the operator's tools (metrics, watch), the payment
+ * provider's API calls and the provider simulator's webhooks.
  */
 #ifndef FS_HTTPC_H
 #define FS_HTTPC_H
@@ -12,6 +14,8 @@
 #define FS_HTTPC_URL_MAX	512		/* bytes in a URL */
 #define FS_HTTPC_HEAD_MAX	8192		/* bytes in the answer's status line and headers */
 #define FS_HTTPC_BODY_MAX	(4 * 1024 * 1024) /* bytes in the answer's body */
+#define FS_HTTPC_REQ_HEAD_MAX	4096		/* bytes of extra header lines we send */
+#define FS_HTTPC_REQ_BODY_MAX	65536		/* bytes of body we send */
 
 struct fs_httpc_answer {
 	int status;
@@ -28,6 +32,13 @@ struct fs_httpc_answer {
  */
 int fs_httpc_request(const char *method, const char *url, int timeout_ms,
     struct fs_httpc_answer *a, char *err, size_t errlen);
+/*
+ * The same with extra header lines (each "Name: value\r\n", or NULL) and a
+ * body of len bytes (or NULL and 0). The request's bytes are wiped once
+ * sent: its headers may carry a credential.
+ */
+int fs_httpc_send(const char *method, const char *url, const char *headers, const char *body,
+    size_t len, int timeout_ms, struct fs_httpc_answer *a, char *err, size_t errlen);
 void fs_httpc_answer_free(struct fs_httpc_answer *);
 /* The value of header name (case-insensitive) into out; 1 found, 0 not. */
 int fs_httpc_header(const struct fs_httpc_answer *, const char *name, char *out, size_t outlen);

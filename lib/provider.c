@@ -2,26 +2,22 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
+#include "httpc.h"
 #include "jsonread.h"
 #include "provider.h"
 #include "uuid.h"
 
 #define HEX_MAC (crypto_auth_hmacsha256_BYTES * 2)
-#define REQUEST_MAX 2048
 
 static const char *const type_names[FS_PROVIDER_EVENT__MAX] = {
 	[FS_PROVIDER_PAYMENT_SUCCEEDED] = "payment.succeeded",
@@ -289,119 +285,41 @@ fs_provider_free(fs_provider *p)
 	free(p);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits for fd to be ready for events until deadline; 0 or -1. */
-static int
-wait_fd(int fd, short events, int64_t deadline)
-{
-	struct pollfd pfd = { fd, events, 0 };
-	int64_t left;
-	int r;
-
-	do {
-		if ((left = deadline - now_ms()) <= 0)
-			return -1;
-		r = poll(&pfd, 1, (int)left);
-	} while (r < 0 && errno == EINTR);
-	return r == 1 ? 0 : -1;
-}
-
 /*
- * One request on a connection of its own (Connection: close): POSTs body
- * to path with the API key and idempotency key, reads the answer (at most
- * FS_PROVIDER_REPLY_MAX bytes) and parses its JSON body. Returns the
- * document (the caller puts it) on a 2xx, NULL with errstr otherwise.
+ * One API call: POSTs body to path with the API key and the idempotency
+ * key and parses the JSON of a 2xx answer (at most FS_PROVIDER_REPLY_MAX
+ * bytes). The document (the caller puts it), or NULL with errstr.
  */
 static json_object *
 call(fs_provider *p, const char *path, const char *idem, const char *body, size_t len)
 {
-	char req[REQUEST_MAX], reply[FS_PROVIDER_REPLY_MAX + 1];
-	int64_t deadline = now_ms() + FS_PROVIDER_TIMEOUT_MS;
-	struct sockaddr_in sa;
-	size_t got = 0, sent = 0;
+	char url[FS_PROVIDER_URL_MAX + 64], headers[256], why[FS_HTTPC_URL_MAX];
+	struct fs_httpc_answer a;
 	json_object *doc = NULL;
-	const char *start;
-	char why[64];
-	int fd = -1, n, status;
-	ssize_t r;
+	int n;
 
-	n = snprintf(req, sizeof(req),
-	    "POST %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
-	    "Idempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n",
-	    path, p->host, p->port, p->api_key, idem, len);
-	if (n < 0 || (size_t)n + len >= sizeof(req)) {
-		set_err(p, "provider request too big");
+	snprintf(url, sizeof(url), "http://%s:%d%s", p->host, p->port, path);
+	n = snprintf(headers, sizeof(headers),
+	    "Authorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\n",
+	    p->api_key, idem);
+	if (n < 0 || (size_t)n >= sizeof(headers)) {
+		set_err(p, "provider request headers too long");
 		goto out;
 	}
-	memcpy(req + n, body, len);
-	n += (int)len;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)p->port);
-	inet_pton(AF_INET, p->host, &sa.sin_addr);
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
-	    (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS)) {
-		set_err(p, "provider connect: %s", strerror(errno));
+	if (fs_httpc_send("POST", url, headers, body, len, FS_PROVIDER_TIMEOUT_MS, &a, why,
+		sizeof(why)) != 0) {
+		set_err(p, "provider: %s", why);
 		goto out;
 	}
-	while (sent < (size_t)n) {
-		if (wait_fd(fd, POLLOUT, deadline) != 0) {
-			set_err(p, "provider: timeout sending");
-			goto out;
-		}
-		if ((r = send(fd, req + sent, (size_t)n - sent, MSG_NOSIGNAL)) < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			set_err(p, "provider send: %s", strerror(errno));
-			goto out;
-		}
-		sent += (size_t)r;
-	}
-	for (;;) {
-		if (got == FS_PROVIDER_REPLY_MAX) {
-			set_err(p, "provider answer over %d bytes", FS_PROVIDER_REPLY_MAX);
-			goto out;
-		}
-		if (wait_fd(fd, POLLIN, deadline) != 0) {
-			set_err(p, "provider: timeout reading");
-			goto out;
-		}
-		if ((r = recv(fd, reply + got, FS_PROVIDER_REPLY_MAX - got, 0)) < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			set_err(p, "provider recv: %s", strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	reply[got] = '\0';
-	if (sscanf(reply, "HTTP/1.%*c %d", &status) != 1 || (start = strstr(reply, "\r\n\r\n")) == NULL) {
-		set_err(p, "provider: malformed answer");
-		goto out;
-	}
-	start += 4;
-	if (status < 200 || status > 299) {
-		set_err(p, "provider answered %d: %.80s", status, start);
-		goto out;
-	}
-	if ((doc = fs_jsonread_object(start, got - (size_t)(start - reply), 4, why, sizeof(why))) ==
-	    NULL)
+	if (a.status < 200 || a.status > 299)
+		set_err(p, "provider answered %d: %.80s", a.status, a.body);
+	else if (a.len > FS_PROVIDER_REPLY_MAX)
+		set_err(p, "provider answer over %d bytes", FS_PROVIDER_REPLY_MAX);
+	else if ((doc = fs_jsonread_object(a.body, a.len, 4, why, sizeof(why))) == NULL)
 		set_err(p, "provider answer: %s", why);
+	fs_httpc_answer_free(&a);
 out:
-	if (fd >= 0)
-		close(fd);
-	sodium_memzero(req, sizeof(req));
+	sodium_memzero(headers, sizeof(headers));
 	return doc;
 }
 

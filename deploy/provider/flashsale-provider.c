@@ -47,6 +47,7 @@
 
 #include <sodium.h>
 
+#include "httpc.h"
 #include "jsonread.h"
 #include "provider.h"
 
@@ -176,38 +177,20 @@ queue_event(struct session *s, enum fs_provider_event_type type)
 static int
 post_event(const char *body, size_t len)
 {
-	char sig[FS_PROVIDER_SIG_MAX], req[2048], reply[512];
-	struct sockaddr_in sa;
-	struct timeval tv = { 5, 0 };
-	int fd, n, status = 0;
-	size_t got = 0;
-	ssize_t r;
+	char sig[FS_PROVIDER_SIG_MAX], url[FS_HTTPC_URL_MAX + 1], headers[FS_PROVIDER_SIG_MAX + 64],
+	    why[128];
+	struct fs_httpc_answer a;
+	int status;
 
 	if (fs_provider_sign(g.secret, strlen(g.secret), now_ms() / 1000, body, len, sig, sizeof(sig)) < 0)
 		return 0;
-	n = snprintf(req, sizeof(req),
-	    "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
-	    "Provider-Signature: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%.*s",
-	    g.hook_path, g.hook_host, g.hook_port, sig, len, (int)len, body);
-	if (n < 0 || (size_t)n >= sizeof(req))
+	snprintf(url, sizeof(url), "http://%s:%d%s", g.hook_host, g.hook_port, g.hook_path);
+	snprintf(headers, sizeof(headers), "Content-Type: application/json\r\nProvider-Signature: %s\r\n",
+	    sig);
+	if (fs_httpc_send("POST", url, headers, body, len, 5000, &a, why, sizeof(why)) != 0)
 		return 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)g.hook_port);
-	inet_pton(AF_INET, g.hook_host, &sa.sin_addr);
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return 0;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    send(fd, req, (size_t)n, MSG_NOSIGNAL) == n) {
-		while (got < sizeof(reply) - 1 && (r = recv(fd, reply + got, sizeof(reply) - 1 - got, 0)) > 0)
-			got += (size_t)r;
-		reply[got] = '\0';
-		if (sscanf(reply, "HTTP/1.%*c %d", &status) != 1)
-			status = 0;
-	}
-	close(fd);
+	status = a.status;
+	fs_httpc_answer_free(&a);
 	return status;
 }
 
