@@ -107,13 +107,13 @@ publish(struct app *app, const struct fs_order *o)
 static void
 webhook(struct app *app, fs_fcgi *fcgi)
 {
-	const char *sig = fs_fcgi_param(fcgi, "HTTP_PROVIDER_SIGNATURE"), *body, *why;
+	const char *sig = fs_fcgi_param(fcgi, "HTTP_PROVIDER_SIGNATURE"), *body;
 	struct fs_provider_event ev;
 	enum fs_provider_verdict sv;
 	enum fs_payment_verdict v = FS_PAYMENT_DUPLICATE;
 	enum fs_payments_result r;
 	struct fs_order o;
-	char answer[64];
+	char answer[64], why[128];
 	size_t len;
 	int n;
 
@@ -127,7 +127,7 @@ webhook(struct app *app, fs_fcgi *fcgi)
 		fs_fcgi_error(fcgi, FS_ERR_BAD_SIGNATURE, NULL, NULL);
 		return;
 	}
-	if (fs_provider_parse_event(body, len, &ev, &why) != 0) {
+	if (fs_provider_parse_event(body, len, &ev, why, sizeof(why)) != 0) {
 		fs_log_warn("webhook refused: %s", why);
 		fs_fcgi_error(fcgi, FS_ERR_BAD_EVENT, NULL, NULL);
 		return;

@@ -214,7 +214,7 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 	    (started = workers_start(svc, w, app, n)) != n) {
 		fs_log_error("fastcgi: started %d of %d workers", started, n);
 		atomic_store(&fcgi_stop, 1);
-		goto stop;
+		goto out;
 	}
 	fs_metrics_gauge_set(FS_M_WORKERS, n);
 	while (sigwait(&stops, &sig) != 0)
@@ -223,11 +223,10 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 	FCGX_ShutdownPending();
 	fs_log_info("stopping: finishing the requests in hand");
 	rc = 0;
-stop:
+out:
 	if (w != NULL)
 		workers_stop(svc, w, started);
 	free(w);
-out:
 	svc->teardown(app);
 	return rc;
 }

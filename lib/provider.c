@@ -156,36 +156,37 @@ copy_string(json_object *o, const char *name, char *out, size_t max)
 
 int
 fs_provider_parse_event(const char *body, size_t len, struct fs_provider_event *ev,
-    const char **why)
+    char *err, size_t errlen)
 {
 	json_object *doc, *data;
+	const char *why;
 	char type[32], jerr[64];
 	int rc = -1;
 
 	memset(ev, 0, sizeof(*ev));
 	if (len > FS_PROVIDER_EVENT_MAX) {
-		*why = "event too big";
+		snprintf(err, errlen, "event too big");
 		return -1;
 	}
 	if ((doc = fs_jsonread_object(body, len, 4, jerr, sizeof(jerr))) == NULL) {
-		*why = "event is not one JSON object";
+		snprintf(err, errlen, "event is not one JSON object: %s", jerr);
 		return -1;
 	}
-	*why = "event needs id, type, created and data";
+	why = "event needs id, type, created and data";
 	if (copy_string(doc, "id", ev->id, FS_PROVIDER_ID_MAX) != 0 || !fs_provider_id_ok(ev->id) ||
 	    copy_string(doc, "type", type, sizeof(type) - 1) != 0 ||
 	    fs_jsonread_int(doc, "created", 0, INT64_C(1) << 40, &ev->created) != 0 ||
 	    !json_object_object_get_ex(doc, "data", &data) ||
 	    !json_object_is_type(data, json_type_object))
 		goto out;
-	*why = "unknown event type";
+	why = "unknown event type";
 	ev->type = FS_PROVIDER_EVENT__MAX;
 	for (int i = 0; i < FS_PROVIDER_EVENT__MAX; i++)
 		if (strcmp(type, type_names[i]) == 0)
 			ev->type = (enum fs_provider_event_type)i;
 	if (ev->type == FS_PROVIDER_EVENT__MAX)
 		goto out;
-	*why = "event data needs paymentId, sessionId, orderId, amountMinor and currency";
+	why = "event data needs paymentId, sessionId, orderId, amountMinor and currency";
 	if (copy_string(data, "paymentId", ev->payment, FS_PROVIDER_ID_MAX) != 0 ||
 	    !fs_provider_id_ok(ev->payment) ||
 	    copy_string(data, "sessionId", ev->session, FS_PROVIDER_ID_MAX) != 0 ||
@@ -196,9 +197,11 @@ fs_provider_parse_event(const char *body, size_t len, struct fs_provider_event *
 	    copy_string(data, "currency", ev->currency, 3) != 0 || strlen(ev->currency) != 3 ||
 	    strspn(ev->currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3)
 		goto out;
-	*why = NULL;
+	why = NULL;
 	rc = 0;
 out:
+	if (why != NULL)
+		snprintf(err, errlen, "%s", why);
 	json_object_put(doc);
 	return rc;
 }

@@ -77,9 +77,9 @@ enum fs_provider_verdict fs_provider_verify(const void *secret, size_t secretlen
     const char *header, const char *body, size_t len, int64_t now)
     __attribute__((warn_unused_result));
 
-/* Reads an event document; -1 with *why (a static string) when it is not one. */
+/* Reads an event document; -1 with the reason in err when it is not one. */
 int fs_provider_parse_event(const char *body, size_t len, struct fs_provider_event *ev,
-    const char **why);
+    char *err, size_t errlen);
 /* Writes an event document; its length, or -1 when out is too small. */
 int fs_provider_event_json(const struct fs_provider_event *ev, char *out, size_t outlen);
 

@@ -26,7 +26,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char header[FS_PROVIDER_SIG_MAX + 2], sig[FS_PROVIDER_SIG_MAX], doc[FS_PROVIDER_EVENT_MAX + 512];
 	struct fs_provider_event ev, again;
 	const uint8_t *nl = memchr(data, '\n', size);
-	const char *body, *why;
+	const char *body;
+	char why[128];
 	size_t hlen, blen;
 	char *copy;
 	int n;
@@ -42,9 +43,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	blen = size - (size_t)(nl - data) - 1;
 	(void)fs_provider_verify(secret, strlen(secret), header, body, blen, FUZZ_NOW);
 
-	if (fs_provider_parse_event(body, blen, &ev, &why) == 0) {
+	if (fs_provider_parse_event(body, blen, &ev, why, sizeof(why)) == 0) {
 		n = fs_provider_event_json(&ev, doc, sizeof(doc));
-		if (n < 0 || fs_provider_parse_event(doc, (size_t)n, &again, &why) != 0 ||
+		if (n < 0 || fs_provider_parse_event(doc, (size_t)n, &again, why, sizeof(why)) != 0 ||
 		    memcmp(&ev, &again, sizeof(ev)) != 0)
 			abort();
 	}

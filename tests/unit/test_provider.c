@@ -29,7 +29,7 @@ main(void)
 {
 	char sig[FS_PROVIDER_SIG_MAX], bad[FS_PROVIDER_SIG_MAX * 2], doc[1024];
 	struct fs_provider_event ev, again;
-	const char *why;
+	char why[128];
 	int n;
 
 	if (sodium_init() < 0)
@@ -104,14 +104,14 @@ main(void)
 		check(verify(bad, body, 1700000000) == FS_PROVIDER_SIG_MALFORMED, "an overlong header");
 	}
 
-	check(fs_provider_parse_event(body, strlen(body), &ev, &why) == 0 &&
+	check(fs_provider_parse_event(body, strlen(body), &ev, why, sizeof(why)) == 0 &&
 		  ev.type == FS_PROVIDER_PAYMENT_SUCCEEDED && strcmp(ev.payment, "pi_1") == 0 &&
 		  ev.amount_minor == 4990000 && strcmp(ev.currency, "VND") == 0 &&
 		  strcmp(ev.order, "01900000-0000-7000-8000-000000000001") == 0,
 	    "an event parses");
 	n = fs_provider_event_json(&ev, doc, sizeof(doc));
 	check(n == (int)strlen(body) && strcmp(doc, body) == 0, "the event writes back as it came");
-	check(fs_provider_parse_event(doc, (size_t)n, &again, &why) == 0 &&
+	check(fs_provider_parse_event(doc, (size_t)n, &again, why, sizeof(why)) == 0 &&
 		  memcmp(&ev, &again, sizeof(ev)) == 0, "and parses back the same");
 	{
 		static const char *const events[] = {
@@ -126,8 +126,8 @@ main(void)
 			"{\"id\":\"evt_1\",\"type\":\"payment.failed\",\"created\":1,\"data\":{\"a\":{\"b\":{\"c\":{}}}}}",
 		};
 		for (size_t i = 0; i < sizeof(events) / sizeof(*events); i++)
-			check(fs_provider_parse_event(events[i], strlen(events[i]), &ev, &why) == -1 &&
-				  why != NULL, events[i][0] ? events[i] : "(empty) is not an event");
+			check(fs_provider_parse_event(events[i], strlen(events[i]), &ev, why, sizeof(why)) == -1 &&
+				  why[0] != '\0', events[i][0] ? events[i] : "(empty) is not an event");
 	}
 	check(fs_provider_id_ok("pi_12_ab") && !fs_provider_id_ok("") && !fs_provider_id_ok("a-b") &&
 		  !fs_provider_id_ok("0123456789012345678901234567890123456789012345678901234567890123x"),
