@@ -251,6 +251,30 @@ print_warm(uint64_t sale, const char *what, const struct fs_sales_warm_report *r
 	    sale, what, rep->live, rep->pending, rep->dropped, rep->short_units, rep->attempts);
 }
 
+/* Where a warm put the sharded items of a sale: one line per item with shards. */
+static void
+print_shards(fs_pg *pg, fs_stock *r, uint64_t sale)
+{
+	char tags[FS_STOCK_SHARDS_MAX][FS_STOCK_TAG_MAX], err[256];
+	uint64_t *items;
+	int n;
+
+	if ((items = calloc(FS_SALES_ITEMS_MAX, sizeof(*items))) == NULL)
+		return;
+	n = fs_sales_item_ids(pg, sale, items, err, sizeof(err));
+	for (int i = 0; i < n; i++) {
+		int shards = fs_stock_shards(r, sale, items[i], tags, FS_STOCK_SHARDS_MAX);
+
+		if (shards <= 1)
+			continue;
+		printf("item %" PRIu64 ": %d shards, hash tags", items[i], shards);
+		for (int p = 0; p < shards; p++)
+			printf(" {%s}", tags[p]);
+		printf("\n");
+	}
+	free(items);
+}
+
 /* sale warm SALE [--force] [--ignore-lag] */
 static int
 cmd_sale_warm(uint64_t sale, int argc, char **argv)
@@ -284,6 +308,7 @@ cmd_sale_warm(uint64_t sale, int argc, char **argv)
 		goto out;
 	}
 	print_warm(sale, "loaded into Redis", &rep);
+	print_shards(pg, r, sale);
 	rc = 0;
 out:
 	free(pending);

@@ -88,6 +88,8 @@ static const struct {
 	    "PENDING orders moved to EXPIRED." },
 	[FS_M_UNITS_RELEASED] = { "flashsale_units_released_total", NULL,
 	    "Units given back to stock (expiry, cancel, failed or refused orders, ghosts)." },
+	[FS_M_RESERVED_ELSEWHERE] = { "flashsale_reservations_other_shard_total", NULL,
+	    "Reservations of a sharded item taken from another shard than the shopper's home." },
 	[FS_M_GHOSTS_SWEPT] = { "flashsale_ghosts_swept_total", NULL,
 	    "Holds whose order never reached the database, closed FAILED and released." },
 	[FS_M_PUSH_SENT] = { "flashsale_push_messages_total", "result=\"sent\"",

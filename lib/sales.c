@@ -157,6 +157,7 @@ struct item_desc {
 	const char *currency;
 	int64_t price_minor;
 	int64_t quantity;
+	int64_t shards; /* stock keys (Redis masters) its units are spread over */
 };
 
 /* A sale description, validated once; its strings live in doc. */
@@ -203,6 +204,12 @@ read_item(json_object *item, size_t i, struct item_desc *it, char *err, size_t e
 		ERR("item %zu needs \"name\" (1-200 bytes), \"priceMinor\" (integer >= 0), "
 		    "\"currency\" (3 capital letters) and \"quantity\" (integer 0-100000000)",
 		    i);
+		return -1;
+	}
+	it->shards = 1;
+	if (has_member(item, "shards") &&
+	    fs_jsonread_int(item, "shards", 1, FS_STOCK_SHARDS_MAX, &it->shards) != 0) {
+		ERR("item %zu: \"shards\" must be an integer from 1 to %d", i, FS_STOCK_SHARDS_MAX);
 		return -1;
 	}
 	return 0;
@@ -297,16 +304,17 @@ insert_sale(fs_pg *pg, const struct sale_desc *d, char sale_s[24])
 static int
 insert_item(fs_pg *pg, const char *sale_s, const struct item_desc *it, char item_s[24])
 {
-	char price_s[24], qty_s[24];
-	const char *p[5] = { sale_s, it->name, price_s, it->currency, qty_s };
+	char price_s[24], qty_s[24], shards_s[24];
+	const char *p[6] = { sale_s, it->name, price_s, it->currency, qty_s, shards_s };
 	PGresult *res;
 
 	snprintf(price_s, sizeof(price_s), "%" PRId64, it->price_minor);
 	snprintf(qty_s, sizeof(qty_s), "%" PRId64, it->quantity);
+	snprintf(shards_s, sizeof(shards_s), "%" PRId64, it->shards);
 	res = fs_pg_exec(pg,
-	    "INSERT INTO items (sale_id, name, price_minor, currency, quantity) "
-	    "VALUES ($1, $2, $3, $4, $5) RETURNING id",
-	    5, p);
+	    "INSERT INTO items (sale_id, name, price_minor, currency, quantity, shards) "
+	    "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+	    6, p);
 	if (res == NULL)
 		return -1;
 	snprintf(item_s, 24, "%s", PQgetvalue(res, 0, 0));
@@ -427,7 +435,7 @@ warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const char *window, const char
 	/* One snapshot of items, live orders and recorded ids, so they agree. */
 	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
 		goto dberr;
-	ires = fs_pg_exec(pg, "SELECT id, quantity - sold FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
+	ires = fs_pg_exec(pg, "SELECT id, quantity - sold, shards FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
 	ores = ires == NULL ? NULL :
 			      fs_pg_exec(pg,
 				  "SELECT id, item_id, user_id, "
@@ -456,7 +464,8 @@ warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const char *window, const char
 	w.pending = pend;
 	for (int i = 0; i < PQntuples(ires); i++) {
 		items[w.nitems].id = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
-		items[w.nitems++].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
+		items[w.nitems].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
+		items[w.nitems++].shards = (int)strtol(PQgetvalue(ires, i, 2), NULL, 10);
 	}
 	for (int i = 0; i < PQntuples(ores); i++) {
 		struct fs_stock_record *h = &holds[w.nholds++];

@@ -6,11 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "log.h"
 #include "metrics.h"
 #include "redis.h"
 #include "stock.h"
 
 #define HSCAN_COUNT	"500"	/* holds looked at per HSCAN step */
+#define LAYOUT_TTL_MS	1000	/* how long a process trusts the layout it read */
+#define LAYOUT_CACHE	4	/* sales whose layout a stock remembers */
+
+/* Where a sale's keys are: its places' tags and its sharded items. */
+struct fs_stock_layout {
+	uint64_t sale;
+	int64_t read_ms; /* 0: not cached (a free slot, or a sale not loaded) */
+	int nplaces;     /* 1: the sale's own slot only */
+	char tags[FS_STOCK_SHARDS_MAX][FS_STOCK_TAG_MAX];
+	size_t nsharded;
+	struct {
+		uint64_t item;
+		int shards;
+	} sharded[FS_STOCK_SHARDED_ITEMS_MAX];
+};
 
 enum key_kind {
 	KEY_STOCK,       /* fs:{S}:stock:<item> */
@@ -21,14 +38,14 @@ enum key_kind {
 	KEY__MAX
 };
 
-#define KEY_MAX 64
+#define KEY_MAX (FS_STOCK_TAG_MAX + 48)
 
 static const char *const key_formats[KEY__MAX] = {
-	[KEY_STOCK] = "fs:{%" PRIu64 "}:stock:%" PRIu64,
-	[KEY_HOLDERS] = "fs:{%" PRIu64 "}:holders",
-	[KEY_ORDERS] = "fs:{%" PRIu64 "}:orders",
-	[KEY_UNCONFIRMED] = "fs:{%" PRIu64 "}:unconfirmed",
-	[KEY_SALE] = "fs:{%" PRIu64 "}:sale",
+	[KEY_STOCK] = "fs:{%s}:stock:%" PRIu64,
+	[KEY_HOLDERS] = "fs:{%s}:holders",
+	[KEY_ORDERS] = "fs:{%s}:orders",
+	[KEY_UNCONFIRMED] = "fs:{%s}:unconfirmed",
+	[KEY_SALE] = "fs:{%s}:sale",
 };
 
 static const char *const errstrs[FS_STOCK_ERR__MAX] = {
@@ -44,14 +61,25 @@ fs_stock_strerror(enum fs_stock_err e)
 	return (unsigned)e < FS_STOCK_ERR__MAX ? errstrs[e] : "unknown error";
 }
 
+/* A key of the place whose hash tag is tag (see stock.h). */
 static void
-key(char out[KEY_MAX], enum key_kind kind, uint64_t sale, uint64_t item)
+key(char out[KEY_MAX], enum key_kind kind, const char *tag, uint64_t item)
 {
-	/* Two 20-digit numbers and the fixed text fit in KEY_MAX. */
+	/* A tag of FS_STOCK_TAG_MAX, a 20-digit number and the fixed text fit in KEY_MAX. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	snprintf(out, KEY_MAX, key_formats[kind], sale, item);
+	snprintf(out, KEY_MAX, key_formats[kind], tag, item);
 #pragma GCC diagnostic pop
+}
+
+/* The hash tag of a sale's place p: "S" for the first, "S.p" for the others. */
+static void
+place_tag(char tag[FS_STOCK_TAG_MAX], uint64_t sale, int p)
+{
+	if (p == 0)
+		snprintf(tag, FS_STOCK_TAG_MAX, "%" PRIu64, sale);
+	else
+		snprintf(tag, FS_STOCK_TAG_MAX, "%" PRIu64 ".%d", sale, p);
 }
 
 /* The driver failed: an I/O failure drops its connection, an error reply does not. */
@@ -134,7 +162,11 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		snprintf(err, errlen, "stock: out of memory");
 		return NULL;
 	}
-	s->reserve = s->release = s->forget = -1;
+	s->reserve = s->release = s->forget = s->guard = -1;
+	if ((s->layouts = calloc(LAYOUT_CACHE, sizeof(*s->layouts))) == NULL) {
+		snprintf(err, errlen, "stock: out of memory");
+		goto fail;
+	}
 	if ((s->redis = fs_redis_open(cfg, err, errlen)) == NULL)
 		goto fail;
 	if (datadir == NULL)
@@ -147,6 +179,9 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		goto fail_script;
 	snprintf(path, sizeof(path), "%s/lua/forget.lua", datadir);
 	if ((s->forget = fs_redis_script_load(s->redis, path)) < 0)
+		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/guard.lua", datadir);
+	if ((s->guard = fs_redis_script_load(s->redis, path)) < 0)
 		goto fail_script;
 	return s;
 fail_script:
@@ -162,6 +197,7 @@ fs_stock_free(fs_stock *s)
 	if (s == NULL)
 		return;
 	fs_redis_free(s->redis);
+	free(s->layouts);
 	free(s);
 }
 
@@ -214,43 +250,203 @@ record_of(struct fs_stock_record *rec, const char *id, size_t idlen, const redis
 	    fs_stock_record_parse(val->str, rec) == 0;
 }
 
-enum fs_stock_result
-fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, const char *order_id,
-    int64_t now_ms, struct fs_stock_hold *out)
+int
+fs_stock_home(const char *user, int places)
 {
-	char keys[KEY__MAX][KEY_MAX], now_s[24], rec[FS_STOCK_RECORD_MAX], window_s[24];
-	char deadline_s[24];
-	const char *argv[KEY__MAX + 6];
-	enum fs_stock_result res = FS_STOCK_ERROR;
+	/* FNV-1a: cheap, and spreads shopper ids that differ in one digit. */
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *c = (const unsigned char *)user; *c != '\0'; c++)
+		h = (h ^ *c) * 16777619u;
+	return places > 1 ? (int)(h % (uint32_t)places) : 0;
+}
+
+int
+fs_stock_unit_place(int home, int shards)
+{
+	return home < shards ? home : home % shards;
+}
+
+/* Reads a layout field "places" (the tags of places 1..) into l; 0 or -1. */
+static int
+layout_places(struct fs_stock_layout *l, const char *v)
+{
+	while (*v != '\0') {
+		size_t n = strcspn(v, " ");
+
+		if (n == 0 || n >= FS_STOCK_TAG_MAX || l->nplaces == FS_STOCK_SHARDS_MAX)
+			return -1;
+		snprintf(l->tags[l->nplaces++], FS_STOCK_TAG_MAX, "%.*s", (int)n, v);
+		v += n + (v[n] == ' ');
+	}
+	return 0;
+}
+
+/* Reads a layout field "sharded" ("<item>:<shards> ...") into l; 0 or -1. */
+static int
+layout_sharded(struct fs_stock_layout *l, const char *v)
+{
+	while (*v != '\0') {
+		char *end;
+		uint64_t item = strtoull(v, &end, 10);
+		long n;
+
+		if (end == v || *end != ':' || l->nsharded == FS_STOCK_SHARDED_ITEMS_MAX)
+			return -1;
+		n = strtol(end + 1, &end, 10);
+		if (n < 2 || n > l->nplaces || (*end != ' ' && *end != '\0'))
+			return -1;
+		l->sharded[l->nsharded].item = item;
+		l->sharded[l->nsharded++].shards = (int)n;
+		v = end + (*end == ' ');
+	}
+	return 0;
+}
+
+/*
+ * Reads the layout of a sale from its first place's settings: 1 loaded,
+ * 0 not loaded (l is then the layout of an unsharded sale), -1 err set.
+ */
+static int
+layout_read(fs_stock *s, uint64_t sale, struct fs_stock_layout *l)
+{
+	char k[KEY_MAX];
+	redisReply *r;
+	int rc = -1;
+
+	memset(l, 0, sizeof(*l));
+	l->sale = sale;
+	l->nplaces = 1;
+	place_tag(l->tags[0], sale, 0);
+	key(k, KEY_SALE, l->tags[0], 0);
+	if ((r = cmd(s, "layout", 5,
+		 (const char *[]){ "HMGET", k, "window", "places", "sharded" })) == NULL)
+		return -1;
+	if (!is_array(s, "layout", r, 3))
+		goto out;
+	if ((r->element[1]->type == REDIS_REPLY_STRING && layout_places(l, r->element[1]->str) != 0) ||
+	    (r->element[2]->type == REDIS_REPLY_STRING && layout_sharded(l, r->element[2]->str) != 0)) {
+		set_err(s, FS_STOCK_ERR_REPLY, "layout");
+		goto out;
+	}
+	/* Every warm writes the window: without it the sale is not loaded. */
+	rc = r->element[0]->type == REDIS_REPLY_STRING;
+out:
+	freeReplyObject(r);
+	return rc;
+}
+
+/*
+ * The layout of a sale, from the cache when read less than LAYOUT_TTL_MS
+ * ago (a sale's layout changes only when it is warmed again); valid until
+ * the next call. NULL with err set.
+ */
+static const struct fs_stock_layout *
+layout_get(fs_stock *s, uint64_t sale)
+{
+	int64_t now = fs_clock_now_ms();
+	struct fs_stock_layout *slot = &s->layouts[0];
+	int rc;
+
+	for (int i = 0; i < LAYOUT_CACHE; i++) {
+		struct fs_stock_layout *l = &s->layouts[i];
+
+		if (l->read_ms != 0 && l->sale == sale && now - l->read_ms < LAYOUT_TTL_MS)
+			return l;
+		if (l->sale == sale || l->read_ms < slot->read_ms)
+			slot = l;
+	}
+	if ((rc = layout_read(s, sale, slot)) < 0)
+		return NULL;
+	/* A sale not loaded yet is asked again: its warm may be a moment away. */
+	slot->read_ms = rc == 1 ? now : 0;
+	return slot;
+}
+
+/* Forgets a sale's cached layout: this process just changed it. */
+static void
+layout_drop(fs_stock *s, uint64_t sale)
+{
+	for (int i = 0; i < LAYOUT_CACHE; i++)
+		if (s->layouts[i].sale == sale)
+			s->layouts[i].read_ms = 0;
+}
+
+/* The stock keys an item is spread over: 1 unless the sale file said shards. */
+static int
+shards_of(const struct fs_stock_layout *l, uint64_t item)
+{
+	for (size_t i = 0; i < l->nsharded; i++)
+		if (l->sharded[i].item == item)
+			return l->sharded[i].shards;
+	return 1;
+}
+
+/* What one reserve.lua call at one place said. */
+enum take {
+	TAKE_RESERVED,
+	TAKE_ALREADY,
+	TAKE_ENDED,
+	TAKE_DRY,	/* this place's stock key of the item is empty */
+	TAKE_UNKNOWN,
+	TAKE_ERROR
+};
+
+/* What a purchase is told of one place's answer (a dry shard: when it was the last). */
+static enum fs_stock_result
+verdict(enum take t)
+{
+	switch (t) {
+	case TAKE_RESERVED:
+		return FS_STOCK_RESERVED;
+	case TAKE_ALREADY:
+		return FS_STOCK_ALREADY;
+	case TAKE_ENDED:
+	case TAKE_DRY:
+		return FS_STOCK_SOLD_OUT;
+	case TAKE_UNKNOWN:
+		return FS_STOCK_UNKNOWN_ITEM;
+	default:
+		return FS_STOCK_ERROR;
+	}
+}
+
+/* The arguments of a reservation that every step passes on. */
+struct attempt {
+	const char *user, *order_id;
+	uint64_t item;
+	char rec[FS_STOCK_RECORD_MAX], now[24], window[24], deadline[24];
+};
+
+/*
+ * One reserve.lua call at the place of tag: mode "guard" checks and sets
+ * the shopper's guard there too (the place is the shopper's home), "take"
+ * only takes the unit and records the hold.
+ */
+static enum take
+take(fs_stock *s, const char *tag, const struct attempt *a, const char *mode,
+    struct fs_stock_hold *out)
+{
+	char keys[KEY__MAX][KEY_MAX];
+	const char *argv[KEY__MAX + 7];
+	enum take t;
 	redisReply *r;
 	long long code;
 
-	memset(out, 0, sizeof(*out));
-	if (fs_stock_record_format(rec, sizeof(rec), user, item, now_ms) < 0) {
-		set_err(s, FS_STOCK_ERR_REPLY, "reserve: shopper id too long");
-		return FS_STOCK_ERROR;
-	}
 	for (int k = 0; k < KEY__MAX; k++) {
-		key(keys[k], (enum key_kind)k, sale, item);
+		key(keys[k], (enum key_kind)k, tag, a->item);
 		argv[k] = keys[k];
 	}
-	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
-	snprintf(window_s, sizeof(window_s), "%d", FS_STOCK_WINDOW_DEFAULT);
-	argv[KEY__MAX] = user;
-	argv[KEY__MAX + 1] = order_id;
-	argv[KEY__MAX + 2] = rec;
-	argv[KEY__MAX + 3] = now_s;
-	argv[KEY__MAX + 4] = window_s;
-	/*
-	 * Half the driver's timeout: a caller who gave up (and released the
-	 * order id) did so after the deadline even across a clock skew of up to
-	 * that half, so a late script refuses instead of leaving a ghost.
-	 */
-	snprintf(deadline_s, sizeof(deadline_s), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
-	argv[KEY__MAX + 5] = deadline_s;
-	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 6, argv)) == NULL) {
+	argv[KEY__MAX] = a->user;
+	argv[KEY__MAX + 1] = a->order_id;
+	argv[KEY__MAX + 2] = a->rec;
+	argv[KEY__MAX + 3] = a->now;
+	argv[KEY__MAX + 4] = a->window;
+	argv[KEY__MAX + 5] = a->deadline;
+	argv[KEY__MAX + 6] = mode;
+	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 7, argv)) == NULL) {
 		redis_err(s, "reserve");
-		return FS_STOCK_ERROR;
+		return TAKE_ERROR;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER)
@@ -269,34 +465,211 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 			goto bad;
 		out->window_s = (long)r->element[2]->integer;
 		out->left = (long)r->element[3]->integer;
-		res = FS_STOCK_RESERVED;
+		t = TAKE_RESERVED;
 		break;
 	case 2:
-		res = FS_STOCK_ALREADY;
+		t = TAKE_ALREADY;
 		break;
 	case 0:
-		res = FS_STOCK_SOLD_OUT;
+		t = TAKE_ENDED;
+		break;
+	case 3:
+		t = TAKE_DRY;
 		break;
 	case -1:
-		res = FS_STOCK_UNKNOWN_ITEM;
+		t = TAKE_UNKNOWN;
 		break;
 	case -2:
 		set_err(s, FS_STOCK_ERR_IO, "reserve ran past its deadline, nothing taken");
-		freeReplyObject(r);
-		return FS_STOCK_ERROR;
+		t = TAKE_ERROR;
+		break;
 	default:
 		goto bad;
 	}
 	freeReplyObject(r);
-	return res;
+	return t;
 bad:
 	set_err(s, FS_STOCK_ERR_REPLY, "reserve");
 	freeReplyObject(r);
-	return FS_STOCK_ERROR;
+	return TAKE_ERROR;
 }
 
-int
-fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id)
+/*
+ * guard.lua at the shopper's home place: "claim" makes order_id the
+ * shopper's guard unless another order is (1, or 0 with its id in held),
+ * "drop" removes the guard if it is order_id's (1 removed, 0 not). -1 err.
+ */
+static int
+guard(fs_stock *s, const char *home_tag, const char *user, const char *order_id, const char *mode,
+    const char *deadline, char held[FS_UUID_STRLEN + 1])
+{
+	char k[KEY_MAX];
+	redisReply *r;
+	int rc = -1;
+
+	key(k, KEY_HOLDERS, home_tag, 0);
+	if ((r = fs_redis_eval(s->redis, s->guard, 1, 5,
+		 (const char *[]){ k, user, order_id, mode, deadline })) == NULL) {
+		redis_err(s, "guard");
+		return -1;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER) {
+		set_err(s, FS_STOCK_ERR_REPLY, "guard");
+	} else if (r->element[0]->integer == -2) {
+		set_err(s, FS_STOCK_ERR_IO, "guard ran past its deadline, nothing claimed");
+	} else if (r->element[0]->integer == 2) {
+		if (r->elements < 2 || r->element[1]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->len != FS_UUID_STRLEN)
+			set_err(s, FS_STOCK_ERR_REPLY, "guard");
+		else {
+			memcpy(held, r->element[1]->str, FS_UUID_STRLEN + 1);
+			rc = 0;
+		}
+	} else {
+		rc = r->element[0]->integer == 1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* The shopper's guard at its home place: 1 held (its order in held), 0 none, -1 err set. */
+static int
+guard_held(fs_stock *s, const char *home_tag, const char *user, char held[FS_UUID_STRLEN + 1])
+{
+	char k[KEY_MAX];
+	redisReply *r;
+	int rc = 0;
+
+	key(k, KEY_HOLDERS, home_tag, 0);
+	if ((r = cmd(s, "guard", 3, (const char *[]){ "HGET", k, user })) == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len == FS_UUID_STRLEN) {
+		memcpy(held, r->str, FS_UUID_STRLEN + 1);
+		rc = 1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/*
+ * Units left of an item summed over its shards, for the sold-out gate
+ * after one shard ran dry; 1 (not sold out, as far as known) when Redis
+ * cannot tell.
+ */
+static long
+left_over_shards(fs_stock *s, const struct fs_stock_layout *l, uint64_t item, int shards)
+{
+	char k[KEY_MAX];
+	long sum = 0;
+
+	for (int p = 0; p < shards; p++) {
+		redisReply *r;
+
+		key(k, KEY_STOCK, l->tags[p], item);
+		if ((r = cmd(s, "units left", 2, (const char *[]){ "GET", k })) == NULL)
+			return 1;
+		if (r->type == REDIS_REPLY_STRING)
+			sum += strtol(r->str, NULL, 10);
+		freeReplyObject(r);
+	}
+	return sum;
+}
+
+static int release_at(fs_stock *, const char *tag, uint64_t sale, uint64_t item,
+    const char *order_id);
+
+/*
+ * The second step of a reservation whose home place had nothing: take a
+ * unit from the item's other shards in turn, then claim the shopper's guard
+ * at home; a shopper whose guard another order won gives the unit back.
+ */
+static enum fs_stock_result
+reserve_elsewhere(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
+    int home, int shards, struct fs_stock_hold *out)
+{
+	char held[FS_UUID_STRLEN + 1];
+
+	for (int j = home < shards ? 1 : 0; j < shards; j++) {
+		int q = (home + j) % shards;
+
+		enum take t = take(s, l->tags[q], a, "take", out);
+
+		if (t == TAKE_DRY)
+			continue;
+		if (t != TAKE_RESERVED)
+			return verdict(t);
+		switch (guard(s, l->tags[home], a->user, a->order_id, "claim", a->deadline, held)) {
+		case 1:
+			fs_metrics_count(FS_M_RESERVED_ELSEWHERE);
+			if (out->left == 0)
+				out->left = left_over_shards(s, l, a->item, shards);
+			return FS_STOCK_RESERVED;
+		case 0:
+			/* A concurrent purchase of the same shopper won: one unit each. */
+			if (release_at(s, l->tags[q], l->sale, a->item, a->order_id) < 0)
+				fs_log_warn("giving back %s failed (%s); the sweeper will", a->order_id,
+				    s->errstr);
+			memcpy(out->order_id, held, sizeof(held));
+			return FS_STOCK_ALREADY;
+		default:
+			return FS_STOCK_ERROR;
+		}
+	}
+	return FS_STOCK_SOLD_OUT;
+}
+
+enum fs_stock_result
+fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, const char *order_id,
+    int64_t now_ms, struct fs_stock_hold *out)
+{
+	const struct fs_stock_layout *l;
+	struct attempt a = { .user = user, .order_id = order_id, .item = item };
+	int shards, home;
+
+	memset(out, 0, sizeof(*out));
+	if (fs_stock_record_format(a.rec, sizeof(a.rec), user, item, now_ms) < 0) {
+		set_err(s, FS_STOCK_ERR_REPLY, "reserve: shopper id too long");
+		return FS_STOCK_ERROR;
+	}
+	if ((l = layout_get(s, sale)) == NULL)
+		return FS_STOCK_ERROR;
+	snprintf(a.now, sizeof(a.now), "%" PRId64, now_ms);
+	snprintf(a.window, sizeof(a.window), "%d", FS_STOCK_WINDOW_DEFAULT);
+	/*
+	 * Half the driver's timeout: a caller who gave up (and released the
+	 * order id) did so after the deadline even across a clock skew of up to
+	 * that half, so a late script refuses instead of leaving a ghost. Every
+	 * step of a reservation keeps the first step's deadline.
+	 */
+	snprintf(a.deadline, sizeof(a.deadline), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
+	shards = shards_of(l, item);
+	home = fs_stock_home(user, l->nplaces);
+	if (home < shards) {
+		/* The common path: guard and unit in one script at home. */
+		enum take t = take(s, l->tags[home], &a, "guard", out);
+
+		if (t == TAKE_RESERVED && out->left == 0 && shards > 1)
+			out->left = left_over_shards(s, l, item, shards);
+		if (t != TAKE_DRY || shards == 1)
+			return verdict(t);
+	} else {
+		/* The item has no shard at home: a shopper who holds one stops here. */
+		switch (guard_held(s, l->tags[home], user, out->order_id)) {
+		case 1:
+			return FS_STOCK_ALREADY;
+		case 0:
+			break;
+		default:
+			return FS_STOCK_ERROR;
+		}
+	}
+	return reserve_elsewhere(s, l, &a, home, shards, out);
+}
+
+/* release.lua at the place of tag; 1 the unit went back, 0 nothing held, -1 err. */
+static int
+release_at(fs_stock *s, const char *tag, uint64_t sale, uint64_t item, const char *order_id)
 {
 	char keys[4][KEY_MAX], sale_s[24], item_s[24];
 	const char *argv[8];
@@ -304,7 +677,7 @@ fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id
 	int released;
 
 	for (int k = 0; k < 4; k++) {
-		key(keys[k], (enum key_kind)k, sale, item); /* stock, holders, orders, unconfirmed */
+		key(keys[k], (enum key_kind)k, tag, item); /* stock, holders, orders, unconfirmed */
 		argv[k] = keys[k];
 	}
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
@@ -325,23 +698,72 @@ fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id
 }
 
 int
+fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id)
+{
+	const struct fs_stock_layout *l;
+	struct fs_stock_record rec;
+	char k[KEY_MAX], tag[FS_STOCK_TAG_MAX], held[FS_UUID_STRLEN + 1];
+	int shards;
+
+	if ((l = layout_get(s, sale)) == NULL)
+		return -1;
+	if (l->nplaces == 1)
+		return release_at(s, l->tags[0], sale, item, order_id);
+	/*
+	 * The unit's place holds the record; the guard may be at the shopper's
+	 * home elsewhere. The guard goes first: a failure after it leaves the
+	 * record, so the next release (expiry, sweeper) finds the unit again,
+	 * while the other order would leave a guard that nothing clears.
+	 */
+	shards = shards_of(l, item);
+	for (int q = 0; q < shards; q++) {
+		redisReply *r;
+		int found, home;
+
+		key(k, KEY_ORDERS, l->tags[q], 0);
+		if ((r = cmd(s, "release", 3, (const char *[]){ "HGET", k, order_id })) == NULL)
+			return -1;
+		found = r->type == REDIS_REPLY_STRING && fs_stock_record_parse(r->str, &rec) == 0;
+		freeReplyObject(r);
+		if (!found)
+			continue;
+		snprintf(tag, sizeof(tag), "%s", l->tags[q]);
+		home = fs_stock_home(rec.user, l->nplaces);
+		if (home != q &&
+		    guard(s, l->tags[home], rec.user, order_id, "drop", "0", held) < 0)
+			return -1;
+		return release_at(s, tag, sale, item, order_id);
+	}
+	return 0;
+}
+
+int
 fs_stock_confirm(fs_stock *s, uint64_t sale, const char *const *order_ids, size_t n)
 {
 	enum { BATCH = 256 };
+	const struct fs_stock_layout *l;
 	const char *argv[BATCH + 2];
 	char k[KEY_MAX];
 
-	key(k, KEY_UNCONFIRMED, sale, 0);
+	if ((l = layout_get(s, sale)) == NULL)
+		return -1;
 	argv[0] = "ZREM";
 	argv[1] = k;
-	while (n > 0) {
-		size_t take = n < BATCH ? n : BATCH;
+	/* The entry is at the place of its unit, which only its record tells: try each. */
+	for (int p = 0; p < l->nplaces; p++) {
+		const char *const *ids = order_ids;
+		size_t left = n;
 
-		memcpy(argv + 2, order_ids, take * sizeof(*order_ids));
-		if (cmd_do(s, "confirm", (int)take + 2, argv) != 0)
-			return -1;
-		order_ids += take;
-		n -= take;
+		key(k, KEY_UNCONFIRMED, l->tags[p], 0);
+		while (left > 0) {
+			size_t take_n = left < BATCH ? left : BATCH;
+
+			memcpy(argv + 2, ids, take_n * sizeof(*ids));
+			if (cmd_do(s, "confirm", (int)take_n + 2, argv) != 0)
+				return -1;
+			ids += take_n;
+			left -= take_n;
+		}
 	}
 	return 0;
 }
@@ -349,37 +771,55 @@ fs_stock_confirm(fs_stock *s, uint64_t sale, const char *const *order_ids, size_
 int
 fs_stock_left(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n, long *left)
 {
+	const struct fs_stock_layout *l;
 	const char **argv = NULL;
 	char(*keys)[KEY_MAX] = NULL;
-	redisReply *r = NULL;
+	size_t *which = NULL;
 	int rc = -1;
 
 	for (size_t i = 0; i < n; i++)
 		left[i] = -1;
 	if (n == 0)
 		return 0;
+	if ((l = layout_get(s, sale)) == NULL)
+		return -1;
 	argv = calloc(n + 1, sizeof(*argv));
 	keys = calloc(n, sizeof(*keys));
-	if (argv == NULL || keys == NULL) {
+	which = calloc(n, sizeof(*which));
+	if (argv == NULL || keys == NULL || which == NULL) {
 		set_err(s, FS_STOCK_ERR_NOMEM, "units left");
 		goto out;
 	}
 	argv[0] = "MGET";
-	for (size_t i = 0; i < n; i++) {
-		key(keys[i], KEY_STOCK, sale, items[i]);
-		argv[i + 1] = keys[i];
+	/* One MGET per place: its keys share a slot. An item's left is the sum of its shards. */
+	for (int p = 0; p < l->nplaces; p++) {
+		size_t m = 0;
+		redisReply *r;
+
+		for (size_t i = 0; i < n; i++) {
+			if (shards_of(l, items[i]) <= p)
+				continue;
+			key(keys[m], KEY_STOCK, l->tags[p], items[i]);
+			argv[m + 1] = keys[m];
+			which[m++] = i;
+		}
+		if (m == 0)
+			continue;
+		if ((r = cmd(s, "units left", (int)m + 1, argv)) == NULL)
+			goto out;
+		if (!is_array(s, "units left", r, m)) {
+			freeReplyObject(r);
+			goto out;
+		}
+		for (size_t j = 0; j < m; j++)
+			if (r->element[j]->type == REDIS_REPLY_STRING)
+				left[which[j]] = (left[which[j]] < 0 ? 0 : left[which[j]]) +
+				    strtol(r->element[j]->str, NULL, 10);
+		freeReplyObject(r);
 	}
-	if ((r = cmd(s, "units left", (int)n + 1, argv)) == NULL)
-		goto out;
-	if (!is_array(s, "units left", r, n))
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			left[i] = strtol(r->element[i]->str, NULL, 10);
 	rc = 0;
 out:
-	if (r != NULL)
-		freeReplyObject(r);
+	free(which);
 	free(keys);
 	free(argv);
 	return rc;
@@ -388,50 +828,77 @@ out:
 int
 fs_stock_count_holds(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n, long *holds)
 {
+	const struct fs_stock_layout *l;
 	char k[KEY_MAX];
-	redisReply *r;
 	struct fs_stock_record rec;
 
 	memset(holds, 0, n * sizeof(*holds));
-	key(k, KEY_ORDERS, sale, 0);
-	if ((r = cmd(s, "holds", 2, (const char *[]){ "HVALS", k })) == NULL)
+	if ((l = layout_get(s, sale)) == NULL)
 		return -1;
-	for (size_t j = 0; j < r->elements; j++) {
-		if (r->element[j]->type != REDIS_REPLY_STRING ||
-		    fs_stock_record_parse(r->element[j]->str, &rec) != 0)
-			continue;
-		for (size_t i = 0; i < n; i++)
-			if (items[i] == rec.item)
-				holds[i]++;
+	for (int p = 0; p < l->nplaces; p++) {
+		redisReply *r;
+
+		key(k, KEY_ORDERS, l->tags[p], 0);
+		if ((r = cmd(s, "holds", 2, (const char *[]){ "HVALS", k })) == NULL)
+			return -1;
+		for (size_t j = 0; j < r->elements; j++) {
+			if (r->element[j]->type != REDIS_REPLY_STRING ||
+			    fs_stock_record_parse(r->element[j]->str, &rec) != 0)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				if (items[i] == rec.item)
+					holds[i]++;
+		}
+		freeReplyObject(r);
 	}
-	freeReplyObject(r);
 	return 0;
 }
 
 int
 fs_stock_find_hold(fs_stock *s, uint64_t sale, const char *order_id, struct fs_stock_record *rec)
 {
+	const struct fs_stock_layout *l;
 	char k[KEY_MAX];
-	redisReply *r;
-	int found;
+	int found = 0;
 
-	key(k, KEY_ORDERS, sale, 0);
-	if ((r = cmd(s, "find hold", 3, (const char *[]){ "HGET", k, order_id })) == NULL)
+	if ((l = layout_get(s, sale)) == NULL)
 		return -1;
-	record_of(rec, order_id, strlen(order_id), r);
-	found = rec->exists && rec->readable;
-	freeReplyObject(r);
+	for (int p = 0; p < l->nplaces && !found; p++) {
+		redisReply *r;
+
+		key(k, KEY_ORDERS, l->tags[p], 0);
+		if ((r = cmd(s, "find hold", 3, (const char *[]){ "HGET", k, order_id })) == NULL)
+			return -1;
+		record_of(rec, order_id, strlen(order_id), r);
+		found = rec->exists && rec->readable;
+		freeReplyObject(r);
+	}
 	return found;
+}
+
+int
+fs_stock_shards(fs_stock *s, uint64_t sale, uint64_t item, char tags[][FS_STOCK_TAG_MAX], int max)
+{
+	struct fs_stock_layout l;
+	int shards;
+
+	if (layout_read(s, sale, &l) < 0)
+		return -1;
+	shards = shards_of(&l, item);
+	for (int p = 0; p < shards && p < max; p++)
+		snprintf(tags[p], FS_STOCK_TAG_MAX, "%s", l.tags[p]);
+	return shards;
 }
 
 long
 fs_stock_window(fs_stock *s, uint64_t sale)
 {
-	char k[KEY_MAX];
+	char k[KEY_MAX], tag[FS_STOCK_TAG_MAX];
 	redisReply *r;
 	long window = FS_STOCK_WINDOW_DEFAULT;
 
-	key(k, KEY_SALE, sale, 0);
+	place_tag(tag, sale, 0);
+	key(k, KEY_SALE, tag, 0);
 	if ((r = cmd(s, "window", 3, (const char *[]){ "HGET", k, "window" })) == NULL)
 		return window;
 	if (r->type == REDIS_REPLY_STRING)
@@ -443,69 +910,126 @@ fs_stock_window(fs_stock *s, uint64_t sale)
 int
 fs_stock_set_end(fs_stock *s, uint64_t sale, int64_t ends_ms)
 {
+	struct fs_stock_layout l;
 	char k[KEY_MAX], num[24];
-	redisReply *r;
 	int loaded;
 
-	key(k, KEY_SALE, sale, 0);
-	if ((r = cmd(s, "set end", 2, (const char *[]){ "EXISTS", k })) == NULL)
-		return -1;
-	loaded = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	freeReplyObject(r);
-	if (!loaded)
-		return 0;
+	if ((loaded = layout_read(s, sale, &l)) <= 0)
+		return loaded;
 	snprintf(num, sizeof(num), "%" PRId64, ends_ms);
-	if (cmd_do(s, "set end", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
-		return -1;
+	/* Every place checks the end itself: reserve.lua sees its own slot only. */
+	for (int p = 0; p < l.nplaces; p++) {
+		key(k, KEY_SALE, l.tags[p], 0);
+		if (cmd_do(s, "set end", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
+			return -1;
+	}
 	return 1;
 }
 
-/* Queues the writes of warm inside the open MULTI; 0 or -1. */
-static int
-warm_queue(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w,
-    char keys[KEY__MAX][KEY_MAX])
+/* The units of a total of left that shard p of shards starts with. */
+static long
+share_of(long left, int shards, int p)
 {
-	char k[KEY_MAX], num[24], rec[FS_STOCK_RECORD_MAX];
+	return left / shards + (p < left % shards);
+}
 
-	if (cmd_do(s, "warm", 4, (const char *[]){ "DEL", keys[KEY_HOLDERS], keys[KEY_ORDERS],
-				     keys[KEY_UNCONFIRMED] }) != 0)
+/* Queues, inside the open MULTI, the removal of what a layout's places hold; 0 or -1. */
+static int
+warm_clear(fs_stock *s, const struct fs_stock_layout *old, const struct fs_stock_warm *w)
+{
+	char k[4][KEY_MAX];
+
+	for (int p = 0; p < old->nplaces; p++) {
+		key(k[0], KEY_HOLDERS, old->tags[p], 0);
+		key(k[1], KEY_ORDERS, old->tags[p], 0);
+		key(k[2], KEY_UNCONFIRMED, old->tags[p], 0);
+		key(k[3], KEY_SALE, old->tags[p], 0);
+		/* The first place's settings stay (an end moved early); the others go. */
+		if (cmd_do(s, "warm", p == 0 ? 4 : 5,
+			(const char *[]){ "DEL", k[0], k[1], k[2], k[3] }) != 0)
+			return -1;
+		for (size_t i = 0; p > 0 && i < w->nitems; i++) {
+			key(k[0], KEY_STOCK, old->tags[p], w->items[i].id);
+			if (cmd_do(s, "warm", 2, (const char *[]){ "DEL", k[0] }) != 0)
+				return -1;
+		}
+	}
+	key(k[3], KEY_SALE, old->tags[0], 0);
+	return cmd_do(s, "warm", 4, (const char *[]){ "HDEL", k[3], "places", "sharded" });
+}
+
+/* Queues the writes of warm inside the open MULTI, in the new layout l; 0 or -1. */
+static int
+warm_queue(fs_stock *s, const struct fs_stock_layout *l, const struct fs_stock_warm *w)
+{
+	char k[KEY_MAX], k2[KEY_MAX], num[24], rec[FS_STOCK_RECORD_MAX];
+	char places[FS_STOCK_SHARDS_MAX * FS_STOCK_TAG_MAX] = "";
+	char sharded[FS_STOCK_SHARDED_ITEMS_MAX * 24] = "";
+
+	for (int p = 0; p < l->nplaces; p++) {
+		key(k, KEY_SALE, l->tags[p], 0);
+		snprintf(num, sizeof(num), "%ld", w->window_s);
+		if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "window", num }) != 0)
+			return -1;
+		snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
+		if (w->ends_ms > 0 && cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
+			return -1;
+		if (p > 0)
+			snprintf(places + strlen(places), sizeof(places) - strlen(places), "%s%s",
+			    p > 1 ? " " : "", l->tags[p]);
+	}
+	key(k, KEY_SALE, l->tags[0], 0);
+	if (l->nplaces > 1 && cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "places", places }) != 0)
 		return -1;
-	snprintf(num, sizeof(num), "%ld", w->window_s);
-	if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", keys[KEY_SALE], "window", num }) != 0)
-		return -1;
-	snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
-	if (w->ends_ms > 0 &&
-	    cmd_do(s, "warm", 4, (const char *[]){ "HSET", keys[KEY_SALE], "ends", num }) != 0)
+	for (size_t i = 0; i < l->nsharded; i++)
+		snprintf(sharded + strlen(sharded), sizeof(sharded) - strlen(sharded),
+		    "%s%" PRIu64 ":%d", i > 0 ? " " : "", l->sharded[i].item, l->sharded[i].shards);
+	if (l->nsharded > 0 &&
+	    cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "sharded", sharded }) != 0)
 		return -1;
 	for (size_t i = 0; i < w->nitems; i++) {
-		key(k, KEY_STOCK, sale, w->items[i].id);
-		snprintf(num, sizeof(num), "%ld", w->items[i].left);
-		if (cmd_do(s, "warm", 3, (const char *[]){ "SET", k, num }) != 0)
-			return -1;
+		int shards = shards_of(l, w->items[i].id);
+
+		for (int p = 0; p < shards; p++) {
+			key(k, KEY_STOCK, l->tags[p], w->items[i].id);
+			snprintf(num, sizeof(num), "%ld", share_of(w->items[i].left, shards, p));
+			if (cmd_do(s, "warm", 3, (const char *[]){ "SET", k, num }) != 0)
+				return -1;
+		}
 	}
+	/* Each hold as a purchase would have made it: guard at home, record with its unit. */
 	for (size_t i = 0; i < w->nholds + w->npending; i++) {
 		const struct fs_stock_record *h =
 		    i < w->nholds ? &w->holds[i] : &w->pending[i - w->nholds];
+		int home = fs_stock_home(h->user, l->nplaces);
+		int q = fs_stock_unit_place(home, shards_of(l, h->item));
 
 		if (fs_stock_record_format(rec, sizeof(rec), h->user, h->item, h->reserved_ms) < 0) {
 			set_err(s, FS_STOCK_ERR_REPLY, "warm: shopper id too long");
 			return -1;
 		}
-		if (cmd_do(s, "warm", 4,
-			(const char *[]){ "HSET", keys[KEY_HOLDERS], h->user, h->order_id }) != 0 ||
-		    cmd_do(s, "warm", 4, (const char *[]){ "HSET", keys[KEY_ORDERS], h->order_id, rec }) !=
-			0)
+		key(k, KEY_HOLDERS, l->tags[home], 0);
+		key(k2, KEY_ORDERS, l->tags[q], 0);
+		if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, h->user, h->order_id }) != 0 ||
+		    cmd_do(s, "warm", 4, (const char *[]){ "HSET", k2, h->order_id, rec }) != 0)
+			return -1;
+		if (i < w->nholds)
+			continue;
+		key(k, KEY_UNCONFIRMED, l->tags[q], 0);
+		snprintf(num, sizeof(num), "%" PRId64, h->reserved_ms);
+		if (cmd_do(s, "warm", 4, (const char *[]){ "ZADD", k, num, h->order_id }) != 0)
 			return -1;
 	}
 	return 0;
 }
 
 /*
- * The unconfirmed holds with reservation times in [min_s, max_s] (Redis
- * score bounds), oldest first, at most max, with their records.
+ * The unconfirmed holds of the place of tag with reservation times in
+ * [min_s, max_s] (Redis score bounds), oldest first, at most max, with
+ * their records.
  */
 static int
-unconfirmed_range(fs_stock *s, uint64_t sale, const char *min_s, const char *max_s,
+unconfirmed_range(fs_stock *s, const char *tag, const char *min_s, const char *max_s,
     struct fs_stock_record *recs, size_t max, size_t *n)
 {
 	char zkey[KEY_MAX], hkey[KEY_MAX], limit[24];
@@ -514,8 +1038,10 @@ unconfirmed_range(fs_stock *s, uint64_t sale, const char *min_s, const char *max
 	int rc = -1;
 
 	*n = 0;
-	key(zkey, KEY_UNCONFIRMED, sale, 0);
-	key(hkey, KEY_ORDERS, sale, 0);
+	if (max == 0)
+		return 0;
+	key(zkey, KEY_UNCONFIRMED, tag, 0);
+	key(hkey, KEY_ORDERS, tag, 0);
 	snprintf(limit, sizeof(limit), "%zu", max);
 	ids = cmd(s, "unconfirmed", 7,
 	    (const char *[]){ "ZRANGEBYSCORE", zkey, min_s, max_s, "LIMIT", "0", limit });
@@ -551,40 +1077,66 @@ out:
 	return rc;
 }
 
+/* unconfirmed_range over every place of a layout, place after place, at most max. */
+static int
+unconfirmed_places(fs_stock *s, const struct fs_stock_layout *l, const char *min_s,
+    const char *max_s, struct fs_stock_record *recs, size_t max, size_t *n)
+{
+	*n = 0;
+	for (int p = 0; p < l->nplaces; p++) {
+		size_t got;
+
+		if (unconfirmed_range(s, l->tags[p], min_s, max_s, recs + *n, max - *n, &got) != 0)
+			return -1;
+		*n += got;
+	}
+	return 0;
+}
+
 int
 fs_stock_warm_begin(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n, int64_t since_ms,
     struct fs_stock_record *young, size_t max, size_t *nyoung, long *holds)
 {
+	struct fs_stock_layout l;
 	char (*keys)[KEY_MAX] = NULL, since[24];
 	const char **argv = NULL;
-	redisReply *r;
+	size_t nkeys = 0;
 	int rc = -1;
 
 	*holds = 0;
 	*nyoung = 0;
-	keys = calloc(n + 4, sizeof(*keys));
-	argv = calloc(n + 5, sizeof(*argv));
+	/* Before the WATCH: a layout changed after this read fails the EXEC. */
+	if (layout_read(s, sale, &l) < 0)
+		return -1;
+	keys = calloc((n + 4) * (size_t)l.nplaces, sizeof(*keys));
+	argv = calloc((n + 4) * (size_t)l.nplaces + 1, sizeof(*argv));
 	if (keys == NULL || argv == NULL) {
 		set_err(s, FS_STOCK_ERR_NOMEM, "warm");
 		goto out;
 	}
 	argv[0] = "WATCH";
-	key(keys[0], KEY_HOLDERS, sale, 0);
-	key(keys[1], KEY_ORDERS, sale, 0);
-	key(keys[2], KEY_UNCONFIRMED, sale, 0);
-	key(keys[3], KEY_SALE, sale, 0);
-	for (size_t i = 0; i < n; i++)
-		key(keys[i + 4], KEY_STOCK, sale, items[i]);
-	for (size_t i = 0; i < n + 4; i++)
+	for (int p = 0; p < l.nplaces; p++) {
+		key(keys[nkeys++], KEY_HOLDERS, l.tags[p], 0);
+		key(keys[nkeys++], KEY_ORDERS, l.tags[p], 0);
+		key(keys[nkeys++], KEY_UNCONFIRMED, l.tags[p], 0);
+		key(keys[nkeys++], KEY_SALE, l.tags[p], 0);
+		for (size_t i = 0; i < n; i++)
+			key(keys[nkeys++], KEY_STOCK, l.tags[p], items[i]);
+	}
+	for (size_t i = 0; i < nkeys; i++)
 		argv[i + 1] = keys[i];
-	if (cmd_do(s, "warm", (int)n + 5, argv) != 0)
+	if (cmd_do(s, "warm", (int)nkeys + 1, argv) != 0)
 		goto out;
-	if ((r = cmd(s, "warm", 2, (const char *[]){ "HLEN", keys[0] })) == NULL)
-		goto unwatch;
-	*holds = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
-	freeReplyObject(r);
+	for (int p = 0; p < l.nplaces; p++) {
+		redisReply *r;
+
+		if ((r = cmd(s, "warm", 2, (const char *[]){ "HLEN", keys[p * (n + 4)] })) == NULL)
+			goto unwatch;
+		*holds += r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+		freeReplyObject(r);
+	}
 	snprintf(since, sizeof(since), "%" PRId64, since_ms);
-	if (unconfirmed_range(s, sale, since, "+inf", young, max, nyoung) != 0)
+	if (unconfirmed_places(s, &l, since, "+inf", young, max, nyoung) != 0)
 		goto unwatch;
 	rc = 0;
 	goto out;
@@ -605,30 +1157,55 @@ fs_stock_warm_abort(fs_stock *s)
 		freeReplyObject(r);
 }
 
+/* The layout a warm of w writes: places for the most shards any item has. */
+static int
+layout_for(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w, struct fs_stock_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->sale = sale;
+	l->nplaces = 1;
+	for (size_t i = 0; i < w->nitems; i++) {
+		int shards = w->items[i].shards > 1 ? w->items[i].shards : 1;
+
+		if (shards == 1)
+			continue;
+		if (shards > FS_STOCK_SHARDS_MAX || l->nsharded == FS_STOCK_SHARDED_ITEMS_MAX) {
+			set_err(s, FS_STOCK_ERR_REPLY, "warm: too many shards");
+			return -1;
+		}
+		l->sharded[l->nsharded].item = w->items[i].id;
+		l->sharded[l->nsharded++].shards = shards;
+		if (shards > l->nplaces)
+			l->nplaces = shards;
+	}
+	for (int p = 0; p < l->nplaces; p++)
+		place_tag(l->tags[p], sale, p);
+	return 0;
+}
+
 int
 fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
 {
-	char keys[KEY__MAX][KEY_MAX], msg[48], score[24];
+	struct fs_stock_layout old, now;
+	char msg[48];
 	redisReply *r;
 	int in_multi = 0, rc = -1;
 
-	for (int k = 0; k < KEY__MAX; k++)
-		key(keys[k], (enum key_kind)k, sale, 0);
-	/* All keys share the sale's hash tag: one MULTI works on a cluster too. */
+	if (layout_for(s, sale, w, &now) != 0 || layout_read(s, sale, &old) < 0)
+		goto out;
+	/*
+	 * One MULTI over every place: a single Redis runs it as one. XXX On a
+	 * Redis Cluster the places are other slots and need one MULTI each.
+	 */
 	if (cmd_do(s, "warm", 1, (const char *[]){ "MULTI" }) != 0)
 		goto out;
 	in_multi = 1;
-	if (warm_queue(s, sale, w, keys) != 0)
+	if (warm_clear(s, &old, w) != 0 || warm_queue(s, &now, w) != 0)
 		goto out;
-	for (size_t i = 0; i < w->npending; i++) {
-		snprintf(score, sizeof(score), "%" PRId64, w->pending[i].reserved_ms);
-		if (cmd_do(s, "warm", 4, (const char *[]){ "ZADD", keys[KEY_UNCONFIRMED], score,
-					     w->pending[i].order_id }) != 0)
-			goto out;
-	}
 	if ((r = cmd(s, "warm", 1, (const char *[]){ "EXEC" })) == NULL)
 		goto out;
 	in_multi = 0;
+	layout_drop(s, sale);
 	/* A watched key changed since fs_stock_warm_begin: EXEC did nothing. */
 	if (r->type == REDIS_REPLY_NIL) {
 		freeReplyObject(r);
@@ -654,8 +1231,9 @@ out:
 /* Stock keys per forget.lua call: the driver passes at most 16 arguments. */
 #define FORGET_ITEMS 12
 
-int
-fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n)
+/* forget.lua over one place's keys, in calls of FORGET_ITEMS stock keys: 1 gone, 0 not, -1. */
+static int
+forget_place(fs_stock *s, const char *tag, const uint64_t *items, size_t n)
 {
 	char keys[FORGET_ITEMS + 4][KEY_MAX];
 	const char *argv[FORGET_ITEMS + 4];
@@ -663,17 +1241,17 @@ fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n
 	size_t done = 0;
 
 	for (;;) {
-		size_t take = n - done < FORGET_ITEMS ? n - done : FORGET_ITEMS, k = 0;
-		int last = done + take == n, gone;
+		size_t take_n = n - done < FORGET_ITEMS ? n - done : FORGET_ITEMS, k = 0;
+		int last = done + take_n == n, gone;
 
-		key(keys[k++], KEY_UNCONFIRMED, sale, 0);
-		for (size_t i = 0; i < take; i++)
-			key(keys[k++], KEY_STOCK, sale, items[done + i]);
-		/* The sale's own keys go last: while they exist, the sale is not cleared. */
+		key(keys[k++], KEY_UNCONFIRMED, tag, 0);
+		for (size_t i = 0; i < take_n; i++)
+			key(keys[k++], KEY_STOCK, tag, items[done + i]);
+		/* The place's own keys go last: while they exist, the sale is not cleared. */
 		if (last) {
-			key(keys[k++], KEY_HOLDERS, sale, 0);
-			key(keys[k++], KEY_ORDERS, sale, 0);
-			key(keys[k++], KEY_SALE, sale, 0);
+			key(keys[k++], KEY_HOLDERS, tag, 0);
+			key(keys[k++], KEY_ORDERS, tag, 0);
+			key(keys[k++], KEY_SALE, tag, 0);
 		}
 		for (size_t i = 0; i < k; i++)
 			argv[i] = keys[i];
@@ -690,10 +1268,28 @@ fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n
 		freeReplyObject(r);
 		if (!gone)
 			return 0;
-		done += take;
+		done += take_n;
 		if (last)
 			return 1;
 	}
+}
+
+int
+fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n)
+{
+	struct fs_stock_layout l;
+
+	if (layout_read(s, sale, &l) < 0)
+		return -1;
+	layout_drop(s, sale);
+	/* The first place last: its settings say where the others are. */
+	for (int p = l.nplaces - 1; p >= 0; p--) {
+		int gone = forget_place(s, l.tags[p], items, n);
+
+		if (gone != 1)
+			return gone;
+	}
+	return 1;
 }
 
 long
@@ -717,29 +1313,52 @@ int
 fs_stock_unconfirmed_before(fs_stock *s, uint64_t sale, int64_t before_ms,
     struct fs_stock_record *recs, size_t max, size_t *n)
 {
+	const struct fs_stock_layout *l;
 	char max_s[24];
 
+	*n = 0;
+	if ((l = layout_get(s, sale)) == NULL)
+		return -1;
 	snprintf(max_s, sizeof(max_s), "%" PRId64, before_ms);
-	return unconfirmed_range(s, sale, "-inf", max_s, recs, max, n);
+	return unconfirmed_places(s, l, "-inf", max_s, recs, max, n);
 }
 
 int
 fs_stock_scan_holds(fs_stock *s, uint64_t sale, char cursor[32], struct fs_stock_record *recs,
     size_t max, size_t *n)
 {
-	char hkey[KEY_MAX];
+	const struct fs_stock_layout *l;
+	char hkey[KEY_MAX], at[32];
 	const redisReply *kv;
 	redisReply *r;
+	const char *slash = strchr(cursor, '/');
+	/* A walk over several places: "p/c" is HSCAN cursor c at place p (p > 0). */
+	int p = slash != NULL ? atoi(cursor) : 0;
 
 	*n = 0;
-	key(hkey, KEY_ORDERS, sale, 0);
-	if ((r = cmd(s, "scan holds", 5,
-		 (const char *[]){ "HSCAN", hkey, cursor, "COUNT", HSCAN_COUNT })) == NULL)
+	if ((l = layout_get(s, sale)) == NULL)
 		return -1;
-	if (!is_scan(s, "scan holds", r, cursor)) {
+	if (p < 0 || p >= l->nplaces) {
+		set_err(s, FS_STOCK_ERR_REPLY, "scan holds: cursor of another layout");
+		return -1;
+	}
+	snprintf(at, sizeof(at), "%s", slash != NULL ? slash + 1 : cursor);
+	key(hkey, KEY_ORDERS, l->tags[p], 0);
+	if ((r = cmd(s, "scan holds", 5,
+		 (const char *[]){ "HSCAN", hkey, at, "COUNT", HSCAN_COUNT })) == NULL)
+		return -1;
+	if (!is_scan(s, "scan holds", r, at)) {
 		freeReplyObject(r);
 		return -1;
 	}
+	if (strcmp(at, "0") != 0 && p > 0)
+		snprintf(cursor, 32, "%d/%s", p, at);
+	else if (strcmp(at, "0") != 0)
+		snprintf(cursor, 32, "%s", at);
+	else if (p + 1 < l->nplaces)
+		snprintf(cursor, 32, "%d/0", p + 1);
+	else
+		snprintf(cursor, 32, "0");
 	kv = r->element[1];
 	for (size_t i = 0; i + 1 < kv->elements && *n < max; i += 2) {
 		const redisReply *id = kv->element[i];
@@ -763,22 +1382,16 @@ fs_stock_snapshot_free(struct fs_stock_snapshot *snap)
 	memset(snap, 0, sizeof(*snap));
 }
 
-/* Copies the snapshot's parts out of the EXEC reply; 0 or -1 (out of memory). */
-static int
-snapshot_fill(struct fs_stock_snapshot *snap, const redisReply *x, size_t nitems)
+/* Adds one place's part of the snapshot (its EXEC reply x) to snap. */
+static void
+snapshot_add(struct fs_stock_snapshot *snap, const redisReply *x, const struct fs_stock_layout *l,
+    int p, const uint64_t *items)
 {
 	const redisReply *orders = x->element[1], *holders = x->element[2],
 	    *unconf = x->element[3];
 
-	snap->loaded = x->element[0]->integer > 0;
-	snap->holds = calloc(orders->elements / 2 + 1, sizeof(*snap->holds));
-	snap->holders = calloc(holders->elements / 2 + 1, sizeof(*snap->holders));
-	snap->unconfirmed = calloc(unconf->elements + 1, sizeof(*snap->unconfirmed));
-	snap->left = calloc(nitems + 1, sizeof(*snap->left));
-	snap->has_left = calloc(nitems + 1, sizeof(*snap->has_left));
-	if (snap->holds == NULL || snap->holders == NULL || snap->unconfirmed == NULL ||
-	    snap->left == NULL || snap->has_left == NULL)
-		return -1;
+	if (p == 0)
+		snap->loaded = x->element[0]->integer > 0;
 	for (size_t i = 0; i + 1 < orders->elements; i += 2)
 		if (orders->element[i]->type == REDIS_REPLY_STRING)
 			record_of(&snap->holds[snap->nholds++], orders->element[i]->str,
@@ -797,22 +1410,22 @@ snapshot_fill(struct fs_stock_snapshot *snap, const redisReply *x, size_t nitems
 		if (unconf->element[i]->type == REDIS_REPLY_STRING)
 			snprintf(snap->unconfirmed[snap->nunconfirmed++], FS_UUID_STRLEN + 1, "%s",
 			    unconf->element[i]->str);
-	snap->nitems = nitems;
-	for (size_t i = 0; i < nitems; i++) {
+	for (size_t i = 0; i < snap->nitems; i++) {
 		const redisReply *e = x->element[4 + i];
 
-		snap->has_left[i] = e->type == REDIS_REPLY_STRING;
-		snap->left[i] = snap->has_left[i] ? strtol(e->str, NULL, 10) : -1;
+		if (e->type != REDIS_REPLY_STRING || shards_of(l, items[i]) <= p)
+			continue;
+		snap->left[i] = (snap->has_left[i] ? snap->left[i] : 0) + strtol(e->str, NULL, 10);
+		snap->has_left[i] = 1;
 	}
-	return 0;
 }
 
-int
-fs_stock_snapshot(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n,
-    struct fs_stock_snapshot *snap)
+/* One place's part of a snapshot, in one MULTI: its EXEC reply, or NULL with err set. */
+static redisReply *
+snapshot_place(fs_stock *s, const char *tag, const uint64_t *items, size_t n)
 {
 	char keys[KEY__MAX][KEY_MAX], k[KEY_MAX];
-	/* The order of the EXEC reply's elements: see snapshot_fill. */
+	/* The order of the EXEC reply's elements: see snapshot_add. */
 	const char *cmds[][4] = {
 		{ "EXISTS", keys[KEY_SALE], NULL, NULL },
 		{ "HGETALL", keys[KEY_ORDERS], NULL, NULL },
@@ -820,42 +1433,82 @@ fs_stock_snapshot(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n,
 		{ "ZRANGE", keys[KEY_UNCONFIRMED], "0", "-1" },
 	};
 	const int argcs[] = { 2, 2, 2, 4 };
-	redisReply *x = NULL;
-	int ok, rc = -1;
+	redisReply *x;
+	int ok;
 
-	memset(snap, 0, sizeof(*snap));
 	for (int kk = 0; kk < KEY__MAX; kk++)
-		key(keys[kk], (enum key_kind)kk, sale, 0);
+		key(keys[kk], (enum key_kind)kk, tag, 0);
 	if (cmd_do(s, "snapshot", 1, (const char *[]){ "MULTI" }) != 0)
-		return -1;
+		return NULL;
 	ok = 1;
 	for (size_t c = 0; c < sizeof(argcs) / sizeof(argcs[0]) && ok; c++)
 		ok = cmd_do(s, "snapshot", argcs[c], cmds[c]) == 0;
 	for (size_t i = 0; i < n && ok; i++) {
-		key(k, KEY_STOCK, sale, items[i]);
+		key(k, KEY_STOCK, tag, items[i]);
 		ok = cmd_do(s, "snapshot", 2, (const char *[]){ "GET", k }) == 0;
 	}
 	if (!ok) {
 		if ((x = fs_redis_argv(s->redis, 1, (const char *[]){ "DISCARD" }, NULL)) != NULL)
 			freeReplyObject(x);
-		return -1;
+		return NULL;
 	}
 	if ((x = cmd(s, "snapshot", 1, (const char *[]){ "EXEC" })) == NULL)
-		return -1;
+		return NULL;
 	if (x->type != REDIS_REPLY_ARRAY || x->elements != 4 + n ||
 	    x->element[0]->type != REDIS_REPLY_INTEGER ||
 	    x->element[1]->type != REDIS_REPLY_ARRAY || x->element[2]->type != REDIS_REPLY_ARRAY ||
 	    x->element[3]->type != REDIS_REPLY_ARRAY) {
 		set_err(s, FS_STOCK_ERR_REPLY, "snapshot");
-		goto out;
+		freeReplyObject(x);
+		return NULL;
 	}
-	if (snapshot_fill(snap, x, n) != 0) {
+	return x;
+}
+
+int
+fs_stock_snapshot(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n,
+    struct fs_stock_snapshot *snap)
+{
+	struct fs_stock_layout l;
+	redisReply *x[FS_STOCK_SHARDS_MAX] = { 0 };
+	size_t nholds = 0, nholders = 0, nunconf = 0;
+	int rc = -1;
+
+	memset(snap, 0, sizeof(*snap));
+	if (layout_read(s, sale, &l) < 0)
+		return -1;
+	/*
+	 * One MULTI per place: each place is one consistent view. XXX Across
+	 * places a reservation taken elsewhere may show its unit and not yet
+	 * its guard; reconcile reads a sale at rest.
+	 */
+	for (int p = 0; p < l.nplaces; p++) {
+		if ((x[p] = snapshot_place(s, l.tags[p], items, n)) == NULL)
+			goto out;
+		nholds += x[p]->element[1]->elements / 2;
+		nholders += x[p]->element[2]->elements / 2;
+		nunconf += x[p]->element[3]->elements;
+	}
+	snap->holds = calloc(nholds + 1, sizeof(*snap->holds));
+	snap->holders = calloc(nholders + 1, sizeof(*snap->holders));
+	snap->unconfirmed = calloc(nunconf + 1, sizeof(*snap->unconfirmed));
+	snap->left = calloc(n + 1, sizeof(*snap->left));
+	snap->has_left = calloc(n + 1, sizeof(*snap->has_left));
+	if (snap->holds == NULL || snap->holders == NULL || snap->unconfirmed == NULL ||
+	    snap->left == NULL || snap->has_left == NULL) {
 		set_err(s, FS_STOCK_ERR_NOMEM, "snapshot");
 		fs_stock_snapshot_free(snap);
 		goto out;
 	}
+	snap->nitems = n;
+	for (size_t i = 0; i < n; i++)
+		snap->left[i] = -1;
+	for (int p = 0; p < l.nplaces; p++)
+		snapshot_add(snap, x[p], &l, p, items);
 	rc = 0;
 out:
-	freeReplyObject(x);
+	for (int p = 0; p < l.nplaces; p++)
+		if (x[p] != NULL)
+			freeReplyObject(x[p]);
 	return rc;
 }

@@ -1,21 +1,51 @@
 /*
  * The Redis layout of a sale, and its one owner: every key, command,
  * script and record format of the stock lives in stock.c and the scripts
- * it loads (lua/reserve.lua, lua/release.lua, lua/forget.lua). Nobody else sends Redis a
- * command about a sale. Every key of a sale carries the sale's hash tag
- * "{S}", so a Redis Cluster keeps a sale's stock and holders in one slot
- * and one script sees them all.
+ * it loads (lua/reserve.lua, release.lua, forget.lua, guard.lua). Nobody
+ * else sends Redis a command about a sale.
  *
- *   fs:{S}:stock:<item>  units left (absent: the item is not loaded)
- *   fs:{S}:holders       shopper -> order id
- *   fs:{S}:orders        order id -> hold record "<shopper> <item> <reservedAtMs>"
- *   fs:{S}:unconfirmed   order ids not yet recorded in PostgreSQL, by reservedAtMs
- *   fs:{S}:sale          sale settings ("window": payment window in seconds,
- *                        "ends": end of the sale in ms, after which nothing sells)
+ * A sale lives in one or more places; a place is a hash tag, and so one
+ * Redis Cluster slot that one script sees whole. The first place's tag is
+ * the sale's id "S"; an item given "shards": K in the sale file spreads its
+ * units over K places "S", "S.1" ... "S.K-1" (the sale has as many places
+ * as its most sharded item), which a cluster puts on different masters.
+ * At every place T:
+ *
+ *   fs:{T}:stock:<item>  units left of that shard (absent: no shard there)
+ *   fs:{T}:holders       shopper -> order id: the guards of the shoppers
+ *                        whose home is T (one unit per shopper per sale)
+ *   fs:{T}:orders        order id -> hold record "<shopper> <item> <reservedAtMs>"
+ *                        of the units taken at T
+ *   fs:{T}:unconfirmed   order ids of T not yet recorded in PostgreSQL, by reservedAtMs
+ *   fs:{T}:sale          sale settings ("window": payment window in seconds,
+ *                        "ends": end of the sale in ms, after which nothing sells);
+ *                        the first place's also the layout: "places" (the other
+ *                        places' tags) and "sharded" ("<item>:<K> ...", K above 1)
  *   fs:restock           channel: "<sale> <item>" each time a unit comes back
+ *
+ * Why a home place per shopper: a shopper's home is FNV-1a(shopper) mod
+ * the number of places, and the guard lives there only, so "one unit per
+ * shopper per sale" is one HGET in one slot whatever the item. The common
+ * path is one script at home: check the guard, take a unit of the home
+ * shard, set the guard. A home shard that ran dry (or an item with no
+ * shard at home) sends the shopper to the other shards in turn: take a
+ * unit there (record at that place, so its units left + holds stay exact
+ * in one slot), then claim the guard at home; a shopper whose guard another
+ * order claimed meanwhile gives that unit back. So two concurrent purchases
+ * of one shopper get one unit, no shard keeps units while others sell out,
+ * and the item is sold out when every shard said so. A crash between the
+ * two steps leaves an unconfirmed hold without a guard, which the ghost
+ * sweeper releases like any other; the database's one-live-order index is
+ * the backstop. Release drops a guard kept elsewhere before it returns
+ * the unit, so a failure in between leaves the record for the next release.
+ * (Routing by the database alone would let a shopper hold several units
+ * until the consumer refuses all but one: units unsold for seconds at the
+ * peak, and FAILED orders after a 202.)
  *
  * A fs_stock owns its Redis connection (one per thread: hiredis contexts
  * are not shared); it connects when first used and reconnects by itself.
+ * It remembers a sale's layout for a second (a sale's layout changes only
+ * when it is warmed again, before it opens).
  */
 #ifndef FS_STOCK_H
 #define FS_STOCK_H
@@ -30,6 +60,9 @@
 #define FS_STOCK_RECORD_MAX	128	/* bytes in a hold record, NUL included */
 #define FS_STOCK_RESTOCK_CHANNEL "fs:restock"
 #define FS_STOCK_WINDOW_DEFAULT	600	/* payment window (s) of a sale without one */
+#define FS_STOCK_SHARDS_MAX	16	/* stock keys (places) one item may be spread over */
+#define FS_STOCK_SHARDED_ITEMS_MAX 64	/* items of one sale given shards */
+#define FS_STOCK_TAG_MAX	32	/* bytes in a place's hash tag, NUL included */
 
 enum fs_stock_result {
 	FS_STOCK_RESERVED,
@@ -93,6 +126,7 @@ struct fs_stock_snapshot {
 struct fs_stock_warm_item {
 	uint64_t id;
 	long left;
+	int shards;	/* stock keys the units are spread over; 0 or 1: one */
 };
 
 struct fs_stock_warm {
@@ -106,11 +140,15 @@ struct fs_stock_warm {
 	size_t npending;
 };
 
+struct fs_stock_layout;
+
 typedef struct fs_stock {
 	struct fs_redis *redis; /* owned */
+	struct fs_stock_layout *layouts; /* owned: the layouts read lately */
 	int reserve;
 	int release;
 	int forget;
+	int guard;
 	int err;		/* enum fs_stock_err */
 	char errstr[128];
 } fs_stock;
@@ -128,6 +166,15 @@ const char *fs_stock_strerror(enum fs_stock_err);
 /* PING: 0 when Redis answers, -1 with err set (GET /readyz). */
 int fs_stock_ping(fs_stock *);
 
+/* A shopper's home place among places: where its guard lives. */
+int fs_stock_home(const char *user, int places);
+/* The place of the unit of a hold warm writes: home, or a shard of the item's if none is there. */
+int fs_stock_unit_place(int home, int shards);
+/*
+ * Takes a unit of the item for the shopper: from its home shard, or from
+ * the others when that one is empty (see above). hold.left is the item's
+ * units left over every shard when the one that served ran out.
+ */
 enum fs_stock_result fs_stock_reserve(fs_stock *, uint64_t sale, uint64_t item, const char *user,
     const char *order_id, int64_t now_ms, struct fs_stock_hold *out);
 /*
@@ -190,6 +237,13 @@ void fs_stock_warm_abort(fs_stock *);
  * unconfirmed holds. 1 removed, 0 holds still on their way, -1 err set.
  */
 int fs_stock_forget_sale(fs_stock *, uint64_t sale, const uint64_t *items, size_t n);
+/*
+ * The stock keys of an item: their hash tags into tags (room for max) and
+ * the number of shards (1 for an item not sharded), as Redis has them now;
+ * -1 with err set.
+ */
+int fs_stock_shards(fs_stock *, uint64_t sale, uint64_t item, char tags[][FS_STOCK_TAG_MAX],
+    int max);
 /* Seconds since the Redis server started, or -1 with err set. */
 long fs_stock_server_uptime(fs_stock *);
 /*

@@ -89,6 +89,18 @@ fire_all() {
 # count_of STATUS FILE: how many lines of FILE are STATUS.
 count_of() { grep -c "^$1\$" "$2"; }
 
+# buy_until PATH TOKEN: presses Buy again and again (bounded: 300 times)
+# until a 202; bu_st is the last status, buy_tries how many came before.
+buy_until() {
+	buy_tries=0
+	bu_st=""
+	while [ $buy_tries -lt 300 ]; do
+		bu_st=$(http POST "$1" "$2" | cut -d' ' -f1)
+		[ "$bu_st" = 202 ] && break
+		buy_tries=$((buy_tries + 1))
+	done
+}
+
 # The signed purchase path of a sale's first item.
 purchase_path() { admin sale urls "$1" | head -n 1; }
 

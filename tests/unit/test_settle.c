@@ -23,7 +23,7 @@ static const char *const ids[] = {
 int
 main(void)
 {
-	static const struct fs_stock_warm_item items[] = { { 11, 5 } };
+	static const struct fs_stock_warm_item items[] = { { 11, 5, 1 } };
 	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 1 };
 	const char *top = getenv("top_srcdir");
 	struct fs_settle_counts c = { 0, 0 };

@@ -1,12 +1,16 @@
 /*
  * Unit test of lib/stock against a real redis-server of its own, with the
  * real scripts of lua/ (top_srcdir): the hold record, warm, reserve,
- * release, the scans and the snapshot.
+ * release, the scans and the snapshot; then an item spread over three
+ * shards: the home place of a shopper, the guard across shards (also
+ * under concurrent purchases of one shopper), no unit left in a dry shard.
  */
 #include "config.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +56,7 @@ check_records(void)
 static int
 warm(fs_stock *st, int force, long *holds)
 {
-	static const struct fs_stock_warm_item items[] = { { 11, 2 }, { 12, 0 } };
+	static const struct fs_stock_warm_item items[] = { { 11, 2, 1 }, { 12, 0, 1 } };
 	static const struct fs_stock_record ann = { .order_id = ANN, .user = "ann", .item = 11,
 		.reserved_ms = 1000 };
 	static const uint64_t ids[] = { 11, 12 };
@@ -141,6 +145,223 @@ check_snapshot(fs_stock *st)
 	fs_stock_snapshot_free(&snap);
 }
 
+/* Sale 9: item 21 with 6 units over 3 shards, item 22 with 2 units in one key. */
+static int
+warm_sharded(fs_stock *st, uint64_t sale, long units)
+{
+	const struct fs_stock_warm_item items[] = { { 21, units, 3 }, { 22, 2, 1 } };
+	const uint64_t ids[] = { 21, 22 };
+	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 2 };
+	struct fs_stock_record young[4];
+	size_t nyoung;
+	long holds;
+
+	if (fs_stock_warm_begin(st, sale, ids, 2, INT64_MAX, young, 4, &nyoung, &holds) != 0)
+		return -1;
+	return fs_stock_warm(st, sale, &w);
+}
+
+static void
+order_id(char out[FS_UUID_STRLEN + 1], int n)
+{
+	snprintf(out, FS_UUID_STRLEN + 1, "01900000-0000-7000-8000-%012d", n);
+}
+
+/* The first shopper "<prefix>N" (from *next on) whose home among 3 places is home. */
+static void
+shopper_at(char out[32], const char *prefix, int *next, int home)
+{
+	do
+		snprintf(out, 32, "%s%d", prefix, (*next)++);
+	while (fs_stock_home(out, 3) != home);
+}
+
+static void
+check_home(void)
+{
+	int per[3] = { 0 }, same = 1;
+	char user[32];
+
+	for (int i = 0; i < 3000; i++) {
+		snprintf(user, sizeof(user), "user-%d", i);
+		per[fs_stock_home(user, 3)]++;
+		same &= fs_stock_home(user, 3) == fs_stock_home(user, 3);
+	}
+	check(same && per[0] > 900 && per[1] > 900 && per[2] > 900,
+	    "a shopper's home is fixed and shoppers spread over the places");
+	check(fs_stock_home("anyone", 1) == 0 && fs_stock_unit_place(2, 3) == 2 &&
+		fs_stock_unit_place(4, 3) == 1 && fs_stock_unit_place(2, 1) == 0,
+	    "one place: home 0; a hold's unit is at home, or at a shard of its item");
+}
+
+static void
+check_sharded(fs_stock *st)
+{
+	char tags[4][FS_STOCK_TAG_MAX], id[FS_UUID_STRLEN + 1], first[FS_UUID_STRLEN + 1];
+	char user[32], cursor[32] = "0";
+	uint64_t items[2] = { 21, 22 };
+	long left[2], holds[2];
+	struct fs_stock_hold h;
+	struct fs_stock_record recs[16];
+	struct fs_stock_snapshot snap;
+	int64_t now = fs_clock_now_ms();
+	int next = 0, n = 100, reserved = 0, sold_out = 0, last_left = -1;
+	size_t got, total = 0;
+
+	check(warm_sharded(st, 9, 6) == 0 && fs_stock_shards(st, 9, 21, tags, 4) == 3 &&
+		strcmp(tags[0], "9") == 0 && strcmp(tags[1], "9.1") == 0 &&
+		strcmp(tags[2], "9.2") == 0 && fs_stock_shards(st, 9, 22, tags, 4) == 1,
+	    "warm spreads a sharded item over places 9, 9.1, 9.2");
+	check(fs_stock_left(st, 9, items, 2, left) == 0 && left[0] == 6 && left[1] == 2,
+	    "units left are the sum over the shards");
+	/* Two shoppers at home 0 empty shard 0; the third is served by another shard. */
+	for (int i = 0; i < 2; i++) {
+		shopper_at(user, "a", &next, 0);
+		order_id(id, n++);
+		reserved += fs_stock_reserve(st, 9, 21, user, id, now, &h) == FS_STOCK_RESERVED;
+	}
+	shopper_at(user, "a", &next, 0);
+	order_id(first, n++);
+	check(reserved == 2 && fs_stock_reserve(st, 9, 21, user, first, now, &h) == FS_STOCK_RESERVED &&
+		h.left > 0,
+	    "a shopper whose home shard is dry gets a unit of another");
+	order_id(id, n++);
+	check(fs_stock_reserve(st, 9, 21, user, id, now, &h) == FS_STOCK_ALREADY &&
+		strcmp(h.order_id, first) == 0 &&
+		fs_stock_reserve(st, 9, 22, user, id, now, &h) == FS_STOCK_ALREADY,
+	    "its guard stays at home: a second purchase, of any item, names the first order");
+	for (int i = 0; i < 20; i++) {
+		snprintf(user, sizeof(user), "b%d", i);
+		order_id(id, n++);
+		switch (fs_stock_reserve(st, 9, 21, user, id, now, &h)) {
+		case FS_STOCK_RESERVED:
+			reserved++;
+			last_left = (int)h.left;
+			break;
+		case FS_STOCK_SOLD_OUT:
+			sold_out++;
+			break;
+		default:
+			break;
+		}
+	}
+	check(reserved + 1 == 6 && sold_out == 17 && last_left == 0,
+	    "exactly the units: sold out once every shard is empty, the last reserve says 0 left");
+	check(fs_stock_snapshot(st, 9, items, 2, &snap) == 0 && snap.loaded && snap.nholds == 6 &&
+		snap.nholders == 6 && snap.nunconfirmed == 6 && snap.left[0] == 0 &&
+		snap.left[1] == 2,
+	    "the snapshot gathers every place");
+	fs_stock_snapshot_free(&snap);
+	check(fs_stock_count_holds(st, 9, items, 2, holds) == 0 && holds[0] == 6 &&
+		fs_stock_unconfirmed_before(st, 9, now + 1000, recs, 16, &got) == 0 && got == 6,
+	    "holds and unconfirmed entries over every place");
+	do {
+		if (fs_stock_scan_holds(st, 9, cursor, recs, 16, &got) != 0)
+			break;
+		total += got;
+	} while (strcmp(cursor, "0") != 0);
+	check(total == 6, "a walk over the holds crosses the places");
+	check(fs_stock_find_hold(st, 9, first, &recs[0]) == 1 &&
+		fs_stock_release(st, 9, 21, first) == 1 && fs_stock_release(st, 9, 21, first) == 0 &&
+		fs_stock_left(st, 9, items, 1, left) == 0 && left[0] == 1,
+	    "release gives a unit taken elsewhere back to its shard, once");
+	snprintf(user, sizeof(user), "a%d", next - 1);
+	order_id(id, n++);
+	check(fs_stock_reserve(st, 9, 21, user, id, now, &h) == FS_STOCK_RESERVED && h.left == 0,
+	    "the release dropped the guard at home: the shopper may buy again");
+	/* Item 22 has one key (place 0): a shopper homed elsewhere keeps its guard at home. */
+	next = 0;
+	shopper_at(user, "c", &next, 2);
+	order_id(id, n++);
+	check(fs_stock_reserve(st, 9, 22, user, id, now, &h) == FS_STOCK_RESERVED &&
+		fs_stock_reserve(st, 9, 21, user, first, now, &h) == FS_STOCK_ALREADY &&
+		strcmp(h.order_id, id) == 0,
+	    "an unsharded item of a sharded sale: one unit per shopper per sale still");
+	check(fs_stock_set_end(st, 9, 1) == 1 &&
+		fs_stock_reserve(st, 9, 22, "late", first, now, &h) == FS_STOCK_SOLD_OUT,
+	    "a sale closed early sells nothing at any place");
+	check(fs_stock_forget_sale(st, 9, items, 2) == 0, "holds on their way keep the sale");
+}
+
+/*
+ * Eight processes of one shopper, each its own connection, at once against
+ * sale 10 (units over 3 shards) whose shopper's home shard was emptied
+ * first: one unit, one order. *results counts RESERVED, ALREADY, SOLD_OUT.
+ */
+static void
+race_one_shopper(fs_stock *st, const struct fs_cfg *cfg, const char *top, long units, int round,
+    int results[3], long *left, long *holds)
+{
+	enum { KIDS = 8 };
+	char user[32], id[FS_UUID_STRLEN + 1], err[256];
+	uint64_t item = 21;
+	struct fs_stock_hold h;
+	pid_t kids[KIDS];
+	int next = 0, pipes[2];
+
+	*left = *holds = -1;
+	if (warm_sharded(st, 10, units) != 0 || pipe(pipes) != 0)
+		return;
+	for (long i = 0; i < units / 3; i++) {
+		shopper_at(user, "d", &next, 0);
+		order_id(id, 900 + (int)i);
+		fs_stock_reserve(st, 10, 21, user, id, fs_clock_now_ms(), &h);
+	}
+	snprintf(user, sizeof(user), "e%d", round);
+	while (fs_stock_home(user, 3) != 0)
+		snprintf(user + strlen(user), sizeof(user) - strlen(user), "x");
+	for (int k = 0; k < KIDS; k++) {
+		if ((kids[k] = fork()) == 0) {
+			fs_stock *mine = fs_stock_new(cfg, top, err, sizeof(err));
+			char c, mid[FS_UUID_STRLEN + 1];
+			int rc;
+
+			close(pipes[1]);
+			if (read(pipes[0], &c, 1) < 0 || mine == NULL)
+				_exit(3);
+			order_id(mid, 1000 * (round + 1) + k);
+			rc = fs_stock_reserve(mine, 10, 21, user, mid, fs_clock_now_ms(), &h);
+			fs_stock_free(mine);
+			_exit(rc == FS_STOCK_RESERVED ? 0 : rc == FS_STOCK_ALREADY ? 1 :
+				rc == FS_STOCK_SOLD_OUT ? 2 : 3);
+		}
+	}
+	close(pipes[0]);
+	close(pipes[1]); /* every child reads EOF at once: go */
+	for (int k = 0; k < KIDS; k++) {
+		int status;
+
+		waitpid(kids[k], &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) < 3)
+			results[WEXITSTATUS(status)]++;
+	}
+	if (fs_stock_left(st, 10, &item, 1, left) != 0 ||
+	    fs_stock_count_holds(st, 10, &item, 1, holds) != 0)
+		*left = *holds = -1;
+}
+
+static void
+check_concurrent(fs_stock *st, const struct fs_cfg *cfg, const char *top)
+{
+	int plenty[3] = { 0 }, scarce[3] = { 0 }, exact = 1;
+	long left, holds;
+
+	for (int round = 0; round < 5; round++) {
+		race_one_shopper(st, cfg, top, 27, round, plenty, &left, &holds);
+		exact &= left == 27 - 9 - 1 && holds == 10;
+	}
+	check(plenty[0] == 5 && plenty[1] == 5 * 7 && exact,
+	    "concurrent purchases of one shopper across shards: one unit, the others 409");
+	exact = 1;
+	for (int round = 0; round < 5; round++) {
+		race_one_shopper(st, cfg, top, 3, round, scarce, &left, &holds);
+		exact &= left == 1 && holds == 2;
+	}
+	/* The losers hold units for a moment: with two left, a loser may see them all taken. */
+	check(scarce[0] == 5 && scarce[1] + scarce[2] == 5 * 7 && exact,
+	    "with as few units as racers: still one unit, the units the losers took come back");
+}
+
 int
 main(void)
 {
@@ -176,6 +397,9 @@ main(void)
 	check_reserve(st);
 	check_reads(st);
 	check_snapshot(st);
+	check_home();
+	check_sharded(st);
+	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 2, &n) == 0 &&
 		n == 0,

@@ -1,0 +1,86 @@
+# A hot item spread over three stock keys ("shards": 3, lib/stock.c): a
+# burst of thousands of distinct shoppers plus repeated ones takes exactly
+# the units, no shopper twice, no unit left behind in a shard while others
+# sold out; the sold-out gate closes once every shard is empty and reopens
+# when a unit comes back; sale show and sale watch sum the shards.
+
+sh_units=300
+sh_file=$FLASHSALE_STATE/sale-shards-$$.json
+cat >"$sh_file" <<JSON
+{"name":"sharded sale","startsInSeconds":-5,"durationSeconds":3600,
+ "items":[{"name":"Hotphone","priceMinor":1990000,"currency":"VND","quantity":$sh_units,"shards":3}]}
+JSON
+refuse "a sale file with 17 shards is refused" admin sale create /dev/stdin <<JSON
+{"name":"too many","startsInSeconds":60,"durationSeconds":60,
+ "items":[{"name":"X","priceMinor":1,"currency":"VND","quantity":5,"shards":17}]}
+JSON
+sh_ids=$(admin sale create "$sh_file")
+sh_sale=$(printf '%s' "$sh_ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
+sh_item=$(printf '%s' "$sh_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+sh_warm=$(admin sale warm "$sh_sale")
+is "$(printf '%s\n' "$sh_warm" | sed -n 2p)" \
+    "item $sh_item: 3 shards, hash tags {$sh_sale} {$sh_sale.1} {$sh_sale.2}" \
+    "sale warm says where the three shards are"
+# shard_left: the units left of each shard, space-separated.
+shard_left() {
+	printf '%s %s %s' "$(redis GET "fs:{$sh_sale}:stock:$sh_item")" \
+	    "$(redis GET "fs:{$sh_sale.1}:stock:$sh_item")" "$(redis GET "fs:{$sh_sale.2}:stock:$sh_item")"
+}
+is "$(shard_left)" "100 100 100" "warm splits the 300 units into three shards of 100"
+
+# --- The burst: 3,000 distinct shoppers, 1,000 of them twice or three times.
+sh_path=$(purchase_path "$sh_sale")
+admin token mint --user "sh$sh_sale" --count 3000 >"$FLASHSALE_STATE/sh-tokens"
+{
+	cat "$FLASHSALE_STATE/sh-tokens"
+	head -n 1000 "$FLASHSALE_STATE/sh-tokens"
+	head -n 500 "$FLASHSALE_STATE/sh-tokens"
+} | shuf >"$FLASHSALE_STATE/sh-burst"
+fire_all "$sh_path" "$FLASHSALE_STATE/sh-burst" "$FLASHSALE_STATE/sh-out" 200
+is "$(count_of 202 "$FLASHSALE_STATE/sh-out")" "$sh_units" "burst: exactly the 300 units get 202"
+is "$(($(count_of 410 "$FLASHSALE_STATE/sh-out") + $(count_of 409 "$FLASHSALE_STATE/sh-out")))" \
+    "$((4500 - sh_units))" "burst: every other request gets 410 or 409"
+is "$(shard_left)" "0 0 0" "no unit is left in any shard (undersell 0)"
+sh_msgs=$(topic_messages | grep "\"saleId\":$sh_sale[,}]")
+is "$(printf '%s\n' "$sh_msgs" | grep -c .)" "$sh_units" "the topic holds exactly 300 orders"
+is "$(printf '%s\n' "$sh_msgs" | sed 's/.*"userId":"\([^"]*\)".*/\1/' | sort -u | wc -l | tr -d ' ')" \
+    "$sh_units" "for 300 distinct shoppers: nobody got a second unit"
+sh_elsewhere=$(curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
+	awk '$1 ~ /^flashsale_reservations_other_shard_total/ { s += $2 } END { print s + 0 }')
+if [ "$sh_elsewhere" -gt 0 ]; then
+	ok "shoppers of dry shards were served by the others ($sh_elsewhere reservations)"
+else
+	not_ok "shoppers of dry shards were served by the others" "metric: $sh_elsewhere"
+fi
+
+# --- The gate: closed (nginx's marker) once every shard is empty.
+sh_winner=$(printf '%s\n' "$sh_msgs" | head -n 1 | sed 's/.*"userId":"\([^"]*\)".*/\1/')
+sh_order=$(printf '%s\n' "$sh_msgs" | head -n 1 | sed 's/.*"orderId":"\([^"]*\)".*/\1/')
+sh_tok=$(awk -v u="$sh_winner" '$1 == u { print $2 }' "$FLASHSALE_STATE/sh-tokens")
+sh_late=$(admin token mint --user "sh-late-$sh_sale")
+sh_by=""
+sh_deadline=$(($(date +%s) + 10))
+while [ "$(date +%s)" -le "$sh_deadline" ]; do
+	sh_by=$(curl -s -o /dev/null -D - -X POST -H "Authorization: Bearer $sh_late" \
+	    "$FLASHSALE_ORIGIN_URL$sh_path" | tr -d '\r' | sed -n 's/^X-Flashsale-Answered-By: //Ip')
+	[ "$sh_by" = nginx ] && break
+done
+is "$sh_by" "nginx" "sold out on every shard: nginx answers 410 from the marker"
+consumer_caught_up
+is "$(admin sale show "$sh_sale" | awk -v i="$sh_item" '$1 == i { print $3, $4, $7, $8 }')" \
+    "300 300 0 300" "sale show: quantity 300, sold 300, Redis left 0 (all shards), holds 300"
+
+# --- A cancel returns the unit to its shard and reopens the gate.
+sh_ans=$(http POST "/api/flash-sales/orders/$sh_order/cancel" "$sh_tok")
+is "$(json_get "${sh_ans#* }" status)" "CANCELLED" "a winner cancels"
+is "$(shard_left | tr ' ' '\n' | awk '{ s += $1 } END { print s }')" "1" \
+    "the unit is back in one shard"
+buy_until "$sh_path" "$sh_late"
+is "$bu_st" "202" "the gate reopens: a late shopper gets the returned unit"
+is "$(shard_left)" "0 0 0" "and every shard is empty again"
+sh_again=$(http POST "$sh_path" "$sh_tok" | cut -d' ' -f1)
+is "$sh_again" "410" "the shopper who cancelled meets the closed gate again"
+consumer_caught_up
+sh_frame=$(admin sale watch "$sh_sale" --once --origin "$FLASHSALE_ORIGIN_URL" | sed -n 3p)
+is "$(printf '%s\n' "$sh_frame" | awk '{ print $1, $(NF - 5), $(NF - 4), $(NF - 3) }')" \
+    "$sh_item 300 0 300" "sale watch: quantity 300, left 0 over the shards, held 300"
