@@ -11,7 +11,7 @@
 -- ARGV    shopper, order id, hold record (written by lib/stock.c, the format's
 --         owner), now in ms, the payment window when the sale has none,
 --         the deadline in ms (by the caller's clock) after which the caller
---         may have given up on this call, and the mode: "guard" when T is the
+--         may have given up on this call, and the mode: "guard" (the default) when T is the
 --         shopper's home (check and set its guard here too), "take" when the
 --         guard lives at another place (lib/stock.c claims it with guard.lua)
 --
@@ -27,7 +27,7 @@ if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV
 	return {-2}
 end
 
-local guard = ARGV[7] == 'guard'
+local guard = ARGV[7] ~= 'take'
 if guard then
 	local held = redis.call('HGET', KEYS[2], ARGV[1])
 	if held then

@@ -1,4 +1,4 @@
-/* Unit test of lib/sales: the signed purchase paths. */
+/* Unit test of lib/sales: the signed purchase paths and the sale description's shards. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -34,6 +34,35 @@ check_path(void *arg, uint64_t item, const char *path)
 		s->good++;
 }
 
+/* A sale description with ITEM as its only item, checked. */
+static int
+description_ok(const char *item)
+{
+	char json[512], err[256];
+
+	snprintf(json, sizeof(json),
+	    "{\"name\":\"s\",\"startsInSeconds\":60,\"durationSeconds\":60,\"items\":[%s]}", item);
+	return fs_sales_check_description(json, strlen(json), err, sizeof(err)) == 0;
+}
+
+static void
+check_shards(void)
+{
+	check(description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9}") &&
+		description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9,"
+			       "\"shards\":3}") &&
+		description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9,"
+			       "\"shards\":16}"),
+	    "an item may give shards (1 to 16), or none");
+	check(!description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9,"
+			      "\"shards\":0}") &&
+		!description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9,"
+				"\"shards\":17}") &&
+		!description_ok("{\"name\":\"x\",\"priceMinor\":1,\"currency\":\"VND\",\"quantity\":9,"
+				"\"shards\":\"3\"}"),
+	    "shards outside 1 to 16, or not a number, are refused");
+}
+
 int
 main(void)
 {
@@ -58,5 +87,6 @@ main(void)
 	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == -1,
 	    "an empty window cannot be signed");
 	fs_urlsig_key_free(key);
+	check_shards();
 	return failures == 0 ? 0 : 1;
 }

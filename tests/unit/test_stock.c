@@ -283,6 +283,33 @@ check_sharded(fs_stock *st)
 	check(fs_stock_forget_sale(st, 9, items, 2) == 0, "holds on their way keep the sale");
 }
 
+/* After sale 9's holds are confirmed, its keys go from every place. */
+static void
+check_sharded_forget(fs_stock *st, const struct test_redis *srv)
+{
+	uint64_t items[2] = { 21, 22 };
+	struct fs_stock_record recs[16];
+	const char *ids[16];
+	size_t got;
+	redisContext *c = redisConnectUnix(srv->sock);
+	redisReply *r;
+
+	if (fs_stock_unconfirmed_before(st, 9, INT64_MAX, recs, 16, &got) != 0)
+		got = 0;
+	for (size_t i = 0; i < got; i++)
+		ids[i] = recs[i].order_id;
+	check(got == 7 && fs_stock_confirm(st, 9, ids, got) == 0 &&
+		fs_stock_forget_sale(st, 9, items, 2) == 1,
+	    "an ended sale with every hold confirmed is forgotten");
+	r = c != NULL && c->err == 0 ? redisCommand(c, "KEYS fs:{9*") : NULL;
+	check(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0,
+	    "no key of any of its places is left");
+	if (r != NULL)
+		freeReplyObject(r);
+	if (c != NULL)
+		redisFree(c);
+}
+
 /*
  * Eight processes of one shopper, each its own connection, at once against
  * sale 10 (units over 3 shards) whose shopper's home shard was emptied
@@ -399,6 +426,7 @@ main(void)
 	check_snapshot(st);
 	check_home();
 	check_sharded(st);
+	check_sharded_forget(st, &srv);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 2, &n) == 0 &&
