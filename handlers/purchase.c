@@ -35,6 +35,7 @@ struct app {
 	fs_ordertopic topic; /* its producer is thread-safe; concurrent orders batch */
 	fs_soldout *soldout;
 	int threads;
+	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 };
 
 /* What one worker thread owns: hiredis connections are not shared. */
@@ -42,6 +43,15 @@ struct worker {
 	struct app *app;
 	fs_stock *stock;
 };
+
+/* Gives an order's unit back; when Redis fails too, the sweeper will. */
+static void
+give_back(struct worker *w, const struct fs_order *o)
+{
+	if (fs_stock_release(w->stock, o->sale, o->item, o->id) < 0)
+		fs_log_error("release of %s failed (%s); the sweeper will release it", o->id,
+		    w->stock->errstr);
+}
 
 static void
 handle(fs_fcgi *fcgi, void *ctx)
@@ -90,9 +100,14 @@ handle(fs_fcgi *fcgi, void *ctx)
 		 * deadline, so no late reservation follows this release.
 		 */
 		fs_log_warn("reserve failed: %s; releasing order %s", w->stock->errstr, o.id);
-		if (fs_stock_release(w->stock, o.sale, o.item, o.id) < 0)
-			fs_log_error("release of %s failed (%s); the sweeper will release it", o.id,
-			    w->stock->errstr);
+		give_back(w, &o);
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		return;
+	}
+	/* With replicas: a 202 only for a hold that a promoted replica would keep. */
+	if (app->redis_wait_ms > 0 && fs_stock_replicate(w->stock, app->redis_wait_ms) != 0) {
+		fs_log_warn("hold of %s not on a replica (%s); releasing", o.id, w->stock->errstr);
+		give_back(w, &o);
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
@@ -108,9 +123,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	case FS_KAFKA_NOT_DELIVERED:
 		/* The broker never had it: the unit goes back now. */
 		fs_log_warn("order %s not delivered (%s); releasing", o.id, err);
-		if (fs_stock_release(w->stock, o.sale, o.item, o.id) < 0)
-			fs_log_error("release of %s failed (%s); the sweeper will release it", o.id,
-			    w->stock->errstr);
+		give_back(w, &o);
 		break;
 	default:
 		/*
@@ -156,6 +169,7 @@ setup(void *arg)
 	timeout = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_TIMEOUT_MS);
 	linger = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_LINGER_MS);
 	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
+	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
 	/* The first order should not pay for metadata and the producer id: opened now. */
 	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
 		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||

@@ -18,11 +18,15 @@ static const struct {
 	const char *meaning;
 } cfg_table[FS_CFG__MAX] = {
 	[FS_CFG_REDIS] = { "FLASHSALE_REDIS", NULL,
-	    "Redis address: a unix socket path (starts with /) or host:port" },
+	    "Redis address: a unix socket path (starts with /) or host:port; a Redis Cluster: "
+	    "seed nodes host:port[,host:port...]" },
 	[FS_CFG_REDIS_USER] = { "FLASHSALE_REDIS_USER", "",
 	    "Redis ACL user to AUTH as (empty: the default user)" },
 	[FS_CFG_REDIS_PASSWORD_FILE] = { "FLASHSALE_REDIS_PASSWORD_FILE", "",
 	    "file holding that user's Redis password, mode 0600 (empty: no AUTH)" },
+	[FS_CFG_REDIS_WAIT_MS] = { "FLASHSALE_REDIS_WAIT_MS", "0",
+	    "a purchase waits this long for a replica of its Redis to have the hold (WAIT 1), "
+	    "else answers 503 (0: no wait)" },
 	[FS_CFG_PG] = { "FLASHSALE_PG", NULL, "PostgreSQL libpq connection string (the password in a passfile= it names)" },
 	[FS_CFG_KAFKA_BROKERS] = { "FLASHSALE_KAFKA_BROKERS", NULL,
 	    "Kafka bootstrap servers, host:port[,host:port]" },
@@ -67,6 +71,7 @@ static const struct {
 	long min, max;
 } cfg_range[FS_CFG__MAX] = {
 	[FS_CFG_DEMO_SIGNIN] = { 0, 1 },
+	[FS_CFG_REDIS_WAIT_MS] = { 0, 900 },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { 100, 300000 },
 	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
 	[FS_CFG_PURCHASE_THREADS] = { 1, 256 },
@@ -101,6 +106,30 @@ address_ok(const char *v)
 	return port >= 1 && port <= 65535;
 }
 
+/* One address, or a comma-separated list of at most 16 (a cluster's seeds). */
+static int
+addresses_ok(const char *v)
+{
+	char one[512];
+	int n = 0;
+
+	if (strchr(v, ',') == NULL)
+		return address_ok(v);
+	for (;;) {
+		size_t len = strcspn(v, ",");
+
+		if (len == 0 || len >= sizeof(one) || ++n > 16)
+			return 0;
+		memcpy(one, v, len);
+		one[len] = '\0';
+		if (!address_ok(one))
+			return 0;
+		if (v[len] == '\0')
+			return 1;
+		v += len + 1;
+	}
+}
+
 /* Each value on its own: ranges and forms, so a typo stops the start. */
 static int
 check_values(struct fs_cfg *cfg)
@@ -126,8 +155,9 @@ check_values(struct fs_cfg *cfg)
 		strlen(v))
 		return invalid(cfg, FS_CFG_KAFKA_TOPIC,
 		    "a Kafka topic name is 1-240 of a-z A-Z 0-9 . _ -");
-	if (!address_ok(cfg->value[FS_CFG_REDIS]))
-		return invalid(cfg, FS_CFG_REDIS, "expected a socket path (/...) or host:port");
+	if (!addresses_ok(cfg->value[FS_CFG_REDIS]))
+		return invalid(cfg, FS_CFG_REDIS,
+		    "expected a socket path (/...) or host:port[,host:port...] (at most 16)");
 	v = cfg->value[FS_CFG_NCHAN_PUB];
 	if (*v != '\0' && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0 &&
 	    strncmp(v, "unix:/", 6) != 0)

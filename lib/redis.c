@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -16,30 +18,144 @@
 static const struct timeval redis_timeout = { FS_REDIS_TIMEOUT_MS / 1000,
 	(FS_REDIS_TIMEOUT_MS % 1000) * 1000 };
 
+#define SLOT_UNKNOWN 0xff
+#define PAUSE_FIRST_MS 5 /* the first pause before a retry (TRYAGAIN, unreachable) */
+#define PAUSE_MAX_MS 100 /* pauses double up to this */
+
+/* What a command is to the router (see the header's "Routing"). */
+enum cmd_kind {
+	CMD_KEYED,   /* its key decides the node */
+	CMD_KEYLESS, /* the node of the previous command */
+	CMD_MULTI,
+	CMD_ENDTX,   /* EXEC, DISCARD */
+};
+
 static void
-set_err(fs_redis *r, const char *what, const char *detail)
+set_err(fs_redis *r, enum fs_redis_err e, const char *what, const char *detail)
 {
 	fs_metrics_count(FS_M_REDIS_ERRORS);
-	r->err = 1;
+	r->err = e;
 	snprintf(r->errstr, sizeof(r->errstr), "%s: %s", what, detail);
 }
 
-fs_redis *
-fs_redis_new(const char *addr, const char *user, const char *password)
+/* The monotonic clock in ms: the retry budget must not follow clock steps. */
+static int64_t
+mono_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint16_t
+fs_redis_crc16(const char *buf, size_t len)
+{
+	uint16_t crc = 0;
+
+	/* CRC-16/XMODEM (polynomial 0x1021, initial 0), the one of cluster.c. */
+	for (size_t i = 0; i < len; i++) {
+		crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+		for (int b = 0; b < 8; b++)
+			crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+unsigned
+fs_redis_key_slot(const char *key, size_t len)
+{
+	const char *open = memchr(key, '{', len), *close;
+
+	/* The first '{' and the first '}' after it, with something between. */
+	if (open != NULL &&
+	    (close = memchr(open + 1, '}', len - (size_t)(open + 1 - key))) != NULL &&
+	    close > open + 1) {
+		key = open + 1;
+		len = (size_t)(close - key);
+	}
+	return fs_redis_crc16(key, len) & (FS_REDIS_SLOTS - 1);
+}
+
+enum fs_redis_redirect
+fs_redis_parse_redirect(const char *err, unsigned *slot, char *addr, size_t addrlen)
+{
+	enum fs_redis_redirect kind;
+	const char *p, *colon;
+	char *end;
+	unsigned long n;
+
+	if (strncmp(err, "MOVED ", 6) == 0) {
+		kind = FS_REDIS_MOVED;
+		p = err + 6;
+	} else if (strncmp(err, "ASK ", 4) == 0) {
+		kind = FS_REDIS_ASK;
+		p = err + 4;
+	} else {
+		return FS_REDIS_NO_REDIRECT;
+	}
+	if (*p < '0' || *p > '9')
+		return FS_REDIS_NO_REDIRECT;
+	n = strtoul(p, &end, 10);
+	if (n >= FS_REDIS_SLOTS || *end != ' ')
+		return FS_REDIS_NO_REDIRECT;
+	p = end + 1;
+	if ((colon = strrchr(p, ':')) == NULL || colon[1] < '0' || colon[1] > '9' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(p) >= addrlen)
+		return FS_REDIS_NO_REDIRECT;
+	*slot = (unsigned)n;
+	strcpy(addr, p);
+	return kind;
+}
+
+/* The node of addr, added when new; -1 when the table is full. */
+static int
+node_of(fs_redis *r, const char *addr)
+{
+	for (int i = 0; i < r->nnodes; i++)
+		if (strcmp(r->node[i].addr, addr) == 0)
+			return i;
+	if (r->nnodes >= FS_REDIS_NODES_MAX || strlen(addr) >= FS_REDIS_ADDR_MAX)
+		return -1;
+	snprintf(r->node[r->nnodes].addr, FS_REDIS_ADDR_MAX, "%s", addr);
+	r->node[r->nnodes].ctx = NULL;
+	return r->nnodes++;
+}
+
+fs_redis *
+fs_redis_new(const char *addrs, const char *user, const char *password)
+{
+	const char *p = addrs;
 	fs_redis *r;
 
 	user = user != NULL ? user : "";
 	password = password != NULL ? password : "";
-	if (strlen(addr) >= sizeof(r->addr) || strlen(user) >= sizeof(r->user) ||
-	    strlen(password) >= sizeof(r->password))
+	if (strlen(user) >= sizeof(r->user) || strlen(password) >= sizeof(r->password))
 		return NULL;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
-	strcpy(r->addr, addr);
 	strcpy(r->user, user);
 	strcpy(r->password, password);
+	/* The seeds are the first nodes. */
+	for (;;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 0 || len >= FS_REDIS_ADDR_MAX || r->nnodes >= FS_REDIS_SEEDS_MAX)
+			goto fail;
+		memcpy(r->node[r->nnodes].addr, p, len);
+		r->node[r->nnodes++].addr[len] = '\0';
+		if (p[len] == '\0')
+			break;
+		p += len + 1;
+	}
+	r->nseeds = r->nnodes;
+	r->cluster = -1;
+	r->last = -1;
 	return r;
+fail:
+	sodium_memzero(r->password, sizeof(r->password));
+	free(r);
+	return NULL;
 }
 
 fs_redis *
@@ -59,7 +175,7 @@ fs_redis_open(const struct fs_cfg *cfg, char *err, size_t errlen)
 	r = fs_redis_new(fs_cfg_get(cfg, FS_CFG_REDIS), fs_cfg_get(cfg, FS_CFG_REDIS_USER), password);
 	sodium_memzero(password, sizeof(password));
 	if (r == NULL)
-		snprintf(err, errlen, "redis: out of memory, or FLASHSALE_REDIS(_USER) too long");
+		snprintf(err, errlen, "redis: out of memory, or FLASHSALE_REDIS(_USER) too long or malformed");
 	return r;
 }
 
@@ -71,16 +187,26 @@ fs_redis_free(fs_redis *r)
 	fs_redis_reset(r);
 	for (int i = 0; i < r->nscripts; i++)
 		free(r->script[i].body);
+	free(r->slot);
 	sodium_memzero(r->password, sizeof(r->password));
 	free(r);
+}
+
+/* Drops one node's connection. */
+static void
+node_drop(fs_redis *r, int n)
+{
+	if (r->node[n].ctx != NULL)
+		redisFree(r->node[n].ctx);
+	r->node[n].ctx = NULL;
 }
 
 void
 fs_redis_reset(fs_redis *r)
 {
-	if (r->ctx != NULL)
-		redisFree(r->ctx);
-	r->ctx = NULL;
+	for (int i = 0; i < r->nnodes; i++)
+		node_drop(r, i);
+	r->multi = 0;
 }
 
 /*
@@ -124,16 +250,25 @@ authenticate(const fs_redis *like, redisContext *c, char *err, size_t errlen)
 	return rc;
 }
 
-redisContext *
-fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
+/*
+ * The one way to a node: connects to addr within wait_ms (at most the
+ * driver's timeout), sets the driver's timeouts and authenticates.
+ */
+static redisContext *
+dial_addr(const fs_redis *like, const char *addr, int64_t wait_ms, char *err, size_t errlen)
 {
-	const char *addr = like->addr;
-	char host[256];
+	struct timeval tv = redis_timeout;
+	char host[FS_REDIS_ADDR_MAX];
 	const char *colon;
 	redisContext *c;
 
+	if (wait_ms < FS_REDIS_TIMEOUT_MS) {
+		wait_ms = wait_ms < 1 ? 1 : wait_ms;
+		tv.tv_sec = wait_ms / 1000;
+		tv.tv_usec = (wait_ms % 1000) * 1000;
+	}
 	if (addr[0] == '/') {
-		c = redisConnectUnixWithTimeout(addr, redis_timeout);
+		c = redisConnectUnixWithTimeout(addr, tv);
 	} else {
 		if ((colon = strrchr(addr, ':')) == NULL || (size_t)(colon - addr) >= sizeof(host)) {
 			snprintf(err, errlen, "redis address: expected host:port or a socket path");
@@ -141,14 +276,14 @@ fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
 		}
 		memcpy(host, addr, (size_t)(colon - addr));
 		host[colon - addr] = '\0';
-		c = redisConnectWithTimeout(host, (int)strtol(colon + 1, NULL, 10), redis_timeout);
+		c = redisConnectWithTimeout(host, (int)strtol(colon + 1, NULL, 10), tv);
 	}
 	if (c == NULL) {
 		snprintf(err, errlen, "redis connect: out of memory");
 		return NULL;
 	}
 	if (c->err != 0) {
-		snprintf(err, errlen, "redis connect: %s", c->errstr);
+		snprintf(err, errlen, "redis connect %s: %s", addr, c->errstr);
 		redisFree(c);
 		return NULL;
 	}
@@ -160,63 +295,485 @@ fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
 	return c;
 }
 
-static int
-connect_now(fs_redis *r)
+redisContext *
+fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
 {
-	if (r->ctx != NULL && r->ctx->err == 0 && !went_away(r->ctx))
-		return 0;
-	if (r->ctx != NULL)
+	redisContext *c = NULL;
+
+	for (int i = 0; i < like->nseeds && c == NULL; i++)
+		c = dial_addr(like, like->node[i].addr, FS_REDIS_TIMEOUT_MS, err, errlen);
+	return c;
+}
+
+/* Node n's connection, (re)made when needed; NULL with err set. */
+static redisContext *
+node_ctx(fs_redis *r, int n, int64_t deadline)
+{
+	struct fs_redis_node *node = &r->node[n];
+
+	if (node->ctx != NULL && node->ctx->err == 0 && !went_away(node->ctx))
+		return node->ctx;
+	if (node->ctx != NULL)
 		fs_metrics_count(FS_M_REDIS_RECONNECTS);
-	fs_redis_reset(r);
-	if ((r->ctx = fs_redis_dial(r, r->errstr, sizeof(r->errstr))) == NULL) {
-		r->err = 1;
+	node_drop(r, n);
+	if ((node->ctx = dial_addr(r, node->addr, deadline - mono_ms(), r->errstr,
+		 sizeof(r->errstr))) == NULL) {
+		r->err = FS_REDIS_ERR_IO;
 		fs_metrics_count(FS_M_REDIS_ERRORS);
+	}
+	return node->ctx;
+}
+
+/* "host:port" of a CLUSTER SLOTS node entry; an empty or "?" host is asked's. */
+static int
+slots_addr(const redisReply *e, const char *asked, char *out, size_t outlen)
+{
+	const char *host, *colon = strrchr(asked, ':');
+	int n, hostlen;
+
+	if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+	    e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_INTEGER)
 		return -1;
+	host = e->element[0]->str;
+	hostlen = (int)e->element[0]->len;
+	if ((hostlen == 0 || strcmp(host, "?") == 0) && asked[0] != '/' && colon != NULL) {
+		host = asked;
+		hostlen = (int)(colon - asked);
+	}
+	n = snprintf(out, outlen, "%.*s:%lld", hostlen, host, e->element[1]->integer);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+/* Marks node n as a master once. */
+static void
+add_master(fs_redis *r, int n)
+{
+	for (int i = 0; i < r->nmasters; i++)
+		if (r->master[i] == n)
+			return;
+	r->master[r->nmasters++] = (unsigned char)n;
+}
+
+/* Turns the map into a cluster's: every slot unknown (or on node n), n a master. */
+static int
+become_cluster(fs_redis *r, int n)
+{
+	if (r->slot == NULL && (r->slot = malloc(FS_REDIS_SLOTS)) == NULL)
+		return -1;
+	memset(r->slot, n >= 0 ? n : SLOT_UNKNOWN, FS_REDIS_SLOTS);
+	r->nmasters = 0;
+	if (n >= 0)
+		add_master(r, n);
+	r->cluster = 1;
+	return 0;
+}
+
+/* The slot map from one CLUSTER SLOTS reply of node asked; 0 or -1. */
+static int
+map_from(fs_redis *r, const redisReply *x, int asked)
+{
+	char addr[FS_REDIS_ADDR_MAX];
+
+	if (become_cluster(r, -1) != 0)
+		return -1;
+	for (size_t i = 0; i < x->elements; i++) {
+		const redisReply *e = x->element[i];
+		long long lo, hi;
+		int n;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->type != REDIS_REPLY_INTEGER ||
+		    e->element[1]->type != REDIS_REPLY_INTEGER ||
+		    slots_addr(e->element[2], r->node[asked].addr, addr, sizeof(addr)) != 0 ||
+		    (n = node_of(r, addr)) < 0)
+			continue;
+		lo = e->element[0]->integer;
+		hi = e->element[1]->integer;
+		if (lo < 0 || hi >= FS_REDIS_SLOTS || lo > hi)
+			continue;
+		memset(r->slot + lo, n, (size_t)(hi - lo + 1));
+		add_master(r, n);
 	}
 	return 0;
 }
 
-/* Turns a hiredis reply into the driver's contract: NULL on any failure. */
-static redisReply *
-checked(fs_redis *r, redisReply *reply)
+/*
+ * Asks the nodes (connected ones first, then the others) for CLUSTER
+ * SLOTS. An array is the map of a cluster; an error reply (cluster support
+ * disabled, or no right to ask) from a server never seen as a cluster
+ * makes it the one Redis. 0 once a node answered, -1 with err set.
+ */
+static int
+refresh(fs_redis *r, int64_t deadline)
 {
-	if (reply == NULL) {
-		set_err(r, "redis", r->ctx != NULL && r->ctx->err ? r->ctx->errstr : "no reply");
-		/* The connection is unusable after an I/O error: drop it. */
-		fs_redis_reset(r);
-		fs_metrics_count(FS_M_REDIS_RECONNECTS);
-		return NULL;
+	const char *argv[] = { "CLUSTER", "SLOTS" };
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (int n = 0; n < r->nnodes && mono_ms() < deadline; n++) {
+			redisContext *c;
+			redisReply *x;
+
+			if ((pass == 0) != (r->node[n].ctx != NULL) || (c = node_ctx(r, n, deadline)) == NULL)
+				continue;
+			if ((x = redisCommandArgv(c, 2, argv, NULL)) == NULL) {
+				node_drop(r, n);
+				continue;
+			}
+			if (x->type == REDIS_REPLY_ARRAY && map_from(r, x, n) == 0) {
+				freeReplyObject(x);
+				r->stale = 0;
+				return 0;
+			}
+			freeReplyObject(x);
+			if (r->cluster == 1)
+				continue; /* a node of the cluster that cannot tell: ask another */
+			r->cluster = 0;
+			r->home = n;
+			r->stale = 0;
+			return 0;
+		}
 	}
-	if (reply->type == REDIS_REPLY_ERROR) {
-		set_err(r, "redis error", reply->str);
+	if (r->cluster == 1)
+		r->stale = 0; /* no node would tell: keep the map, MOVED mends it */
+	if (r->err == FS_REDIS_OK)
+		set_err(r, FS_REDIS_ERR_IO, "redis", "no node answered CLUSTER SLOTS");
+	return -1;
+}
+
+/* Reads argument i of a command in the protocol's format; 0 or -1. */
+static int
+resp_arg(const char *cmd, size_t len, int i, const char **arg, size_t *arglen)
+{
+	const char *p = cmd, *end = cmd + len;
+	char *e;
+	long n = 0;
+
+	if (len < 4 || *p != '*' || (n = strtol(p + 1, &e, 10)) <= i)
+		return -1;
+	p = e + 2;
+	for (int k = 0; k <= i; k++) {
+		long alen;
+
+		if (p >= end || *p != '$' || (alen = strtol(p + 1, &e, 10)) < 0 ||
+		    e + 2 + alen > end)
+			return -1;
+		*arg = e + 2;
+		*arglen = (size_t)alen;
+		p = e + 2 + alen + 2;
+	}
+	return 0;
+}
+
+static int
+is_word(const char *arg, size_t len, const char *word)
+{
+	return len == strlen(word) && strncasecmp(arg, word, len) == 0;
+}
+
+/* Commands whose first argument is no key (their node: the previous one's). */
+static const char *const keyless[] = { "PING", "INFO", "UNWATCH", "PUBLISH", "WAIT", "SCRIPT",
+	"CLUSTER", "TIME", "DBSIZE", "FLUSHALL", "FLUSHDB", "CLIENT", "CONFIG", "KEYS", "SCAN",
+	"SUBSCRIBE", "ECHO", "SELECT", "ROLE", "ASKING", "READONLY", "ACL", "COMMAND", "LASTSAVE",
+	"BGSAVE", "SAVE", "SHUTDOWN", "DEBUG", "MEMORY", "SLOWLOG", "LATENCY" };
+
+/* The kind of a formatted command and, for a keyed one, its key. */
+static enum cmd_kind
+cmd_kind_of(const char *cmd, size_t len, const char **key, size_t *keylen)
+{
+	const char *name, *nk;
+	size_t namelen, nklen;
+
+	*key = NULL;
+	*keylen = 0;
+	if (resp_arg(cmd, len, 0, &name, &namelen) != 0)
+		return CMD_KEYLESS;
+	if (is_word(name, namelen, "MULTI"))
+		return CMD_MULTI;
+	if (is_word(name, namelen, "EXEC") || is_word(name, namelen, "DISCARD"))
+		return CMD_ENDTX;
+	for (size_t i = 0; i < sizeof(keyless) / sizeof(keyless[0]); i++)
+		if (is_word(name, namelen, keyless[i]))
+			return CMD_KEYLESS;
+	if (is_word(name, namelen, "EVALSHA") || is_word(name, namelen, "EVAL")) {
+		if (resp_arg(cmd, len, 2, &nk, &nklen) != 0 || nklen == 0 || *nk == '0' ||
+		    resp_arg(cmd, len, 3, key, keylen) != 0)
+			return CMD_KEYLESS;
+		return CMD_KEYED;
+	}
+	return resp_arg(cmd, len, 1, key, keylen) == 0 ? CMD_KEYED : CMD_KEYLESS;
+}
+
+/* The node a command goes to. */
+static int
+route(const fs_redis *r, const char *key, size_t keylen)
+{
+	int n;
+
+	if (r->multi == 2 && r->last >= 0)
+		return r->last;
+	if (r->cluster != 1)
+		return r->home;
+	if (key != NULL && (n = r->slot[fs_redis_key_slot(key, keylen)]) != SLOT_UNKNOWN)
+		return n;
+	if (r->last >= 0)
+		return r->last;
+	return r->nmasters > 0 ? r->master[0] : 0;
+}
+
+/* Sends a formatted command (after ASKING when asking); its reply, or NULL on I/O failure. */
+static redisReply *
+send_cmd(redisContext *c, int asking, const char *cmd, size_t len)
+{
+	void *reply = NULL;
+
+	if (asking && redisAppendCommand(c, "ASKING") != REDIS_OK)
+		return NULL;
+	if (redisAppendFormattedCommand(c, cmd, len) != REDIS_OK)
+		return NULL;
+	if (asking) {
+		if (redisGetReply(c, &reply) != REDIS_OK)
+			return NULL;
+		freeReplyObject(reply);
+	}
+	if (redisGetReply(c, &reply) != REDIS_OK)
+		return NULL;
+	return reply;
+}
+
+/* A reply made here ("+OK"), freed by freeReplyObject like any other. */
+static redisReply *
+ok_reply(fs_redis *r)
+{
+	redisReader *rd = redisReaderCreate();
+	void *reply = NULL;
+
+	if (rd == NULL || redisReaderFeed(rd, "+OK\r\n", 5) != REDIS_OK ||
+	    redisReaderGetReply(rd, &reply) != REDIS_OK || reply == NULL)
+		set_err(r, FS_REDIS_ERR_REPLY, "redis", "out of memory");
+	if (rd != NULL)
+		redisReaderFree(rd);
+	return reply;
+}
+
+/* Waits before the next try; the next pause doubles. -1 when past the deadline. */
+static int
+pause_before_retry(int64_t deadline, int *pause_ms)
+{
+	int64_t left = deadline - mono_ms();
+	struct timespec ts;
+
+	if (left <= 0)
+		return -1;
+	if (*pause_ms > left)
+		*pause_ms = (int)left;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)*pause_ms * 1000000L;
+	nanosleep(&ts, NULL);
+	*pause_ms = *pause_ms * 2 > PAUSE_MAX_MS ? PAUSE_MAX_MS : *pause_ms * 2;
+	return 0;
+}
+
+static int
+is_retryable(const char *err)
+{
+	return strncmp(err, "TRYAGAIN", 8) == 0 || strncmp(err, "CLUSTERDOWN", 11) == 0 ||
+	    strncmp(err, "LOADING", 7) == 0;
+}
+
+/* A MOVED: the slot is on addr now, and the map needs a fresh look. */
+static void
+moved(fs_redis *r, unsigned slot, int n)
+{
+	if (r->cluster != 1 && become_cluster(r, r->home) != 0)
+		return;
+	r->slot[slot] = (unsigned char)n;
+	add_master(r, n);
+	r->stale = 1;
+}
+
+/*
+ * Runs a formatted command where it belongs, following redirects and
+ * retrying what never ran (see the header), within FS_REDIS_TIMEOUT_MS and
+ * FS_REDIS_ATTEMPTS_MAX tries. script >= 0: the command is that script's
+ * EVALSHA, loaded on the node on NOSCRIPT. The reply, or NULL with err set.
+ */
+static redisReply *
+run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *key, size_t keylen,
+    int script)
+{
+	int64_t deadline = mono_ms() + FS_REDIS_TIMEOUT_MS;
+	char addr[FS_REDIS_ADDR_MAX];
+	int ask = -1, was_ask, pause_ms = PAUSE_FIRST_MS, loaded = 0;
+	unsigned slot;
+
+	r->err = FS_REDIS_OK;
+	r->errstr[0] = '\0';
+	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && mono_ms() < deadline; attempt++) {
+		/* One Redis at one address fails at once when away, as it always did. */
+		int retry_away = r->cluster == 1 || r->nseeds > 1;
+		redisContext *c;
+		redisReply *reply, *x;
+		int n;
+
+		if ((r->cluster < 0 || r->stale) && r->multi != 2 && refresh(r, deadline) != 0 &&
+		    r->cluster < 0) {
+			if (!retry_away || pause_before_retry(deadline, &pause_ms) != 0)
+				break;
+			continue;
+		}
+		n = ask >= 0 ? ask : route(r, key, keylen);
+		if ((c = node_ctx(r, n, deadline)) == NULL) {
+			/* Not sent: the node may have died; another may own the slot soon. */
+			if (!retry_away || r->multi == 2 || pause_before_retry(deadline, &pause_ms) != 0)
+				break;
+			r->stale = 1;
+			continue;
+		}
+		if (r->multi == 1) {
+			if ((x = redisCommand(c, "MULTI")) == NULL || x->type == REDIS_REPLY_ERROR) {
+				set_err(r, FS_REDIS_ERR_IO, "redis MULTI", x != NULL ? x->str : c->errstr);
+				freeReplyObject(x);
+				node_drop(r, n);
+				r->multi = 0;
+				return NULL;
+			}
+			freeReplyObject(x);
+			r->multi = 2;
+		}
+		r->last = n;
+		if ((reply = send_cmd(c, ask >= 0, cmd, len)) == NULL) {
+			/* It may have run: never sent twice. The map gets a fresh look. */
+			set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
+			node_drop(r, n);
+			fs_metrics_count(FS_M_REDIS_RECONNECTS);
+			r->stale = r->cluster == 1;
+			r->multi = 0;
+			return NULL;
+		}
+		if (kind == CMD_ENDTX)
+			r->multi = 0;
+		if (reply->type != REDIS_REPLY_ERROR) {
+			if (kind == CMD_MULTI)
+				r->multi = 2;
+			r->err = FS_REDIS_OK;
+			r->errstr[0] = '\0';
+			return reply;
+		}
+		was_ask = ask;
+		ask = -1;
+		if (r->multi == 2 || kind == CMD_ENDTX) {
+			/* Inside a transaction nothing is followed: EXEC will refuse. */
+		} else if (script >= 0 && !loaded && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+			/* The node lacks the script (new, restarted, promoted): load it there. */
+			freeReplyObject(reply);
+			x = redisCommand(c, "SCRIPT LOAD %s", r->script[script].body);
+			loaded = 1;
+			if (x == NULL) {
+				set_err(r, FS_REDIS_ERR_IO, "redis SCRIPT LOAD", c->errstr);
+				node_drop(r, n);
+				return NULL;
+			}
+			freeReplyObject(x);
+			ask = was_ask;
+			continue;
+		} else {
+			switch (fs_redis_parse_redirect(reply->str, &slot, addr, sizeof(addr))) {
+			case FS_REDIS_MOVED:
+				if ((n = node_of(r, addr)) >= 0) {
+					moved(r, slot, n);
+					freeReplyObject(reply);
+					continue;
+				}
+				break;
+			case FS_REDIS_ASK:
+				if ((ask = node_of(r, addr)) >= 0) {
+					freeReplyObject(reply);
+					continue;
+				}
+				break;
+			default:
+				if (is_retryable(reply->str)) {
+					set_err(r, FS_REDIS_ERR_IO, "redis", reply->str);
+					freeReplyObject(reply);
+					if (pause_before_retry(deadline, &pause_ms) != 0)
+						return NULL;
+					r->stale = r->cluster == 1;
+					continue;
+				}
+				break;
+			}
+		}
+		set_err(r, FS_REDIS_ERR_REPLY, "redis error", reply->str);
 		freeReplyObject(reply);
 		return NULL;
 	}
-	r->err = 0;
-	r->errstr[0] = '\0';
+	if (r->err == FS_REDIS_OK)
+		set_err(r, FS_REDIS_ERR_IO, "redis", "no node took the command in time");
+	r->err = FS_REDIS_ERR_IO;
+	return NULL;
+}
+
+/* Runs a formatted command; the reply, or NULL with err set. */
+static redisReply *
+run_formatted(fs_redis *r, const char *cmd, size_t len, int script)
+{
+	const char *key;
+	size_t keylen;
+	enum cmd_kind kind = cmd_kind_of(cmd, len, &key, &keylen);
+
+	if (kind == CMD_MULTI && r->multi == 0) {
+		/* A cluster learns the transaction's node from its first key. */
+		if (r->cluster < 0)
+			refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS);
+		if (r->cluster == 1) {
+			r->multi = 1;
+			return ok_reply(r);
+		}
+	}
+	return run(r, cmd, len, kind, key, keylen, script);
+}
+
+/* Runs a command given as arguments (script >= 0: its EVALSHA); see run_formatted. */
+static redisReply *
+run_argv(fs_redis *r, int argc, const char **argv, const size_t *argvlen, int script)
+{
+	char *cmd = NULL;
+	long long len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+	redisReply *reply;
+
+	if (len < 0) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis", "out of memory");
+		return NULL;
+	}
+	reply = run_formatted(r, cmd, (size_t)len, script);
+	redisFreeCommand(cmd);
 	return reply;
 }
 
 redisReply *
 fs_redis_argv(fs_redis *r, int argc, const char **argv, const size_t *argvlen)
 {
-	if (connect_now(r) != 0)
-		return NULL;
-	return checked(r, redisCommandArgv(r->ctx, argc, argv, argvlen));
+	return run_argv(r, argc, argv, argvlen, -1);
 }
 
 redisReply *
 fs_redis_command(fs_redis *r, const char *fmt, ...)
 {
+	char *cmd = NULL;
 	redisReply *reply;
 	va_list ap;
+	int len;
 
-	if (connect_now(r) != 0)
-		return NULL;
 	va_start(ap, fmt);
-	reply = redisvCommand(r->ctx, fmt, ap);
+	len = redisvFormatCommand(&cmd, fmt, ap);
 	va_end(ap);
-	return checked(r, reply);
+	if (len < 0) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis", "bad format, or out of memory");
+		return NULL;
+	}
+	reply = run_formatted(r, cmd, (size_t)len, -1);
+	redisFreeCommand(cmd);
+	return reply;
 }
 
 int
@@ -228,20 +785,20 @@ fs_redis_script_load(fs_redis *r, const char *path)
 	int idx = -1;
 
 	if (r->nscripts >= FS_REDIS_SCRIPTS_MAX) {
-		set_err(r, "redis script", "too many scripts");
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script", "too many scripts");
 		goto fail;
 	}
 	if ((fp = fopen(path, "r")) == NULL) {
-		set_err(r, "redis script: cannot open", path);
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script: cannot open", path);
 		goto fail;
 	}
 	if ((body = malloc(FS_REDIS_SCRIPT_MAX + 1)) == NULL) {
-		set_err(r, "redis script", "out of memory");
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script", "out of memory");
 		goto fail;
 	}
 	n = fread(body, 1, FS_REDIS_SCRIPT_MAX + 1, fp);
 	if (n > FS_REDIS_SCRIPT_MAX || ferror(fp)) {
-		set_err(r, "redis script: too big or unreadable", path);
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script: too big or unreadable", path);
 		goto fail;
 	}
 	body[n] = '\0';
@@ -256,16 +813,28 @@ fail:
 	return idx;
 }
 
-/* Sends the script text; Redis answers with the SHA-1 that EVALSHA names. */
+/*
+ * Sends the script text to the node of key (the script's first key, or
+ * none); Redis answers with the SHA-1 that EVALSHA names.
+ */
 static int
-script_send(fs_redis *r, int idx)
+script_send(fs_redis *r, int idx, const char *key)
 {
-	redisReply *reply = fs_redis_command(r, "SCRIPT LOAD %s", r->script[idx].body);
+	char *cmd = NULL;
+	int len = redisFormatCommand(&cmd, "SCRIPT LOAD %s", r->script[idx].body);
+	redisReply *reply;
 
+	if (len < 0) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script", "out of memory");
+		return -1;
+	}
+	reply = run(r, cmd, (size_t)len, key != NULL ? CMD_KEYED : CMD_KEYLESS, key,
+	    key != NULL ? strlen(key) : 0, -1);
+	redisFreeCommand(cmd);
 	if (reply == NULL)
 		return -1;
 	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-		set_err(r, "redis script", "unexpected SCRIPT LOAD reply");
+		set_err(r, FS_REDIS_ERR_REPLY, "redis script", "unexpected SCRIPT LOAD reply");
 		freeReplyObject(reply);
 		return -1;
 	}
@@ -281,32 +850,78 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 {
 	const char *args[EVAL_ARGS_MAX + 3];
 	char nk[12];
-	redisReply *reply;
 
-	if (idx < 0 || idx >= r->nscripts || argc > EVAL_ARGS_MAX || nkeys > argc) {
-		set_err(r, "redis eval", "bad arguments");
+	if (idx < 0 || idx >= r->nscripts || argc > EVAL_ARGS_MAX || nkeys > argc || nkeys < 0) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis eval", "bad arguments");
 		return NULL;
 	}
+	if (r->script[idx].sha[0] == '\0' && script_send(r, idx, nkeys > 0 ? argv[0] : NULL) != 0)
+		return NULL;
 	snprintf(nk, sizeof(nk), "%d", nkeys);
 	args[0] = "EVALSHA";
+	args[1] = r->script[idx].sha;
 	args[2] = nk;
 	memcpy(args + 3, argv, sizeof(*argv) * (size_t)argc);
-	/* Twice at most: after a Redis restart the script cache is empty. */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (r->script[idx].sha[0] == '\0' && script_send(r, idx) != 0)
-			return NULL;
-		args[1] = r->script[idx].sha;
-		if (connect_now(r) != 0)
-			return NULL;
-		reply = redisCommandArgv(r->ctx, argc + 3, args, NULL);
-		if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-		    strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-			freeReplyObject(reply);
-			r->script[idx].sha[0] = '\0';
-			continue;
-		}
-		return checked(r, reply);
+	return run_argv(r, argc + 3, args, NULL, idx);
+}
+
+long
+fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
+{
+	redisContext *c;
+	redisReply *x;
+	long acked = -1;
+
+	if (r->last < 0 || (c = r->node[r->last].ctx) == NULL) {
+		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", "no connection to wait on");
+		return -1;
 	}
-	set_err(r, "redis eval", "script vanished twice");
-	return NULL;
+	if ((x = redisCommand(c, "WAIT %d %d", numreplicas, timeout_ms)) == NULL) {
+		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", c->errstr);
+		node_drop(r, r->last);
+		return -1;
+	}
+	if (x->type == REDIS_REPLY_INTEGER)
+		acked = (long)x->integer;
+	else
+		set_err(r, FS_REDIS_ERR_REPLY, "redis WAIT",
+		    x->type == REDIS_REPLY_ERROR ? x->str : "unexpected reply");
+	freeReplyObject(x);
+	return acked;
+}
+
+int
+fs_redis_masters(fs_redis *r)
+{
+	if (refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 && r->cluster < 0)
+		return -1;
+	return r->cluster == 1 ? r->nmasters : 1;
+}
+
+redisReply *
+fs_redis_master_argv(fs_redis *r, int master, int argc, const char **argv, const size_t *argvlen)
+{
+	int n = r->cluster != 1 ? r->home : master < r->nmasters ? r->master[master] : -1;
+	redisContext *c;
+	redisReply *x;
+
+	if (n < 0 || master < 0) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis", "no such master");
+		return NULL;
+	}
+	if ((c = node_ctx(r, n, mono_ms() + FS_REDIS_TIMEOUT_MS)) == NULL)
+		return NULL;
+	if ((x = redisCommandArgv(c, argc, argv, argvlen)) == NULL) {
+		set_err(r, FS_REDIS_ERR_IO, "redis", c->errstr);
+		node_drop(r, n);
+		return NULL;
+	}
+	if (x->type == REDIS_REPLY_ERROR) {
+		set_err(r, FS_REDIS_ERR_REPLY, "redis error", x->str);
+		freeReplyObject(x);
+		return NULL;
+	}
+	r->err = FS_REDIS_OK;
+	r->errstr[0] = '\0';
+	return x;
 }

@@ -1,73 +1,157 @@
 /*
- * Redis driver: one connection that reconnects by itself, authenticates as
- * an ACL user on every (re)connection, and Lua scripts loaded from files
- * and run by EVALSHA with a NOSCRIPT fallback.
+ * Redis driver: a single Redis or a Redis Cluster behind one address list,
+ * with connections that reconnect by themselves, authenticate as an ACL
+ * user on every (re)connection, and Lua scripts loaded from files and run
+ * by EVALSHA with a NOSCRIPT fallback.
+ *
+ * The address setting is a comma-separated list of seed nodes. On first
+ * use the driver asks a seed for CLUSTER SLOTS: a cluster routes each
+ * command by the CRC16 slot of its key (the {hash tag} rule of Redis) to
+ * the slot's master; a server without cluster support (or a user without
+ * the right to ask) is one Redis and takes every command. Redirects are
+ * followed either way: MOVED updates the map (and refreshes it), ASK sends
+ * ASKING and retries once on the named node, TRYAGAIN and CLUSTERDOWN are
+ * retried after a short pause, and a node that cannot be reached makes the
+ * driver refresh the map and try again. Every retry happens within
+ * FS_REDIS_TIMEOUT_MS of the call's start and FS_REDIS_ATTEMPTS_MAX tries,
+ * and a command that was sent and got no answer is never sent again (it
+ * may have run).
+ *
+ * Routing: a command's key is its first argument (EVALSHA: its first key);
+ * commands that name no key (PING, INFO, MULTI, EXEC, PUBLISH, WAIT ...)
+ * go to the node of the previous command, so WATCH ... UNWATCH and a
+ * MULTI whose commands share one slot stay on one node (in a cluster, MULTI
+ * is sent just before the first command that names a key, and the node is
+ * kept until EXEC or DISCARD).
  */
 #ifndef FS_REDIS_H
 #define FS_REDIS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <hiredis/hiredis.h>
 
 #include "cfg.h"
 
-/* How long a command may wait for its answer before it fails. */
+/* How long a command (with its retries) may take before it fails. */
 #define FS_REDIS_TIMEOUT_MS 1000
+#define FS_REDIS_ATTEMPTS_MAX 8 /* tries of one command, redirects included */
 #define FS_REDIS_SCRIPTS_MAX 4
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)
 #define FS_REDIS_USER_MAX 64      /* bytes in an ACL user name, with the NUL */
 #define FS_REDIS_PASSWORD_MAX 256 /* bytes in its password, with the NUL */
+#define FS_REDIS_ADDR_MAX 128     /* bytes in one address, with the NUL */
+#define FS_REDIS_SEEDS_MAX 16     /* addresses in the address list */
+#define FS_REDIS_NODES_MAX 64     /* cluster nodes one driver knows */
+#define FS_REDIS_SLOTS 16384
+
+/* What went wrong, in fs_redis.err (0 when nothing did). */
+enum fs_redis_err {
+	FS_REDIS_OK = 0,
+	FS_REDIS_ERR_IO,    /* unreachable, or no answer: worth a retry later */
+	FS_REDIS_ERR_REPLY, /* an error reply or bad arguments: a retry will not heal */
+	FS_REDIS_ERR__MAX
+};
+
+struct fs_redis_node {
+	char addr[FS_REDIS_ADDR_MAX]; /* host:port, or a socket path */
+	redisContext *ctx;            /* NULL until needed */
+};
 
 typedef struct fs_redis {
-	redisContext *ctx;
-	char addr[256];
 	char user[FS_REDIS_USER_MAX];         /* empty: AUTH with the password only */
 	char password[FS_REDIS_PASSWORD_MAX]; /* empty: no AUTH */
+	struct fs_redis_node node[FS_REDIS_NODES_MAX]; /* the seeds first, then as learnt */
+	int nnodes;
+	int nseeds;
+	int cluster;            /* -1 not asked yet, 0 one Redis (node home), 1 a cluster */
+	int home;               /* one Redis: the seed that answered */
+	int stale;              /* the slot map needs a refresh before the next command */
+	unsigned char *slot;    /* cluster: slot -> node index (0xff: unknown) */
+	unsigned char master[FS_REDIS_NODES_MAX]; /* cluster: node indexes of the masters */
+	int nmasters;
+	int last;               /* node of the previous command (-1: none) */
+	int multi;              /* 1 MULTI not sent yet, 2 sent to node last: pinned */
 	struct {
 		char *body;
 		char sha[41];
 	} script[FS_REDIS_SCRIPTS_MAX];
 	int nscripts;
-	int err;
+	int err; /* enum fs_redis_err */
 	char errstr[128];
 } fs_redis;
 
 /*
- * addr: a unix socket path (starts with '/') or host:port. user and
- * password (either may be NULL or empty) are sent with AUTH after every
- * connect. Connects lazily. NULL when out of memory or a value is too long.
+ * addrs: a comma-separated list of seeds, each a unix socket path (starts
+ * with '/') or host:port. user and password (either may be NULL or empty)
+ * are sent with AUTH after every connect to any node. Connects lazily.
+ * NULL when out of memory, a value is too long or the list malformed.
  */
-fs_redis *fs_redis_new(const char *addr, const char *user, const char *password);
+fs_redis *fs_redis_new(const char *addrs, const char *user, const char *password);
 /*
  * fs_redis_new from FLASHSALE_REDIS, FLASHSALE_REDIS_USER and the password
  * in FLASHSALE_REDIS_PASSWORD_FILE. NULL with err set (never the secret).
  */
 fs_redis *fs_redis_open(const struct fs_cfg *, char *err, size_t errlen);
-/* Closes the connection and wipes the password. */
+/* Closes every connection and wipes the password. */
 void fs_redis_free(fs_redis *);
 /*
- * A new hiredis connection to like's server, authenticated as like's user,
- * with the driver's timeouts, for a caller that needs a context of its own
- * (a subscriber); NULL with err set. Free it with redisFree.
+ * A new hiredis connection to the first seed of like that answers,
+ * authenticated as like's user, with the driver's timeouts, for a caller
+ * that needs a context of its own (a subscriber: a cluster delivers every
+ * PUBLISH on every node); NULL with err set. Free it with redisFree.
  */
 redisContext *fs_redis_dial(const fs_redis *like, char *err, size_t errlen);
-/* Drops the connection; the next command reconnects. */
+/* Drops every connection; the next command reconnects. */
 void fs_redis_reset(fs_redis *);
 /*
  * Reads a Lua script file; returns its handle (>= 0) for fs_redis_eval, or -1.
- * The script is sent to the server when first needed.
+ * The script is sent to a node when first needed there. A script must
+ * touch only keys of one slot (one hash tag).
  */
 int fs_redis_script_load(fs_redis *, const char *path);
 /*
- * Runs a loaded script. Returns the reply, which the caller frees with
- * freeReplyObject, or NULL with err/errstr set (a Redis error reply is
- * returned as NULL too, its text in errstr).
+ * Runs a loaded script on the node of its first key. Returns the reply,
+ * which the caller frees with freeReplyObject, or NULL with err/errstr set
+ * (a Redis error reply is returned as NULL too, its text in errstr).
  */
 redisReply *fs_redis_eval(fs_redis *, int script, int nkeys, int argc, const char **argv);
 /* Runs one command (hiredis format); NULL on failure or error reply. */
 redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
 /* Runs one command given as arguments; NULL on failure or error reply. */
 redisReply *fs_redis_argv(fs_redis *, int argc, const char **argv, const size_t *argvlen);
+/*
+ * WAIT numreplicas timeout_ms on the node of the previous command: how
+ * many of its replicas have every write made so far, or -1 with err set.
+ */
+long fs_redis_wait(fs_redis *, int numreplicas, int timeout_ms);
+/*
+ * For commands that must reach every master (server state, flushes): the
+ * number of masters (1 for a single Redis) after a fresh look at the
+ * cluster, or -1 with err set; then fs_redis_master_argv(r, i, ...) for
+ * each i below it runs a command there, with no redirect followed.
+ */
+int fs_redis_masters(fs_redis *);
+redisReply *fs_redis_master_argv(fs_redis *, int master, int argc, const char **argv,
+    const size_t *argvlen);
+
+/* The cluster's key hashing, as Redis does it. */
+uint16_t fs_redis_crc16(const char *buf, size_t len);
+/* The slot of a key: CRC16 of its {hash tag} (or the whole key) mod 16384. */
+unsigned fs_redis_key_slot(const char *key, size_t len);
+
+enum fs_redis_redirect {
+	FS_REDIS_NO_REDIRECT = 0,
+	FS_REDIS_MOVED,
+	FS_REDIS_ASK
+};
+/*
+ * Reads an error reply "MOVED <slot> <host:port>" or "ASK <slot> <host:port>";
+ * an empty host (":port") means the host of the node that answered.
+ * Returns FS_REDIS_NO_REDIRECT for anything else or a malformed redirect.
+ */
+enum fs_redis_redirect fs_redis_parse_redirect(const char *err, unsigned *slot, char *addr,
+    size_t addrlen);
 
 #endif

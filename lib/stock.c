@@ -82,11 +82,11 @@ place_tag(char tag[FS_STOCK_TAG_MAX], uint64_t sale, int p)
 		snprintf(tag, FS_STOCK_TAG_MAX, "%" PRIu64 ".%d", sale, p);
 }
 
-/* The driver failed: an I/O failure drops its connection, an error reply does not. */
+/* The driver failed: Redis away or silent (may heal), or an error reply (will not). */
 static void
 redis_err(fs_stock *s, const char *what)
 {
-	s->err = s->redis->ctx == NULL ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
+	s->err = s->redis->err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
 	snprintf(s->errstr, sizeof(s->errstr), "%s: %s", what, s->redis->errstr);
 }
 
@@ -665,6 +665,24 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 		}
 	}
 	return reserve_elsewhere(s, l, &a, home, shards, out);
+}
+
+int
+fs_stock_replicate(fs_stock *s, int timeout_ms)
+{
+	long acked = fs_redis_wait(s->redis, 1, timeout_ms);
+
+	if (acked < 0) {
+		redis_err(s, "replicate");
+		return -1;
+	}
+	if (acked < 1) {
+		s->err = FS_STOCK_ERR_IO;
+		snprintf(s->errstr, sizeof(s->errstr), "replicate: no replica had it within %d ms",
+		    timeout_ms);
+		return -1;
+	}
+	return 0;
 }
 
 /* release.lua at the place of tag; 1 the unit went back, 0 nothing held, -1 err. */

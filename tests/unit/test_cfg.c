@@ -63,6 +63,10 @@ main(void)
 			{ "FLASHSALE_REDIS", "localhost:0" },
 			{ "FLASHSALE_REDIS", "localhost:65536" },
 			{ "FLASHSALE_REDIS", ":6379" },
+			{ "FLASHSALE_REDIS", "127.0.0.1:7000,,127.0.0.1:7001" },
+			{ "FLASHSALE_REDIS", "127.0.0.1:7000,localhost" },
+			{ "FLASHSALE_REDIS", "127.0.0.1:7000," },
+			{ "FLASHSALE_REDIS_WAIT_MS", "901" },
 			{ "FLASHSALE_NCHAN_PUB", "127.0.0.1:8080/pub" },
 			{ "FLASHSALE_SOLDOUT_DIR", "state/soldout" },
 			{ "FLASHSALE_EXPIRE_TOKEN", "short" },
@@ -78,6 +82,8 @@ main(void)
 	}
 	setenv("FLASHSALE_REDIS", "127.0.0.1:6379", 1);
 	check(fs_cfg_load(&cfg, 0) == 0, "host:port is an address");
+	setenv("FLASHSALE_REDIS", "127.0.0.1:7000,127.0.0.2:7001,localhost:7002", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "a comma-separated list of host:port is an address list");
 	setenv("FLASHSALE_REDIS", "/tmp/redis.sock", 1);
 
 	memset(big, 'a', sizeof(big) - 1);

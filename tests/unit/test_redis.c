@@ -1,4 +1,8 @@
-/* Unit test of lib/redis against a real redis-server of its own (tests/unit/redis_server.h). */
+/*
+ * Unit test of lib/redis: the cluster's key hashing and redirect parsing,
+ * then a real redis-server of its own (tests/unit/redis_server.h), then a
+ * real private Redis Cluster (tests/unit/redis_cluster.h).
+ */
 #include "config.h"
 
 #include <stdio.h>
@@ -6,6 +10,7 @@
 
 #include "redis.h"
 #include "expect.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 
 /* A script file in the server's directory; its path in path. */
@@ -21,6 +26,258 @@ write_script(const struct test_redis *srv, char *path, size_t len, const char *b
 	return fclose(f);
 }
 
+/* CRC16 and slots against the reference values of Redis's cluster spec and cluster.c. */
+static void
+hashing_tests(void)
+{
+	char addr[64];
+	unsigned slot = 0;
+
+	check(fs_redis_crc16("123456789", 9) == 0x31C3, "CRC16 of \"123456789\" is 0x31C3");
+	check(fs_redis_key_slot("foo", 3) == 12182, "slot of foo is 12182");
+	check(fs_redis_key_slot("bar", 3) == 5061, "slot of bar is 5061");
+	check(fs_redis_key_slot("{user1000}.following", 20) ==
+		fs_redis_key_slot("{user1000}.followers", 20) &&
+		fs_redis_key_slot("{user1000}.following", 20) == fs_redis_key_slot("user1000", 8),
+	    "{user1000}.following and .followers share the slot of user1000");
+	check(fs_redis_key_slot("foo{}{bar}", 10) == (fs_redis_crc16("foo{}{bar}", 10) & 16383),
+	    "foo{}{bar}: an empty first tag hashes the whole key");
+	check(fs_redis_key_slot("foo{{bar}}zap", 13) == fs_redis_key_slot("{bar", 4) &&
+		fs_redis_key_slot("{bar", 4) == (fs_redis_crc16("{bar", 4) & 16383),
+	    "foo{{bar}}zap hashes \"{bar\"");
+	check(fs_redis_key_slot("foo{bar}{zap}", 13) == fs_redis_key_slot("bar", 3),
+	    "foo{bar}{zap}: the first tag only");
+	check(fs_redis_key_slot("fs:{42}:stock:7", 15) == fs_redis_key_slot("fs:{42}:holders", 15) &&
+		fs_redis_key_slot("fs:{42}:sale", 12) == fs_redis_key_slot("42", 2),
+	    "a sale's keys share its tag's slot");
+	check(fs_redis_key_slot("{", 1) == (fs_redis_crc16("{", 1) & 16383) &&
+		fs_redis_key_slot("", 0) == 0,
+	    "an open brace alone and the empty key hash as they are");
+
+	check(fs_redis_parse_redirect("MOVED 3999 127.0.0.1:6381", &slot, addr, sizeof(addr)) ==
+		    FS_REDIS_MOVED &&
+		slot == 3999 && strcmp(addr, "127.0.0.1:6381") == 0,
+	    "MOVED: slot and address");
+	check(fs_redis_parse_redirect("ASK 16383 10.0.0.2:7000", &slot, addr, sizeof(addr)) ==
+		    FS_REDIS_ASK &&
+		slot == 16383 && strcmp(addr, "10.0.0.2:7000") == 0,
+	    "ASK: slot and address");
+	check(fs_redis_parse_redirect("MOVED 12 :7001", &slot, addr, sizeof(addr)) == FS_REDIS_MOVED &&
+		strcmp(addr, ":7001") == 0,
+	    "MOVED to an unknown host keeps the port (the host is the answering node's)");
+	check(fs_redis_parse_redirect("MOVED 16384 h:1", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("MOVED x h:1", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("MOVED 1 nohostport", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("MOVED 1 h:", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("ASK 1 h:1x", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("ERR wrong", &slot, addr, sizeof(addr)) == 0 &&
+		fs_redis_parse_redirect("MOVED 1 a-very-long-host-name:1", &slot, addr, 8) == 0,
+	    "malformed redirects, other errors and addresses too long are no redirect");
+}
+
+/* The driver's node index of the test cluster's node i, or -1. */
+static int
+drv_node(const fs_redis *r, const struct test_cluster *tc, int i)
+{
+	char addr[32];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc->port[i]);
+	for (int n = 0; n < r->nnodes; n++)
+		if (strcmp(r->node[n].addr, addr) == 0)
+			return n;
+	return -1;
+}
+
+/* 1 when the driver's GET key answers want. */
+static int
+get_is(fs_redis *r, const char *key, const char *want)
+{
+	redisReply *x = fs_redis_command(r, "GET %s", key);
+	int yes = x != NULL && x->type == REDIS_REPLY_STRING && strcmp(x->str, want) == 0;
+
+	if (x != NULL)
+		freeReplyObject(x);
+	return yes;
+}
+
+/* 1 when the reply is a status or string reply; frees it. */
+static int
+done(redisReply *x)
+{
+	int yes = x != NULL && (x->type == REDIS_REPLY_STATUS || x->type == REDIS_REPLY_STRING);
+
+	if (x != NULL)
+		freeReplyObject(x);
+	return yes;
+}
+
+/* Runs CLUSTER SETSLOT slot what id on node i; 1 when it says OK. */
+static int
+setslot(const struct test_cluster *tc, int i, unsigned slot, const char *what, const char *id)
+{
+	return done(test_cluster_cmd(tc->port[i], "CLUSTER SETSLOT %u %s %s", slot, what, id));
+}
+
+/*
+ * The driver against a private 3-master cluster: routing, scripts loaded
+ * per node, a transaction on one node, every master, WAIT, a slot migrated
+ * (ASK, then MOVED) and a master killed and replaced by its replica.
+ */
+static void
+cluster_tests(void)
+{
+	struct test_cluster tc;
+	char seeds[128], key[64], path[128], id_src[41], id_dst[41];
+	int owners[TEST_CLUSTER_NODES] = { 0 }, routed = 1, slots_ok = 1, keys = 0, nused = 0;
+	int script, src, dst, m, replica, recovered = 0, tries = 0;
+	const char *argv[1];
+	long long total = 0;
+	struct timespec t0, t1;
+	unsigned slot;
+	redisReply *x;
+	fs_redis *r;
+	FILE *f;
+
+	if (test_cluster_start(&tc) != 0) {
+		check(0, "a private 3-master cluster starts (redis-server, redis-cli --cluster create)");
+		return;
+	}
+	/* The first seed is a port nobody listens on. */
+	snprintf(seeds, sizeof(seeds), "127.0.0.1:%d,127.0.0.1:%d", tc.port[0] + 9, tc.port[1]);
+	r = fs_redis_new(seeds, NULL, NULL);
+	check(r != NULL && r->nseeds == 2, "an address list of two seeds");
+	if (r == NULL)
+		goto out;
+	check(done(fs_redis_command(r, "SET %s %s", "fs:{1}:k", "v1")) && r->cluster == 1 &&
+		r->nmasters == 3,
+	    "the cluster is found past a dead seed: three masters, a SET works");
+	keys++;
+	for (int sale = 1; sale <= 12; sale++) {
+		int owner, n;
+
+		snprintf(key, sizeof(key), "fs:{%d}:sale", sale);
+		x = test_cluster_cmd(tc.port[0], "CLUSTER KEYSLOT %s", key);
+		slots_ok &= x != NULL && x->type == REDIS_REPLY_INTEGER &&
+		    (unsigned)x->integer == fs_redis_key_slot(key, strlen(key));
+		if (x != NULL)
+			freeReplyObject(x);
+		routed &= done(fs_redis_command(r, "SET %s %d", key, sale));
+		keys++;
+		owner = test_cluster_owner(&tc, key);
+		n = owner >= 0 ? drv_node(r, &tc, owner) : -1;
+		routed &= n >= 0 && r->last == n;
+		if (owner >= 0 && owners[owner]++ == 0)
+			nused++;
+	}
+	check(slots_ok, "fs_redis_key_slot agrees with CLUSTER KEYSLOT");
+	check(routed && nused == 3, "each key goes to its slot's master (12 sales over all three)");
+
+	snprintf(path, sizeof(path), "%s/get.lua", tc.dir);
+	if ((f = fopen(path, "w")) != NULL) {
+		fputs("return redis.call('GET', KEYS[1])", f);
+		fclose(f);
+	}
+	script = fs_redis_script_load(r, path);
+	routed = script >= 0;
+	for (int sale = 1; sale <= 12 && routed; sale++) {
+		char want[8];
+
+		snprintf(key, sizeof(key), "fs:{%d}:sale", sale);
+		snprintf(want, sizeof(want), "%d", sale);
+		argv[0] = key;
+		x = fs_redis_eval(r, script, 1, 1, argv);
+		routed = x != NULL && x->type == REDIS_REPLY_STRING && strcmp(x->str, want) == 0;
+		if (x != NULL)
+			freeReplyObject(x);
+	}
+	check(routed, "a script runs on each key's master, sent to each node when it lacks it");
+
+	/* A transaction whose key is on another node than the previous command's. */
+	for (int sale = 100; sale < 200; sale++) {
+		snprintf(key, sizeof(key), "fs:{%d}:tx", sale);
+		if (r->slot[fs_redis_key_slot(key, strlen(key))] != r->last)
+			break;
+	}
+	routed = done(fs_redis_command(r, "MULTI"));
+	routed &= done(fs_redis_command(r, "SET %s %s", key, "t"));
+	routed &= done(fs_redis_command(r, "GET %s", key));
+	x = fs_redis_command(r, "EXEC");
+	check(routed && x != NULL && x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
+		x->element[1]->type == REDIS_REPLY_STRING && strcmp(x->element[1]->str, "t") == 0 &&
+		r->multi == 0,
+	    "MULTI ... EXEC runs on the node of its first key");
+	if (x != NULL)
+		freeReplyObject(x);
+	keys++;
+	check(fs_redis_wait(r, 1, 1000) == 1, "WAIT: the replica of that node has the write");
+
+	check(fs_redis_masters(r) == 3, "three masters to visit");
+	for (int i = 0; i < 3; i++) {
+		x = fs_redis_master_argv(r, i, 1, (const char *[]){ "DBSIZE" }, NULL);
+		if (x != NULL && x->type == REDIS_REPLY_INTEGER)
+			total += x->integer;
+		if (x != NULL)
+			freeReplyObject(x);
+	}
+	check(total == keys, "every master visited once: the DBSIZEs add up to the keys written");
+
+	/* A slot on its way from src to dst: ASK while it moves, MOVED after. */
+	snprintf(key, sizeof(key), "fs:{mig}:x");
+	check(done(fs_redis_command(r, "SET %s %s", key, "m")), "a key to migrate");
+	slot = fs_redis_key_slot(key, strlen(key));
+	src = test_cluster_owner(&tc, key);
+	dst = src == 0 ? 1 : 0;
+	check(src >= 0 && src < 3 && test_cluster_id(&tc, src, id_src) == 0 &&
+		test_cluster_id(&tc, dst, id_dst) == 0 &&
+		setslot(&tc, dst, slot, "IMPORTING", id_src) &&
+		setslot(&tc, src, slot, "MIGRATING", id_dst) &&
+		done(test_cluster_cmd(tc.port[src], "MIGRATE 127.0.0.1 %d %s 0 5000", tc.port[dst], key)),
+	    "the key's slot is migrating and the key moved");
+	check(get_is(r, key, "m") && r->last == drv_node(r, &tc, dst) &&
+		r->slot[slot] == drv_node(r, &tc, src),
+	    "ASK: read on the importing node after ASKING; the map still says the old owner");
+	for (int i = 0; i < 3; i++)
+		setslot(&tc, i == 0 ? dst : i == dst ? 0 : i, slot, "NODE", id_dst);
+	check(get_is(r, key, "m") && r->slot[slot] == drv_node(r, &tc, dst),
+	    "MOVED: once the slot moved the driver follows and its map says the new owner");
+
+	/* A master killed, its replica promoted: the driver finds the new owner by itself. */
+	m = test_cluster_owner(&tc, "fs:{1}:k");
+	replica = -1;
+	for (int i = 0; i < TEST_CLUSTER_NODES; i++)
+		if (i != m && test_cluster_master_of(&tc, i) == m)
+			replica = i;
+	check(m >= 0 && replica >= 0 && done(fs_redis_command(r, "SET %s %s", "fs:{1}:k", "v2")) &&
+		fs_redis_wait(r, 1, 1000) == 1,
+	    "a write the replica of its master has (WAIT 1)");
+	test_cluster_kill(&tc, m, SIGKILL);
+	check(done(test_cluster_cmd(tc.port[replica], "CLUSTER FAILOVER FORCE")),
+	    "master killed (SIGKILL); its replica takes over (CLUSTER FAILOVER FORCE)");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	while (!recovered && t1.tv_sec - t0.tv_sec < 15) {
+		recovered = get_is(r, "fs:{1}:k", "v2");
+		tries++;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	printf("# recovered after %d tries, %ld ms\n", tries,
+	    (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	if (!recovered)
+		printf("# last error: %s\n", r->errstr);
+	check(recovered && r->last == drv_node(r, &tc, replica),
+	    "the driver recovers by itself within 15 s, on the promoted replica");
+	argv[0] = "fs:{1}:k";
+	x = script >= 0 ? fs_redis_eval(r, script, 1, 1, argv) : NULL;
+	check(x != NULL && x->type == REDIS_REPLY_STRING && strcmp(x->str, "v2") == 0,
+	    "the script runs on the promoted node");
+	if (x != NULL)
+		freeReplyObject(x);
+	unlink(path);
+out:
+	fs_redis_free(r);
+	test_cluster_stop(&tc);
+}
+
 int
 main(void)
 {
@@ -33,6 +290,7 @@ main(void)
 	redisReply *reply;
 	int script;
 
+	hashing_tests();
 	if (test_redis_start(&srv) != 0) {
 		printf("Bail out! redis-server does not start (deploy/install-deps installs it)\n");
 		return 99;
@@ -53,7 +311,7 @@ main(void)
 	fs_redis_free(r);
 	/* The private server has no ACL: settings without a user or password send no AUTH. */
 	r = test_redis_cfg(&srv, &cfg) == 0 ? fs_redis_open(&cfg, err, sizeof(err)) : NULL;
-	check(r != NULL && r->ctx == NULL, "opens from the settings without credentials, lazily");
+	check(r != NULL && r->node[0].ctx == NULL, "opens from the settings without credentials, lazily");
 
 	argv[0] = "SET";
 	argv[1] = "k";
@@ -69,7 +327,9 @@ main(void)
 		memcmp(reply->str, "a\0b", 3) == 0,
 	    "values are binary-safe");
 	freeReplyObject(reply);
-	check(fs_redis_command(r, "INCR %s", "k") == NULL && r->err && r->ctx != NULL &&
+	check(r->cluster == 0, "a server without cluster support is the one Redis");
+	check(fs_redis_command(r, "INCR %s", "k") == NULL && r->err == FS_REDIS_ERR_REPLY &&
+		r->node[0].ctx != NULL &&
 		strstr(r->errstr, "ERR") != NULL,
 	    "an error reply is NULL with its text; the connection stays");
 
@@ -96,7 +356,7 @@ main(void)
 		freeReplyObject(reply);
 
 	test_redis_stop(&srv);
-	check(fs_redis_command(r, "PING") == NULL && r->err && r->ctx == NULL,
+	check(fs_redis_command(r, "PING") == NULL && r->err == FS_REDIS_ERR_IO && r->node[0].ctx == NULL,
 	    "server gone: NULL, and the connection is dropped");
 	check(test_redis_run(&srv) == 0, "the server is back");
 	reply = fs_redis_command(r, "PING");
@@ -112,5 +372,6 @@ main(void)
 	fs_redis_free(NULL);
 	unlink(path);
 	test_redis_finish(&srv);
+	cluster_tests();
 	return failures == 0 ? 0 : 1;
 }
