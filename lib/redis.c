@@ -149,7 +149,8 @@ fs_redis_new(const char *addrs, const char *user, const char *password)
 		p += len + 1;
 	}
 	r->nseeds = r->nnodes;
-	r->cluster = -1;
+	/* One socket path: a Redis on this host, not a cluster (whose nodes are host:port). */
+	r->cluster = r->nseeds == 1 && r->node[0].addr[0] == '/' ? 0 : -1;
 	r->last = -1;
 	return r;
 fail:

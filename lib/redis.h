@@ -4,8 +4,9 @@
  * user on every (re)connection, and Lua scripts loaded from files and run
  * by EVALSHA with a NOSCRIPT fallback.
  *
- * The address setting is a comma-separated list of seed nodes. On first
- * use the driver asks a seed for CLUSTER SLOTS: a cluster routes each
+ * The address setting is a comma-separated list of seed nodes. One socket
+ * path is one Redis on this host, taken as it is. Otherwise, on first use
+ * the driver asks a seed for CLUSTER SLOTS: a cluster routes each
  * command by the CRC16 slot of its key (the {hash tag} rule of Redis) to
  * the slot's master; a server without cluster support (or a user without
  * the right to ask) is one Redis and takes every command. Redirects are

@@ -327,7 +327,9 @@ main(void)
 		memcmp(reply->str, "a\0b", 3) == 0,
 	    "values are binary-safe");
 	freeReplyObject(reply);
-	check(r->cluster == 0, "a server without cluster support is the one Redis");
+	check(r->cluster == 0 && fs_redis_masters(r) == 1 && r->cluster == 0 &&
+		done(fs_redis_master_argv(r, 0, 1, (const char *[]){ "PING" }, NULL)),
+	    "a server without cluster support (CLUSTER SLOTS refused) is the one Redis: one master");
 	check(fs_redis_command(r, "INCR %s", "k") == NULL && r->err == FS_REDIS_ERR_REPLY &&
 		r->node[0].ctx != NULL &&
 		strstr(r->errstr, "ERR") != NULL,
