@@ -894,7 +894,9 @@ fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 int
 fs_redis_masters(fs_redis *r)
 {
-	if (refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 && r->cluster < 0)
+	/* One socket path is one Redis for good (a MOVED would say otherwise). */
+	if ((r->cluster != 0 || r->nseeds > 1) && refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 &&
+	    r->cluster < 0)
 		return -1;
 	return r->cluster == 1 ? r->nmasters : 1;
 }

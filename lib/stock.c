@@ -1313,18 +1313,35 @@ fs_stock_forget_sale(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n
 long
 fs_stock_server_uptime(fs_stock *s)
 {
-	redisReply *r = cmd(s, "uptime", 2, (const char *[]){ "INFO", "server" });
-	const char *at;
-	long up = -1;
+	int masters = fs_redis_masters(s->redis);
+	long youngest = -1;
 
-	if (r == NULL)
+	if (masters < 0) {
+		redis_err(s, "uptime");
 		return -1;
-	if (r->type == REDIS_REPLY_STRING && (at = strstr(r->str, "uptime_in_seconds:")) != NULL)
+	}
+	for (int i = 0; i < masters; i++) {
+		redisReply *r = fs_redis_master_argv(s->redis, i, 2, (const char *[]){ "INFO", "server" },
+		    NULL);
+		const char *at;
+		long up;
+
+		if (r == NULL) {
+			redis_err(s, "uptime");
+			return -1;
+		}
+		if (r->type != REDIS_REPLY_STRING ||
+		    (at = strstr(r->str, "uptime_in_seconds:")) == NULL) {
+			set_err(s, FS_STOCK_ERR_REPLY, "uptime");
+			freeReplyObject(r);
+			return -1;
+		}
 		up = strtol(at + strlen("uptime_in_seconds:"), NULL, 10);
-	else
-		set_err(s, FS_STOCK_ERR_REPLY, "uptime");
-	freeReplyObject(r);
-	return up;
+		freeReplyObject(r);
+		if (youngest < 0 || up < youngest)
+			youngest = up;
+	}
+	return youngest;
 }
 
 int

@@ -251,7 +251,10 @@ int fs_stock_forget_sale(fs_stock *, uint64_t sale, const uint64_t *items, size_
  */
 int fs_stock_shards(fs_stock *, uint64_t sale, uint64_t item, char tags[][FS_STOCK_TAG_MAX],
     int max);
-/* Seconds since the Redis server started, or -1 with err set. */
+/*
+ * Seconds since the Redis server started (a cluster: its youngest master,
+ * the one most likely to have missed purchases), or -1 with err set.
+ */
 long fs_stock_server_uptime(fs_stock *);
 /*
  * Moves the sale's end, after which reserve answers sold out whatever the

@@ -286,7 +286,7 @@ main(void)
 	const char *argv[3];
 	size_t lens[3];
 	struct fs_cfg cfg;
-	fs_redis *r;
+	fs_redis *r, *other;
 	redisReply *reply;
 	int script;
 
@@ -327,9 +327,15 @@ main(void)
 		memcmp(reply->str, "a\0b", 3) == 0,
 	    "values are binary-safe");
 	freeReplyObject(reply);
-	check(r->cluster == 0 && fs_redis_masters(r) == 1 && r->cluster == 0 &&
+	check(r->cluster == 0 && fs_redis_masters(r) == 1 &&
 		done(fs_redis_master_argv(r, 0, 1, (const char *[]){ "PING" }, NULL)),
-	    "a server without cluster support (CLUSTER SLOTS refused) is the one Redis: one master");
+	    "one socket path is one Redis: one master");
+	snprintf(big, sizeof(big), "%s,%s", srv.sock, srv.sock);
+	other = fs_redis_new(big, NULL, NULL);
+	check(other != NULL && done(fs_redis_command(other, "PING")) && other->cluster == 0 &&
+		fs_redis_masters(other) == 1,
+	    "a seed list whose server has no cluster support (CLUSTER SLOTS refused): the one Redis");
+	fs_redis_free(other);
 	check(fs_redis_command(r, "INCR %s", "k") == NULL && r->err == FS_REDIS_ERR_REPLY &&
 		r->node[0].ctx != NULL &&
 		strstr(r->errstr, "ERR") != NULL,
