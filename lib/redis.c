@@ -581,6 +581,24 @@ is_retryable(const char *err)
 	    strncmp(err, "LOADING", 7) == 0;
 }
 
+/* A redirect from node n, its address made whole (":port" is on n's host). */
+static enum fs_redis_redirect
+redirect_of(const fs_redis *r, int n, const char *err, unsigned *slot, char *addr, size_t addrlen)
+{
+	enum fs_redis_redirect kind = fs_redis_parse_redirect(err, slot, addr, addrlen);
+	const char *colon = strrchr(r->node[n].addr, ':');
+	char port[16];
+
+	if (kind == FS_REDIS_NO_REDIRECT || addr[0] != ':')
+		return kind;
+	snprintf(port, sizeof(port), "%s", addr);
+	if (r->node[n].addr[0] == '/' || colon == NULL ||
+	    (size_t)(colon - r->node[n].addr) + strlen(port) >= addrlen)
+		return FS_REDIS_NO_REDIRECT;
+	snprintf(addr, addrlen, "%.*s%s", (int)(colon - r->node[n].addr), r->node[n].addr, port);
+	return kind;
+}
+
 /* A MOVED: the slot is on addr now, and the map needs a fresh look. */
 static void
 moved(fs_redis *r, unsigned slot, int n)
@@ -631,10 +649,15 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			continue;
 		}
 		if (r->multi == 1) {
-			if ((x = redisCommand(c, "MULTI")) == NULL || x->type == REDIS_REPLY_ERROR) {
-				set_err(r, FS_REDIS_ERR_IO, "redis MULTI", x != NULL ? x->str : c->errstr);
-				freeReplyObject(x);
+			if ((x = redisCommand(c, "MULTI")) == NULL) {
+				set_err(r, FS_REDIS_ERR_IO, "redis MULTI", c->errstr);
 				node_drop(r, n);
+				r->multi = 0;
+				return NULL;
+			}
+			if (x->type == REDIS_REPLY_ERROR) {
+				set_err(r, FS_REDIS_ERR_REPLY, "redis MULTI", x->str);
+				freeReplyObject(x);
 				r->multi = 0;
 				return NULL;
 			}
@@ -678,7 +701,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			ask = was_ask;
 			continue;
 		} else {
-			switch (fs_redis_parse_redirect(reply->str, &slot, addr, sizeof(addr))) {
+			switch (redirect_of(r, n, reply->str, &slot, addr, sizeof(addr))) {
 			case FS_REDIS_MOVED:
 				if ((n = node_of(r, addr)) >= 0) {
 					moved(r, slot, n);
