@@ -665,6 +665,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			r->multi = 2;
 		}
 		r->last = n;
+		r->touched |= (uint64_t)1 << n;
 		if ((reply = send_cmd(c, ask >= 0, cmd, len)) == NULL) {
 			/* It may have run: never sent twice. The map gets a fresh look. */
 			set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
@@ -889,20 +890,22 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 	return run_argv(r, argc + 3, args, NULL, idx);
 }
 
-long
-fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
+/* WAIT on node n: how many replicas acknowledged, or -1 with err set. */
+static long
+wait_on(fs_redis *r, int n, int numreplicas, int timeout_ms)
 {
-	redisContext *c;
+	redisContext *c = r->node[n].ctx;
 	redisReply *x;
 	long acked = -1;
 
-	if (r->last < 0 || (c = r->node[r->last].ctx) == NULL) {
-		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", "no connection to wait on");
+	/* A connection lost since the write: what it wrote may be lost too. */
+	if (c == NULL || c->err != 0) {
+		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", "the connection of the write is gone");
 		return -1;
 	}
 	if ((x = redisCommand(c, "WAIT %d %d", numreplicas, timeout_ms)) == NULL) {
 		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", c->errstr);
-		node_drop(r, r->last);
+		node_drop(r, n);
 		return -1;
 	}
 	if (x->type == REDIS_REPLY_INTEGER)
@@ -912,6 +915,28 @@ fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 		    x->type == REDIS_REPLY_ERROR ? x->str : "unexpected reply");
 	freeReplyObject(x);
 	return acked;
+}
+
+long
+fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
+{
+	uint64_t touched = r->touched;
+	long fewest = -1;
+
+	r->touched = 0;
+	for (int n = 0; n < r->nnodes; n++) {
+		long acked;
+
+		if ((touched & ((uint64_t)1 << n)) == 0)
+			continue;
+		if ((acked = wait_on(r, n, numreplicas, timeout_ms)) < 0)
+			return -1;
+		if (fewest < 0 || acked < fewest)
+			fewest = acked;
+	}
+	if (fewest < 0)
+		set_err(r, FS_REDIS_ERR_REPLY, "redis WAIT", "no command to wait for");
+	return fewest;
 }
 
 int

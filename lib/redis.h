@@ -73,6 +73,7 @@ typedef struct fs_redis {
 	unsigned char master[FS_REDIS_NODES_MAX]; /* cluster: node indexes of the masters */
 	int nmasters;
 	int last;               /* node of the previous command (-1: none) */
+	uint64_t touched;       /* nodes commands went to since the last fs_redis_wait */
 	int multi;              /* 1 MULTI not sent yet, 2 sent to node last: pinned */
 	struct {
 		char *body;
@@ -123,8 +124,10 @@ redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
 /* Runs one command given as arguments; NULL on failure or error reply. */
 redisReply *fs_redis_argv(fs_redis *, int argc, const char **argv, const size_t *argvlen);
 /*
- * WAIT numreplicas timeout_ms on the node of the previous command: how
- * many of its replicas have every write made so far, or -1 with err set.
+ * WAIT numreplicas timeout_ms on every node that commands went to since
+ * the previous fs_redis_wait (a node only read from answers at once): the
+ * fewest replicas of those nodes that have every write this driver made
+ * there, or -1 with err set (also when a connection that wrote is gone).
  */
 long fs_redis_wait(fs_redis *, int numreplicas, int timeout_ms);
 /*

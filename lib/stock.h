@@ -178,9 +178,10 @@ int fs_stock_unit_place(int home, int shards);
 enum fs_stock_result fs_stock_reserve(fs_stock *, uint64_t sale, uint64_t item, const char *user,
     const char *order_id, int64_t now_ms, struct fs_stock_hold *out);
 /*
- * After a reservation: waits up to timeout_ms until a replica of the Redis
- * master that took it has it too (WAIT 1), so that a replica promoted after
- * the master's death keeps every hold answered 202. 0, or -1 with err set
+ * After a reservation: waits up to timeout_ms until a replica of each Redis
+ * master it wrote to (its shard, the shopper's guard) has it too (WAIT 1),
+ * so that a replica promoted after a master's death keeps every hold
+ * answered 202. 0, or -1 with err set
  * (FS_STOCK_ERR_IO when no replica acknowledged in time).
  */
 int fs_stock_replicate(fs_stock *, int timeout_ms);
