@@ -1,8 +1,9 @@
 /*
  * A real private Redis Cluster for the unit tests: 3 masters and 3
- * replicas on loopback ports derived from FLASHSALE_TEST_PORT_BASE (base+40
- * .. base+45, cluster bus on base+50 .. base+55, all below the kernel's
- * ephemeral ports), in a fresh temporary directory, created with
+ * replicas on loopback ports derived from FLASHSALE_TEST_PORT_BASE (base +
+ * offset + 0..5, cluster bus on base + offset + 10..15, all below the
+ * kernel's ephemeral ports; each test program its own offset, so two can
+ * run at once), in a fresh temporary directory, created with
  * `redis-cli --cluster create`, ready once every node says cluster_state:ok
  * and every replica's link to its master is up, and stopped by PID. Each
  * node logs to node-<port>.log in the directory.
@@ -32,7 +33,7 @@ struct test_cluster {
 };
 
 /* A connection to the node on port, or NULL. */
-static redisContext *
+static inline redisContext *
 test_cluster_connect(int port)
 {
 	struct timeval tv = { 1, 0 };
@@ -48,7 +49,7 @@ test_cluster_connect(int port)
 }
 
 /* One command to the node on port; the reply (free it) or NULL. */
-static redisReply *
+static inline redisReply *
 test_cluster_cmd(int port, const char *fmt, ...)
 {
 	redisContext *c = test_cluster_connect(port);
@@ -65,7 +66,7 @@ test_cluster_cmd(int port, const char *fmt, ...)
 }
 
 /* 1 when the node's reply to fmt is a string containing want. */
-static int
+static inline int
 test_cluster_says(int port, const char *want, const char *fmt, const char *arg)
 {
 	redisReply *x = test_cluster_cmd(port, fmt, arg);
@@ -77,7 +78,7 @@ test_cluster_says(int port, const char *want, const char *fmt, const char *arg)
 }
 
 /* Waits (polling, at most ms) until every live node's CLUSTER INFO holds want. */
-static int
+static inline int
 test_cluster_wait(const struct test_cluster *tc, const char *want, int ms)
 {
 	struct timespec step = { 0, 20 * 1000000L };
@@ -96,7 +97,7 @@ test_cluster_wait(const struct test_cluster *tc, const char *want, int ms)
 }
 
 /* Stops node i by SIGKILL (sig) or SIGTERM and waits for it. */
-static void
+static inline void
 test_cluster_kill(struct test_cluster *tc, int i, int sig)
 {
 	if (tc->pid[i] > 0) {
@@ -106,7 +107,7 @@ test_cluster_kill(struct test_cluster *tc, int i, int sig)
 	tc->pid[i] = -1;
 }
 
-static void
+static inline void
 test_cluster_stop(struct test_cluster *tc)
 {
 	char path[128];
@@ -122,7 +123,7 @@ test_cluster_stop(struct test_cluster *tc)
 }
 
 /* Runs a program and waits for it; its exit status, or -1. */
-static int
+static inline int
 test_cluster_spawn(char *const argv[])
 {
 	int status;
@@ -149,8 +150,8 @@ test_cluster_spawn(char *const argv[])
  * ports) each with a replica, and waits until every node says
  * cluster_state:ok (within 30 s). 0, or -1 with the nodes stopped.
  */
-static int
-test_cluster_start(struct test_cluster *tc)
+static inline int
+test_cluster_start(struct test_cluster *tc, int offset)
 {
 	const char *env = getenv("FLASHSALE_TEST_PORT_BASE");
 	int base = env != NULL ? atoi(env) : 28080;
@@ -167,9 +168,9 @@ test_cluster_start(struct test_cluster *tc)
 	for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
 		char port[16], bus[16], conf[96], log[96];
 
-		tc->port[i] = base + 40 + i;
+		tc->port[i] = base + offset + i;
 		snprintf(port, sizeof(port), "%d", tc->port[i]);
-		snprintf(bus, sizeof(bus), "%d", base + 50 + i);
+		snprintf(bus, sizeof(bus), "%d", base + offset + 10 + i);
 		snprintf(conf, sizeof(conf), "nodes-%d.conf", tc->port[i]);
 		snprintf(log, sizeof(log), "node-%d.log", tc->port[i]);
 		if ((tc->pid[i] = fork()) < 0)
@@ -231,7 +232,7 @@ fail:
 }
 
 /* The index of the node whose replica is node i (ROLE), or -1. */
-static int
+static inline int
 test_cluster_master_of(const struct test_cluster *tc, int i)
 {
 	redisReply *x = test_cluster_cmd(tc->port[i], "ROLE");
@@ -248,7 +249,7 @@ test_cluster_master_of(const struct test_cluster *tc, int i)
 }
 
 /* The live node that serves key (answers GET without a redirect), or -1. */
-static int
+static inline int
 test_cluster_owner(const struct test_cluster *tc, const char *key)
 {
 	int owner = -1;
@@ -265,7 +266,7 @@ test_cluster_owner(const struct test_cluster *tc, const char *key)
 }
 
 /* The node id of node i (CLUSTER MYID) into id; 0 or -1. */
-static int
+static inline int
 test_cluster_id(const struct test_cluster *tc, int i, char id[41])
 {
 	redisReply *x = test_cluster_cmd(tc->port[i], "CLUSTER MYID");

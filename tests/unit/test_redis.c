@@ -138,7 +138,7 @@ cluster_tests(void)
 	fs_redis *r;
 	FILE *f;
 
-	if (test_cluster_start(&tc) != 0) {
+	if (test_cluster_start(&tc, 40) != 0) {
 		check(0, "a private 3-master cluster starts (redis-server, redis-cli --cluster create)");
 		return;
 	}

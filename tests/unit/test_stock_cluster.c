@@ -1,0 +1,99 @@
+/*
+ * Unit test of lib/stock on a real private Redis Cluster (tests/unit/
+ * redis_cluster.h) with the real scripts of lua/ (top_srcdir): sales whose
+ * places land on every master are warmed (WATCH, MULTI ... EXEC on the
+ * sale's node), reserved, read back in a snapshot, released and forgotten,
+ * each through the cluster client's routing; and the uptime of the
+ * youngest master.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "redis.h"
+#include "stock.h"
+#include "expect.h"
+#include "redis_cluster.h"
+
+#define SALES 9
+
+/* Sale: item 11 with 3 units, item 12 with none. */
+static int
+warm(fs_stock *st, uint64_t sale)
+{
+	static const struct fs_stock_warm_item items[] = { { 11, 3, 1 }, { 12, 0, 1 } };
+	static const uint64_t ids[] = { 11, 12 };
+	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 2 };
+	struct fs_stock_record young[4];
+	size_t nyoung;
+	long holds;
+
+	if (fs_stock_warm_begin(st, sale, ids, 2, INT64_MAX, young, 4, &nyoung, &holds) != 0)
+		return -1;
+	return fs_stock_warm(st, sale, &w);
+}
+
+int
+main(void)
+{
+	const char *top = getenv("top_srcdir");
+	struct test_cluster tc;
+	char seeds[64], err[256], id[FS_UUID_STRLEN + 1], key[32];
+	int owners[TEST_CLUSTER_NODES] = { 0 }, nused = 0, warmed = 1, reserved = 1, seen = 1;
+	int released = 1, forgotten = 1;
+	uint64_t items[2] = { 11, 12 };
+	struct fs_stock_snapshot snap;
+	struct fs_stock_hold h;
+	struct fs_cfg cfg;
+	fs_stock *st;
+
+	if (top == NULL || test_cluster_start(&tc, 60) != 0) {
+		printf("Bail out! needs top_srcdir, redis-server and redis-cli\n");
+		return 99;
+	}
+	snprintf(seeds, sizeof(seeds), "127.0.0.1:%d,127.0.0.1:%d", tc.port[0], tc.port[2]);
+	if (setenv("FLASHSALE_REDIS", seeds, 1) != 0 || unsetenv("FLASHSALE_REDIS_USER") != 0 ||
+	    unsetenv("FLASHSALE_REDIS_PASSWORD_FILE") != 0 ||
+	    fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_REDIS)) != 0 ||
+	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL) {
+		printf("Bail out! a stock on the cluster\n");
+		test_cluster_stop(&tc);
+		return 99;
+	}
+	for (uint64_t sale = 1; sale <= SALES; sale++) {
+		int owner;
+
+		snprintf(id, sizeof(id), "01900000-0000-7000-8000-%012" PRIu64, sale);
+		warmed &= warm(st, sale) == 0;
+		reserved &= fs_stock_reserve(st, sale, 11, "ann", id, fs_clock_now_ms(), &h) ==
+			FS_STOCK_RESERVED &&
+		    h.left == 2 &&
+		    fs_stock_reserve(st, sale, 12, "bob", "01900000-0000-7000-8000-0000000000bb",
+			fs_clock_now_ms(), &h) == FS_STOCK_SOLD_OUT;
+		seen &= fs_stock_snapshot(st, sale, items, 2, &snap) == 0 && snap.loaded &&
+		    snap.nholds == 1 && strcmp(snap.holds[0].order_id, id) == 0 &&
+		    snap.nunconfirmed == 1 && snap.left[0] == 2 && snap.left[1] == 0;
+		fs_stock_snapshot_free(&snap);
+		released &= fs_stock_release(st, sale, 11, id) == 1;
+		forgotten &= fs_stock_confirm(st, sale, (const char *const[]){ id }, 1) == 0 &&
+		    fs_stock_forget_sale(st, sale, items, 2) == 1;
+		snprintf(key, sizeof(key), "fs:{%" PRIu64 "}:sale", sale);
+		if ((owner = test_cluster_owner(&tc, key)) >= 0 && owners[owner]++ == 0)
+			nused++;
+	}
+	check(nused >= 2, "the sales' places spread over the masters");
+	check(warmed, "warm (WATCH, MULTI ... EXEC) on each sale's master");
+	check(reserved, "reserve on each sale's master: a unit, and sold out");
+	check(seen, "the snapshot (one MULTI) shows each sale's hold");
+	check(released, "release gives each unit back");
+	check(forgotten, "forget removes each ended sale's keys");
+	check(fs_stock_server_uptime(st) >= 0 && st->redis->nmasters == 3,
+	    "the uptime of the youngest of three masters");
+	fs_stock_free(st);
+	test_cluster_stop(&tc);
+	return failures == 0 ? 0 : 1;
+}
