@@ -119,6 +119,9 @@ test_cluster_stop(struct test_cluster *tc)
 		snprintf(path, sizeof(path), "%s/node-%d.log", tc->dir, tc->port[i]);
 		unlink(path);
 	}
+	/* A replica's full sync leaves the master's snapshot behind. */
+	snprintf(path, sizeof(path), "%s/dump.rdb", tc->dir);
+	unlink(path);
 	rmdir(tc->dir);
 }
 
