@@ -255,7 +255,8 @@ print_warm(uint64_t sale, const char *what, const struct fs_sales_warm_report *r
 static void
 print_shards(fs_pg *pg, fs_stock *r, uint64_t sale)
 {
-	char tags[FS_STOCK_SHARDS_MAX][FS_STOCK_TAG_MAX], err[256];
+	struct fs_stock_shard shards[FS_STOCK_SHARDS_MAX];
+	char err[256];
 	uint64_t *items;
 	int n;
 
@@ -263,13 +264,14 @@ print_shards(fs_pg *pg, fs_stock *r, uint64_t sale)
 		return;
 	n = fs_sales_item_ids(pg, sale, items, err, sizeof(err));
 	for (int i = 0; i < n; i++) {
-		int shards = fs_stock_shards(r, sale, items[i], tags, FS_STOCK_SHARDS_MAX);
+		int k = fs_stock_shards(r, sale, items[i], shards, FS_STOCK_SHARDS_MAX);
 
-		if (shards <= 1)
+		if (k <= 1)
 			continue;
-		printf("item %" PRIu64 ": %d shards, hash tags", items[i], shards);
-		for (int p = 0; p < shards; p++)
-			printf(" {%s}", tags[p]);
+		printf("item %" PRIu64 ": %d shards:", items[i], k);
+		for (int p = 0; p < k; p++)
+			printf("%s {%s} slot %u on %s", p > 0 ? "," : "", shards[p].tag, shards[p].slot,
+			    shards[p].master);
 		printf("\n");
 	}
 	free(items);

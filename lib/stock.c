@@ -82,6 +82,19 @@ place_tag(char tag[FS_STOCK_TAG_MAX], uint64_t sale, int p)
 		snprintf(tag, FS_STOCK_TAG_MAX, "%" PRIu64 ".%d", sale, p);
 }
 
+/* The driver's node that serves the place of tag: its index, or -1 when unknown. */
+static int
+node_of(const fs_stock *s, const char *tag, unsigned *slot)
+{
+	char k[KEY_MAX];
+
+	key(k, KEY_SALE, tag, 0);
+	*slot = fs_redis_key_slot(k, strlen(k));
+	if (s->redis->cluster != 1)
+		return s->redis->home;
+	return s->redis->slot != NULL && s->redis->slot[*slot] != 0xff ? s->redis->slot[*slot] : -1;
+}
+
 /* The driver failed: Redis away or silent (may heal), or an error reply (will not). */
 static void
 redis_err(fs_stock *s, const char *what)
@@ -895,16 +908,25 @@ fs_stock_find_hold(fs_stock *s, uint64_t sale, const char *order_id, struct fs_s
 }
 
 int
-fs_stock_shards(fs_stock *s, uint64_t sale, uint64_t item, char tags[][FS_STOCK_TAG_MAX], int max)
+fs_stock_shards(fs_stock *s, uint64_t sale, uint64_t item, struct fs_stock_shard *out, int max)
 {
 	struct fs_stock_layout l;
 	int shards;
 
 	if (layout_read(s, sale, &l) < 0)
 		return -1;
-	shards = shards_of(&l, item);
-	for (int p = 0; p < shards && p < max; p++)
-		snprintf(tags[p], FS_STOCK_TAG_MAX, "%s", l.tags[p]);
+	/* A fresh look at the cluster: which master serves each slot now. */
+	if ((shards = shards_of(&l, item)) > 1 && fs_redis_masters(s->redis) < 0) {
+		redis_err(s, "shards");
+		return -1;
+	}
+	for (int p = 0; p < shards && p < max; p++) {
+		int node = node_of(s, l.tags[p], &out[p].slot);
+
+		snprintf(out[p].tag, sizeof(out[p].tag), "%s", l.tags[p]);
+		snprintf(out[p].master, sizeof(out[p].master), "%s",
+		    node >= 0 ? s->redis->node[node].addr : "?");
+	}
 	return shards;
 }
 
@@ -951,71 +973,87 @@ share_of(long left, int shards, int p)
 	return left / shards + (p < left % shards);
 }
 
-/* Queues, inside the open MULTI, the removal of what a layout's places hold; 0 or -1. */
+/* The index of tag among a layout's places, or -1. */
 static int
-warm_clear(fs_stock *s, const struct fs_stock_layout *old, const struct fs_stock_warm *w)
+place_of(const struct fs_stock_layout *l, const char *tag)
+{
+	for (int p = 0; p < l->nplaces; p++)
+		if (strcmp(l->tags[p], tag) == 0)
+			return p;
+	return -1;
+}
+
+/* Queues, inside the open MULTI, the removal of what place p of the old layout holds. */
+static int
+warm_clear(fs_stock *s, const struct fs_stock_layout *old, int p, const struct fs_stock_warm *w)
 {
 	char k[4][KEY_MAX];
 
-	for (int p = 0; p < old->nplaces; p++) {
-		key(k[0], KEY_HOLDERS, old->tags[p], 0);
-		key(k[1], KEY_ORDERS, old->tags[p], 0);
-		key(k[2], KEY_UNCONFIRMED, old->tags[p], 0);
-		key(k[3], KEY_SALE, old->tags[p], 0);
-		/* The first place's settings stay (an end moved early); the others go. */
-		if (cmd_do(s, "warm", p == 0 ? 4 : 5,
-			(const char *[]){ "DEL", k[0], k[1], k[2], k[3] }) != 0)
+	key(k[0], KEY_HOLDERS, old->tags[p], 0);
+	key(k[1], KEY_ORDERS, old->tags[p], 0);
+	key(k[2], KEY_UNCONFIRMED, old->tags[p], 0);
+	key(k[3], KEY_SALE, old->tags[p], 0);
+	/* The first place's settings stay (an end moved early); the others go. */
+	if (cmd_do(s, "warm", p == 0 ? 4 : 5, (const char *[]){ "DEL", k[0], k[1], k[2], k[3] }) != 0)
+		return -1;
+	if (p == 0)
+		return cmd_do(s, "warm", 4, (const char *[]){ "HDEL", k[3], "places", "sharded" });
+	for (size_t i = 0; i < w->nitems; i++) {
+		key(k[0], KEY_STOCK, old->tags[p], w->items[i].id);
+		if (cmd_do(s, "warm", 2, (const char *[]){ "DEL", k[0] }) != 0)
 			return -1;
-		for (size_t i = 0; p > 0 && i < w->nitems; i++) {
-			key(k[0], KEY_STOCK, old->tags[p], w->items[i].id);
-			if (cmd_do(s, "warm", 2, (const char *[]){ "DEL", k[0] }) != 0)
-				return -1;
-		}
 	}
-	key(k[3], KEY_SALE, old->tags[0], 0);
-	return cmd_do(s, "warm", 4, (const char *[]){ "HDEL", k[3], "places", "sharded" });
+	return 0;
 }
 
-/* Queues the writes of warm inside the open MULTI, in the new layout l; 0 or -1. */
+/* Queues, inside the open MULTI, the settings and layout of place p of l; 0 or -1. */
 static int
-warm_queue(fs_stock *s, const struct fs_stock_layout *l, const struct fs_stock_warm *w)
+warm_settings(fs_stock *s, const struct fs_stock_layout *l, int p, const struct fs_stock_warm *w)
 {
-	char k[KEY_MAX], k2[KEY_MAX], num[24], rec[FS_STOCK_RECORD_MAX];
+	char k[KEY_MAX], num[24];
 	char places[FS_STOCK_SHARDS_MAX * FS_STOCK_TAG_MAX] = "";
 	char sharded[FS_STOCK_SHARDED_ITEMS_MAX * 24] = "";
 
-	for (int p = 0; p < l->nplaces; p++) {
-		key(k, KEY_SALE, l->tags[p], 0);
-		snprintf(num, sizeof(num), "%ld", w->window_s);
-		if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "window", num }) != 0)
-			return -1;
-		snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
-		if (w->ends_ms > 0 && cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
-			return -1;
-		if (p > 0)
-			snprintf(places + strlen(places), sizeof(places) - strlen(places), "%s%s",
-			    p > 1 ? " " : "", l->tags[p]);
-	}
-	key(k, KEY_SALE, l->tags[0], 0);
-	if (l->nplaces > 1 && cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "places", places }) != 0)
+	key(k, KEY_SALE, l->tags[p], 0);
+	snprintf(num, sizeof(num), "%ld", w->window_s);
+	if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "window", num }) != 0)
 		return -1;
+	snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
+	if (w->ends_ms > 0 && cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
+		return -1;
+	if (p > 0 || l->nplaces == 1)
+		return 0;
+	for (int q = 1; q < l->nplaces; q++)
+		snprintf(places + strlen(places), sizeof(places) - strlen(places), "%s%s",
+		    q > 1 ? " " : "", l->tags[q]);
 	for (size_t i = 0; i < l->nsharded; i++)
 		snprintf(sharded + strlen(sharded), sizeof(sharded) - strlen(sharded),
 		    "%s%" PRIu64 ":%d", i > 0 ? " " : "", l->sharded[i].item, l->sharded[i].shards);
-	if (l->nsharded > 0 &&
-	    cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "sharded", sharded }) != 0)
+	return cmd_do(s, "warm", 6, (const char *[]){ "HSET", k, "places", places, "sharded", sharded });
+}
+
+/*
+ * Queues, inside the open MULTI, what place p of the new layout l holds:
+ * settings, its shard of each item, and the holds as a purchase would have
+ * made them (guard at the shopper's home, record with its unit); 0 or -1.
+ */
+static int
+warm_queue(fs_stock *s, const struct fs_stock_layout *l, int p, const struct fs_stock_warm *w)
+{
+	char k[KEY_MAX], num[24], rec[FS_STOCK_RECORD_MAX];
+
+	if (warm_settings(s, l, p, w) != 0)
 		return -1;
 	for (size_t i = 0; i < w->nitems; i++) {
 		int shards = shards_of(l, w->items[i].id);
 
-		for (int p = 0; p < shards; p++) {
-			key(k, KEY_STOCK, l->tags[p], w->items[i].id);
-			snprintf(num, sizeof(num), "%ld", share_of(w->items[i].left, shards, p));
-			if (cmd_do(s, "warm", 3, (const char *[]){ "SET", k, num }) != 0)
-				return -1;
-		}
+		if (p >= shards)
+			continue;
+		key(k, KEY_STOCK, l->tags[p], w->items[i].id);
+		snprintf(num, sizeof(num), "%ld", share_of(w->items[i].left, shards, p));
+		if (cmd_do(s, "warm", 3, (const char *[]){ "SET", k, num }) != 0)
+			return -1;
 	}
-	/* Each hold as a purchase would have made it: guard at home, record with its unit. */
 	for (size_t i = 0; i < w->nholds + w->npending; i++) {
 		const struct fs_stock_record *h =
 		    i < w->nholds ? &w->holds[i] : &w->pending[i - w->nholds];
@@ -1026,19 +1064,38 @@ warm_queue(fs_stock *s, const struct fs_stock_layout *l, const struct fs_stock_w
 			set_err(s, FS_STOCK_ERR_REPLY, "warm: shopper id too long");
 			return -1;
 		}
-		key(k, KEY_HOLDERS, l->tags[home], 0);
-		key(k2, KEY_ORDERS, l->tags[q], 0);
-		if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, h->user, h->order_id }) != 0 ||
-		    cmd_do(s, "warm", 4, (const char *[]){ "HSET", k2, h->order_id, rec }) != 0)
+		key(k, KEY_HOLDERS, l->tags[p], 0);
+		if (home == p &&
+		    cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, h->user, h->order_id }) != 0)
+			return -1;
+		if (q != p)
+			continue;
+		key(k, KEY_ORDERS, l->tags[p], 0);
+		if (cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, h->order_id, rec }) != 0)
 			return -1;
 		if (i < w->nholds)
 			continue;
-		key(k, KEY_UNCONFIRMED, l->tags[q], 0);
+		key(k, KEY_UNCONFIRMED, l->tags[p], 0);
 		snprintf(num, sizeof(num), "%" PRId64, h->reserved_ms);
 		if (cmd_do(s, "warm", 4, (const char *[]){ "ZADD", k, num, h->order_id }) != 0)
 			return -1;
 	}
 	return 0;
+}
+
+/*
+ * Queues the writes of a warm at the place of tag: what the old layout had
+ * there goes, what the new one puts there comes; 0 or -1.
+ */
+static int
+warm_tag(fs_stock *s, const char *tag, const struct fs_stock_layout *old,
+    const struct fs_stock_layout *now, const struct fs_stock_warm *w)
+{
+	int p_old = place_of(old, tag), p_now = place_of(now, tag);
+
+	if (p_old >= 0 && warm_clear(s, old, p_old, w) != 0)
+		return -1;
+	return p_now >= 0 ? warm_queue(s, now, p_now, w) : 0;
 }
 
 /*
@@ -1127,24 +1184,27 @@ fs_stock_warm_begin(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n,
 	if (layout_read(s, sale, &l) < 0)
 		return -1;
 	keys = calloc((n + 4) * (size_t)l.nplaces, sizeof(*keys));
-	argv = calloc((n + 4) * (size_t)l.nplaces + 1, sizeof(*argv));
+	argv = calloc(n + 5, sizeof(*argv));
 	if (keys == NULL || argv == NULL) {
 		set_err(s, FS_STOCK_ERR_NOMEM, "warm");
 		goto out;
 	}
 	argv[0] = "WATCH";
+	/* One WATCH per place: its keys share a slot (a cluster's node). */
 	for (int p = 0; p < l.nplaces; p++) {
+		size_t first = nkeys;
+
 		key(keys[nkeys++], KEY_HOLDERS, l.tags[p], 0);
 		key(keys[nkeys++], KEY_ORDERS, l.tags[p], 0);
 		key(keys[nkeys++], KEY_UNCONFIRMED, l.tags[p], 0);
 		key(keys[nkeys++], KEY_SALE, l.tags[p], 0);
 		for (size_t i = 0; i < n; i++)
 			key(keys[nkeys++], KEY_STOCK, l.tags[p], items[i]);
+		for (size_t i = first; i < nkeys; i++)
+			argv[i - first + 1] = keys[i];
+		if (cmd_do(s, "warm", (int)(nkeys - first) + 1, argv) != 0)
+			goto unwatch;
 	}
-	for (size_t i = 0; i < nkeys; i++)
-		argv[i + 1] = keys[i];
-	if (cmd_do(s, "warm", (int)nkeys + 1, argv) != 0)
-		goto out;
 	for (int p = 0; p < l.nplaces; p++) {
 		redisReply *r;
 
@@ -1169,10 +1229,55 @@ out:
 void
 fs_stock_warm_abort(fs_stock *s)
 {
-	redisReply *r = fs_redis_argv(s->redis, 1, (const char *[]){ "UNWATCH" }, NULL);
+	redisReply *r;
+	/* A warm watches keys on every master its places are on. */
+	int masters = s->redis->cluster == 1 ? fs_redis_masters(s->redis) : 0;
 
-	if (r != NULL)
+	if ((r = fs_redis_argv(s->redis, 1, (const char *[]){ "UNWATCH" }, NULL)) != NULL)
 		freeReplyObject(r);
+	for (int m = 0; m < masters; m++)
+		if ((r = fs_redis_master_argv(s->redis, m, 1, (const char *[]){ "UNWATCH" }, NULL)) !=
+		    NULL)
+			freeReplyObject(r);
+}
+
+/* Names tried per place before a place shares a master with another. */
+#define TAG_TRIES 64
+
+/*
+ * The hash tags of a new layout's places: "S" for the first; for place p
+ * the first of "S.p", "S.p.1", "S.p.2" ... whose slot a master serves that
+ * no earlier place is on, while the cluster has masters left, so that
+ * each shard of an item meets another master. A single Redis takes "S.p".
+ */
+static int
+place_tags(fs_stock *s, struct fs_stock_layout *l)
+{
+	int masters = l->nplaces > 1 ? fs_redis_masters(s->redis) : 1, used[FS_STOCK_SHARDS_MAX];
+	unsigned slot;
+
+	if (masters < 0) {
+		redis_err(s, "warm: the cluster's masters");
+		return -1;
+	}
+	place_tag(l->tags[0], l->sale, 0);
+	used[0] = node_of(s, l->tags[0], &slot);
+	for (int p = 1; p < l->nplaces; p++) {
+		for (int n = 0; n < TAG_TRIES; n++) {
+			int taken = 0;
+
+			if (n == 0)
+				place_tag(l->tags[p], l->sale, p);
+			else
+				snprintf(l->tags[p], FS_STOCK_TAG_MAX, "%" PRIu64 ".%d.%d", l->sale, p, n);
+			used[p] = node_of(s, l->tags[p], &slot);
+			for (int q = 0; q < p; q++)
+				taken |= used[q] == used[p];
+			if (masters == 1 || p >= masters || (used[p] >= 0 && !taken))
+				break;
+		}
+	}
+	return 0;
 }
 
 /* The layout a warm of w writes: places for the most shards any item has. */
@@ -1196,52 +1301,84 @@ layout_for(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w, struct fs_
 		if (shards > l->nplaces)
 			l->nplaces = shards;
 	}
-	for (int p = 0; p < l->nplaces; p++)
-		place_tag(l->tags[p], sale, p);
-	return 0;
+	return place_tags(s, l);
+}
+
+/*
+ * MULTI, the writes of the places in tags, EXEC: 0 written, 1 a watched
+ * key changed (nothing written), -1 err set.
+ */
+static int
+warm_exec(fs_stock *s, char (*tags)[FS_STOCK_TAG_MAX], int ntags,
+    const struct fs_stock_layout *old, const struct fs_stock_layout *now,
+    const struct fs_stock_warm *w)
+{
+	redisReply *r;
+	int changed;
+
+	if (cmd_do(s, "warm", 1, (const char *[]){ "MULTI" }) != 0)
+		return -1;
+	for (int t = 0; t < ntags; t++)
+		if (warm_tag(s, tags[t], old, now, w) != 0) {
+			if ((r = fs_redis_argv(s->redis, 1, (const char *[]){ "DISCARD" }, NULL)) != NULL)
+				freeReplyObject(r);
+			return -1;
+		}
+	if ((r = cmd(s, "warm", 1, (const char *[]){ "EXEC" })) == NULL)
+		return -1;
+	changed = r->type == REDIS_REPLY_NIL;
+	freeReplyObject(r);
+	return changed;
 }
 
 int
 fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
 {
 	struct fs_stock_layout old, now;
-	char msg[48];
-	redisReply *r;
-	int in_multi = 0, rc = -1;
+	char tags[2 * FS_STOCK_SHARDS_MAX][FS_STOCK_TAG_MAX], msg[48];
+	int ntags = 0, rc = -1, cluster;
 
 	if (layout_for(s, sale, w, &now) != 0 || layout_read(s, sale, &old) < 0)
 		goto out;
-	/*
-	 * One MULTI over every place: a single Redis runs it as one. XXX On a
-	 * Redis Cluster the places are other slots and need one MULTI each.
-	 */
-	if (cmd_do(s, "warm", 1, (const char *[]){ "MULTI" }) != 0)
-		goto out;
-	in_multi = 1;
-	if (warm_clear(s, &old, w) != 0 || warm_queue(s, &now, w) != 0)
-		goto out;
-	if ((r = cmd(s, "warm", 1, (const char *[]){ "EXEC" })) == NULL)
-		goto out;
-	in_multi = 0;
-	layout_drop(s, sale);
-	/* A watched key changed since fs_stock_warm_begin: EXEC did nothing. */
-	if (r->type == REDIS_REPLY_NIL) {
-		freeReplyObject(r);
-		return 1;
+	/* Every place of either layout, once. */
+	for (int p = 0; p < old.nplaces + now.nplaces; p++) {
+		const char *t = p < old.nplaces ? old.tags[p] : now.tags[p - old.nplaces];
+		int seen = 0;
+
+		for (int k = 0; k < ntags; k++)
+			seen |= strcmp(tags[k], t) == 0;
+		if (!seen)
+			snprintf(tags[ntags++], FS_STOCK_TAG_MAX, "%s", t);
 	}
-	freeReplyObject(r);
+	/*
+	 * A single Redis writes every place in one MULTI. A cluster takes one
+	 * MULTI per place (a transaction stays in one slot): a place whose
+	 * watched keys changed is written again with all the others by the
+	 * next attempt, and purchases meanwhile meet the places of one warm or
+	 * the other. XXX Places sharing a master share its connection, whose
+	 * first EXEC ends the watch of the others.
+	 */
+	cluster = s->redis->cluster == 1;
+	for (int t = 0; t < (cluster ? ntags : 1); t++) {
+		rc = cluster ? warm_exec(s, &tags[t], 1, &old, &now, w) :
+			       warm_exec(s, tags, ntags, &old, &now, w);
+		if (rc != 0)
+			break;
+	}
+	layout_drop(s, sale);
+	if (rc != 0)
+		goto out;
 	/* Units may be back: let every host drop its sold-out markers. */
 	for (size_t i = 0; i < w->nitems; i++) {
 		snprintf(msg, sizeof(msg), "%" PRIu64 " %" PRIu64, sale, w->items[i].id);
 		if (cmd_do(s, "restock", 3,
-			(const char *[]){ "PUBLISH", FS_STOCK_RESTOCK_CHANNEL, msg }) != 0)
-			goto out;
+			(const char *[]){ "PUBLISH", FS_STOCK_RESTOCK_CHANNEL, msg }) != 0) {
+			rc = -1;
+			break;
+		}
 	}
-	rc = 0;
 out:
-	if (in_multi && (r = fs_redis_argv(s->redis, 1, (const char *[]){ "DISCARD" }, NULL)) != NULL)
-		freeReplyObject(r);
-	else if (rc != 0)
+	if (rc != 0)
 		fs_stock_warm_abort(s);
 	return rc;
 }

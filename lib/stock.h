@@ -8,7 +8,8 @@
  * Redis Cluster slot that one script sees whole. The first place's tag is
  * the sale's id "S"; an item given "shards": K in the sale file spreads its
  * units over K places "S", "S.1" ... "S.K-1" (the sale has as many places
- * as its most sharded item), which a cluster puts on different masters.
+ * as its most sharded item); on a cluster, warm names place p "S.p.n"
+ * instead when that puts it on a master no other place of the sale uses.
  * At every place T:
  *
  *   fs:{T}:stock:<item>  units left of that shard (absent: no shard there)
@@ -245,12 +246,18 @@ void fs_stock_warm_abort(fs_stock *);
  * unconfirmed holds. 1 removed, 0 holds still on their way, -1 err set.
  */
 int fs_stock_forget_sale(fs_stock *, uint64_t sale, const uint64_t *items, size_t n);
+/* Where one shard of an item is. */
+struct fs_stock_shard {
+	char tag[FS_STOCK_TAG_MAX];	/* its hash tag */
+	unsigned slot;			/* its Redis Cluster slot */
+	char master[128];		/* the Redis that serves it ("?": unknown) */
+};
+
 /*
- * The stock keys of an item: their hash tags into tags (room for max) and
- * the number of shards (1 for an item not sharded), as Redis has them now;
- * -1 with err set.
+ * The stock keys of an item as Redis has them now: where each is (room for
+ * max) and the number of shards (1 for an item not sharded); -1 with err set.
  */
-int fs_stock_shards(fs_stock *, uint64_t sale, uint64_t item, char tags[][FS_STOCK_TAG_MAX],
+int fs_stock_shards(fs_stock *, uint64_t sale, uint64_t item, struct fs_stock_shard *shards,
     int max);
 /*
  * Seconds since the Redis server started (a cluster: its youngest master,

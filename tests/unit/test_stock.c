@@ -17,6 +17,11 @@
 #include "clock.h"
 #include "stock.h"
 #include "expect.h"
+/* Its helpers for failover tests are not needed here. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "redis_cluster.h"
+#pragma GCC diagnostic pop
 #include "redis_server.h"
 
 #define ANN "01900000-0000-7000-8000-00000000000a"
@@ -195,9 +200,10 @@ check_home(void)
 }
 
 static void
-check_sharded(fs_stock *st)
+check_sharded(fs_stock *st, int cluster)
 {
-	char tags[4][FS_STOCK_TAG_MAX], id[FS_UUID_STRLEN + 1], first[FS_UUID_STRLEN + 1];
+	char id[FS_UUID_STRLEN + 1], first[FS_UUID_STRLEN + 1];
+	struct fs_stock_shard sh[4];
 	char user[32], cursor[32] = "0";
 	uint64_t items[2] = { 21, 22 };
 	long left[2], holds[2];
@@ -208,10 +214,19 @@ check_sharded(fs_stock *st)
 	int next = 0, n = 100, reserved = 0, sold_out = 0, last_left = -1;
 	size_t got, total = 0;
 
-	check(warm_sharded(st, 9, 6) == 0 && fs_stock_shards(st, 9, 21, tags, 4) == 3 &&
-		strcmp(tags[0], "9") == 0 && strcmp(tags[1], "9.1") == 0 &&
-		strcmp(tags[2], "9.2") == 0 && fs_stock_shards(st, 9, 22, tags, 4) == 1,
-	    "warm spreads a sharded item over places 9, 9.1, 9.2");
+	if (cluster)
+		check(warm_sharded(st, 9, 6) == 0 && fs_stock_shards(st, 9, 21, sh, 4) == 3 &&
+			strcmp(sh[0].tag, "9") == 0 && strncmp(sh[1].tag, "9.1", 3) == 0 &&
+			strncmp(sh[2].tag, "9.2", 3) == 0 && strcmp(sh[0].master, sh[1].master) != 0 &&
+			strcmp(sh[0].master, sh[2].master) != 0 &&
+			strcmp(sh[1].master, sh[2].master) != 0 && sh[0].master[0] != '?' &&
+			sh[1].master[0] != '?' && sh[2].master[0] != '?',
+		    "on a cluster, warm puts the three shards on three masters");
+	else
+		check(warm_sharded(st, 9, 6) == 0 && fs_stock_shards(st, 9, 21, sh, 4) == 3 &&
+			strcmp(sh[0].tag, "9") == 0 && strcmp(sh[1].tag, "9.1") == 0 &&
+			strcmp(sh[2].tag, "9.2") == 0 && fs_stock_shards(st, 9, 22, sh, 4) == 1,
+		    "warm spreads a sharded item over places 9, 9.1, 9.2");
 	check(fs_stock_left(st, 9, items, 2, left) == 0 && left[0] == 6 && left[1] == 2,
 	    "units left are the sum over the shards");
 	/* Two shoppers at home 0 empty shard 0; the third is served by another shard. */
@@ -283,16 +298,34 @@ check_sharded(fs_stock *st)
 	check(fs_stock_forget_sale(st, 9, items, 2) == 0, "holds on their way keep the sale");
 }
 
+/* Keys named fs:{9...} left on the Redis of sock, or on the nodes of ports; -1 unknown. */
+static long
+keys_of_sale_9(const char *sock, const int *ports, int nports)
+{
+	long n = 0;
+
+	for (int i = 0; i < (sock != NULL ? 1 : nports); i++) {
+		redisContext *c = sock != NULL ? redisConnectUnix(sock) :
+						 redisConnect("127.0.0.1", ports[i]);
+		redisReply *r = c != NULL && c->err == 0 ? redisCommand(c, "KEYS fs:{9*") : NULL;
+
+		n = r != NULL && r->type == REDIS_REPLY_ARRAY && n >= 0 ? n + (long)r->elements : -1;
+		if (r != NULL)
+			freeReplyObject(r);
+		if (c != NULL)
+			redisFree(c);
+	}
+	return n;
+}
+
 /* After sale 9's holds are confirmed, its keys go from every place. */
 static void
-check_sharded_forget(fs_stock *st, const struct test_redis *srv)
+check_sharded_forget(fs_stock *st, const char *sock, const int *ports, int nports)
 {
 	uint64_t items[2] = { 21, 22 };
 	struct fs_stock_record recs[16];
 	const char *ids[16];
 	size_t got;
-	redisContext *c = redisConnectUnix(srv->sock);
-	redisReply *r;
 
 	if (fs_stock_unconfirmed_before(st, 9, INT64_MAX, recs, 16, &got) != 0)
 		got = 0;
@@ -301,13 +334,7 @@ check_sharded_forget(fs_stock *st, const struct test_redis *srv)
 	check(got == 7 && fs_stock_confirm(st, 9, ids, got) == 0 &&
 		fs_stock_forget_sale(st, 9, items, 2) == 1,
 	    "an ended sale with every hold confirmed is forgotten");
-	r = c != NULL && c->err == 0 ? redisCommand(c, "KEYS fs:{9*") : NULL;
-	check(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0,
-	    "no key of any of its places is left");
-	if (r != NULL)
-		freeReplyObject(r);
-	if (c != NULL)
-		redisFree(c);
+	check(keys_of_sale_9(sock, ports, nports) == 0, "no key of any of its places is left");
 }
 
 /*
@@ -389,6 +416,37 @@ check_concurrent(fs_stock *st, const struct fs_cfg *cfg, const char *top)
 	    "with as few units as racers: still one unit, the units the losers took come back");
 }
 
+/*
+ * The sharded item on a private Redis Cluster of 3 masters + 3 replicas
+ * (tests/unit/redis_cluster.h): the same checks, each shard on its master.
+ */
+static void
+check_cluster(const char *top)
+{
+	struct test_cluster tc;
+	struct fs_cfg cfg;
+	char seeds[64], err[256];
+	fs_stock *st = NULL;
+
+	if (test_cluster_start(&tc) != 0) {
+		check(0, "a private 3-master cluster starts (redis-server, redis-cli --cluster create)");
+		return;
+	}
+	snprintf(seeds, sizeof(seeds), "127.0.0.1:%d,127.0.0.1:%d", tc.port[0], tc.port[1]);
+	if (setenv("FLASHSALE_REDIS", seeds, 1) != 0 ||
+	    fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_REDIS)) != 0 ||
+	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL) {
+		check(0, "a stock on the cluster");
+		goto out;
+	}
+	check_sharded(st, 1);
+	check_sharded_forget(st, NULL, tc.port, 3); /* the masters */
+	check_concurrent(st, &cfg, top);
+out:
+	fs_stock_free(st);
+	test_cluster_stop(&tc);
+}
+
 int
 main(void)
 {
@@ -425,8 +483,8 @@ main(void)
 	check_reads(st);
 	check_snapshot(st);
 	check_home();
-	check_sharded(st);
-	check_sharded_forget(st, &srv);
+	check_sharded(st, 0);
+	check_sharded_forget(st, srv.sock, NULL, 0);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 2, &n) == 0 &&
@@ -442,5 +500,6 @@ main(void)
 	    "Redis away: FS_STOCK_ERR_IO, worth a retry");
 	fs_stock_free(st);
 	test_redis_finish(&srv);
+	check_cluster(top);
 	return failures == 0 ? 0 : 1;
 }
