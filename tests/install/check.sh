@@ -109,7 +109,7 @@ fi
 # own and with a private pid and log) and Varnish's compiler.
 base=${FLASHSALE_TEST_PORT_BASE:-28080}
 sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
-	-e "s|listen 127.0.0.1:8086|listen 127.0.0.1:$((base + 11))|" \
+	-e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
 	-e "s|listen 127.0.0.1:8087|listen 127.0.0.1:$((base + 12))|" \
 	-e "s|/run/nginx.pid|$tmp/nginx.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
 	-e "s|/run/flashsale/metrics/|$tmp/|g" \
@@ -117,6 +117,23 @@ sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
 mkdir -p "$tmp/nginx"
 check "nginx -t accepts deploy/production/nginx.conf" \
 	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx.conf"
+# The nchan publisher listens on a unix socket only (nginx makes it 0666),
+# in a directory that only root and the handlers' group enter, and the
+# example environment points the handlers there.
+publisher_listens() {
+	awk '/^[ \t]*server[ \t]*\{/ && depth == 1 { in_server = 1; listens = ""; pub = 0 }
+		in_server && $1 == "listen" { listens = listens " " $2 }
+		in_server && $1 == "nchan_publisher;" { pub = 1 }
+		{ depth += gsub(/\{/, "{"); depth -= gsub(/\}/, "}") }
+		in_server && depth == 1 { if (pub) print listens; in_server = 0 }' "$1"
+}
+is "$(publisher_listens "$top_srcdir/deploy/production/nginx.conf")" \
+	" unix:/run/flashsale/nchan/pub.sock;" \
+	"deploy/production/nginx.conf: the nchan publisher listens on a unix socket only"
+is "$(sed -n 's/^FLASHSALE_NCHAN_PUB=//p' "$env") $(grep '/run/flashsale/nchan ' \
+	"$top_srcdir/deploy/systemd/flashsale.tmpfiles")" \
+	"unix:/run/flashsale/nchan/pub.sock:/pub d /run/flashsale/nchan 0750 root flashsale -" \
+	"flashsale.env publishes there; tmpfiles makes its directory 0750 root:flashsale"
 if out=$(varnishd -C -f "$top_srcdir/deploy/production/varnish.vcl" 2>&1 >/dev/null); then
 	ok "varnishd -C compiles deploy/production/varnish.vcl"
 else
