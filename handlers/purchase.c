@@ -90,7 +90,15 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	case FS_STOCK_UNKNOWN_ITEM:
-		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
+		/*
+		 * The URL is signed for this item of this sale and its window is
+		 * open, so the sale exists: Redis lost it (a crash, before
+		 * reconcile --repair). Try again, not "no such item".
+		 */
+		fs_metrics_count(FS_M_PURCHASE_SALE_MISSING);
+		fs_log_warn("sale %" PRIu64 " is not in Redis: run flashsale-admin reconcile --all --repair",
+		    o.sale);
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	default:
 		/*

@@ -50,6 +50,9 @@ static const struct {
 	[FS_M_PURCHASE_SOLD_OUT_MEMORY] = { "flashsale_purchase_sold_out_total", "from=\"memory\"",
 	    "Purchases the handler answered 410 SOLD_OUT, from its in-memory flag or from Redis." },
 	[FS_M_PURCHASE_SOLD_OUT_REDIS] = { "flashsale_purchase_sold_out_total", "from=\"redis\"", NULL },
+	[FS_M_PURCHASE_SALE_MISSING] = { "flashsale_purchase_sale_missing_total", NULL,
+	    "Purchases answered 503 because Redis does not know a sale that their signed URL vouches "
+	    "for: Redis lost its data; flashsale-admin reconcile --all --repair rebuilds it." },
 	[FS_M_REDIS_ERRORS] = { "flashsale_redis_errors_total", NULL,
 	    "Redis commands that failed (connection, timeout or error reply)." },
 	[FS_M_REDIS_RECONNECTS] = { "flashsale_redis_reconnects_total", NULL,

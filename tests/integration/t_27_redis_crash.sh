@@ -40,6 +40,17 @@ is "$(($(wc -l <"$FLASHSALE_STATE/crash-out2-$sale") - won2 - refused2))" "0" \
 check "Redis starts again after the crash" "$stack" start redis
 is "$(redis EXISTS "fs:{$sale}:stock:$item")" "0" "a crashed Redis comes back empty (no stale snapshot)"
 refuse "sale warm refuses while the sale's orders are on the topic" admin sale warm "$sale" --force
+# Before the repair the sale is live in PostgreSQL but unknown to Redis: a
+# genuine purchase URL gets 503 and Retry-After (try again), never 404, and
+# is counted.
+missing() { curl -s "$FLASHSALE_ORIGIN_URL/metrics" | awk '$1 ~ /^flashsale_purchase_sale_missing_total({|$)/ { n += $2 } END { print n + 0 }'; }
+missing0=$(missing)
+late=$(admin token mint --user "crash-late-$sale")
+curl -s -D "$FLASHSALE_STATE/crash-late-$sale.h" -o "$FLASHSALE_STATE/crash-late-$sale.b" -X POST \
+    -H "Authorization: Bearer $late" "$FLASHSALE_ORIGIN_URL$path" >/dev/null
+is "$(sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$FLASHSALE_STATE/crash-late-$sale.h" | tr -d '\r') $(json_get "$(cat "$FLASHSALE_STATE/crash-late-$sale.b")" error) $(grep -ci '^Retry-After: [0-9]' "$FLASHSALE_STATE/crash-late-$sale.h")" \
+    "503 TRY_AGAIN 1" "before the repair a purchase of the sale Redis lost gets 503 TRY_AGAIN with Retry-After"
+is "$(($(missing) - ${missing0:-0}))" "1" "and is counted in flashsale_purchase_sale_missing_total"
 # The recovery as the README tells it: every sale, not only this one.
 out=$(admin reconcile --all --repair 2>&1)
 diag "$(printf '%s\n' "$out" | grep "^sale $sale: repaired")"
