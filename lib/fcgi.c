@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -114,11 +115,29 @@ answer_probe(struct worker *w)
  * waiter per connection), answers, and accepts again; it leaves once the
  * stop flag is up and its request in hand is answered.
  */
+/* Answers the request that libfcgi has just read (its parameters) and finishes it. */
+static void
+serve_request(struct worker *w)
+{
+	uint64_t start = mono_ns();
+
+	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
+	w->fcgi.uncounted = 0;
+	w->fcgi.request_id = request_id(&w->fcgi);
+	fs_log_request_id(w->fcgi.request_id);
+	if (!answer_probe(w))
+		w->svc->handle(&w->fcgi, w->ctx);
+	fs_log_request_id(NULL);
+	FCGX_Finish_r(&w->fcgi.req);
+	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, -1);
+	if (!w->fcgi.uncounted)
+		fs_metrics_request_done(mono_ns() - start);
+}
+
 static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t start;
 	int rc;
 
 	while (!fs_fcgi_stopping()) {
@@ -131,20 +150,42 @@ worker_main(void *arg)
 			}
 			continue;
 		}
-		start = mono_ns();
-		fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
-		w->fcgi.uncounted = 0;
-		w->fcgi.request_id = request_id(&w->fcgi);
-		fs_log_request_id(w->fcgi.request_id);
-		if (!answer_probe(w))
-			w->svc->handle(&w->fcgi, w->ctx);
-		fs_log_request_id(NULL);
-		FCGX_Finish_r(&w->fcgi.req);
-		fs_metrics_gauge_add(FS_M_WORKERS_BUSY, -1);
-		if (!w->fcgi.uncounted)
-			fs_metrics_request_done(mono_ns() - start);
+		serve_request(w);
 	}
 	return NULL;
+}
+
+int
+fs_fcgi_serve_connection(const struct fs_fcgi_service *svc, void *ctx, int fd)
+{
+	struct worker *w;
+	int n = 0;
+
+	if (FCGX_Init() != 0 || (w = calloc(1, sizeof(*w))) == NULL) {
+		close(fd);
+		return -1;
+	}
+	w->svc = svc;
+	w->ctx = ctx;
+	if (FCGX_InitRequest(&w->fcgi.req, -1, 0) != 0) {
+		free(w);
+		close(fd);
+		return -1;
+	}
+	/*
+	 * libfcgi reads a connection it holds instead of accepting one, and
+	 * keeps it until a request that does not ask for FCGI_KEEP_CONN is
+	 * finished (then ipcFd is -1) or the stream ends.
+	 */
+	w->fcgi.req.ipcFd = fd;
+	w->fcgi.req.keepConnection = 1;
+	while (w->fcgi.req.ipcFd >= 0 && FCGX_Accept_r(&w->fcgi.req) == 0) {
+		serve_request(w);
+		n++;
+	}
+	FCGX_Free(&w->fcgi.req, 1);
+	free(w);
+	return n;
 }
 
 /* Starts n workers; returns how many started, each counted in *w. */

@@ -44,6 +44,14 @@ struct fs_fcgi_service {
 
 /* Serves until SIGTERM/SIGINT; returns the process exit status. */
 int fs_fcgi_serve(const struct fs_fcgi_service *, void *app);
+/*
+ * Answers, in this thread and with ctx as the worker's context, the
+ * requests of one FastCGI connection that is already open on fd, until it
+ * ends or a request does not keep it; fd is closed. Returns how many
+ * requests were answered, or -1. The same path as a worker's: the fuzz
+ * harness of the parameter and body reader feeds it any bytes.
+ */
+int fs_fcgi_serve_connection(const struct fs_fcgi_service *, void *ctx, int fd);
 /* True once SIGTERM or SIGINT arrived. */
 int fs_fcgi_stopping(void);
 /* A FastCGI parameter of the current request, or NULL. */
