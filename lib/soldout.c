@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -32,6 +33,15 @@
 #define CAP_MIN 64
 #define GEN_STRIPES 256 /* restock generations, by item hash: no entry needed */
 #define SWEEP_EVERY_MS 1000
+/*
+ * A subscribed connection that has said nothing for PING_EVERY_MS is sent a
+ * PING; without an answer within PING_DEADLINE_MS it is taken for dead (a
+ * remote Redis that went away without a FIN, a frozen server, a dropped
+ * NAT entry), dialled again, subscribed again, and every flag is dropped,
+ * since restocks may have been missed: the next purchases ask Redis.
+ */
+#define PING_EVERY_MS 1000
+#define PING_DEADLINE_MS 1000
 
 struct entry {
 	uint64_t item; /* 0: free */
@@ -50,6 +60,8 @@ struct fs_soldout {
 	int listening;
 	atomic_int stop;
 	redisContext *sub; /* the listener's connection */
+	atomic_uint subscriptions; /* times the listener subscribed */
+	atomic_uint silences;      /* connections dropped for an unanswered PING */
 };
 
 static size_t
@@ -237,6 +249,13 @@ fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
 }
 
 void
+fs_soldout_listener_stats(fs_soldout *s, unsigned *subscriptions, unsigned *silences)
+{
+	*subscriptions = atomic_load(&s->subscriptions);
+	*silences = atomic_load(&s->silences);
+}
+
+void
 fs_soldout_stats(fs_soldout *s, size_t *items, size_t *bytes)
 {
 	pthread_rwlock_rdlock(&s->lock);
@@ -257,50 +276,100 @@ sweep_due(fs_soldout *s, int64_t *swept_ms)
 	fs_soldout_sweep(s, now_ms);
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A subscribed connection to Redis, keepalive on where it is TCP; NULL while Redis is away. */
+static redisContext *
+subscribe(fs_soldout *s)
+{
+	char err[128];
+	redisReply *reply;
+	redisContext *c;
+
+	if ((c = fs_redis_dial(s->redis, err, sizeof(err))) == NULL)
+		return NULL;
+	/* The kernel's own probe too, for a peer that vanished while idle. */
+	if (c->connection_type == REDIS_CONN_TCP && redisEnableKeepAlive(c) != REDIS_OK)
+		fs_log_warn("restock listener: no TCP keepalive: %s", c->errstr);
+	if ((reply = redisCommand(c, "SUBSCRIBE %s", FS_STOCK_RESTOCK_CHANNEL)) == NULL) {
+		redisFree(c);
+		return NULL;
+	}
+	freeReplyObject(reply);
+	atomic_fetch_add(&s->subscriptions, 1);
+	return c;
+}
+
+/*
+ * Reads restocks until the connection fails, falls silent past the PING
+ * deadline, or the stop flag is up.
+ */
+static void
+read_restocks(fs_soldout *s, int64_t *swept_ms)
+{
+	int64_t heard_ms = mono_ms(), ping_ms = 0, now;
+	redisReply *reply;
+	uint64_t sale, item;
+	void *r;
+
+	while (!atomic_load(&s->stop)) {
+		sweep_due(s, swept_ms);
+		now = mono_ms();
+		if (ping_ms == 0 && now - heard_ms >= PING_EVERY_MS) {
+			/* Sent by the next read; in subscribed mode the answer is ["pong", ""]. */
+			if (redisAppendCommand(s->sub, "PING") != REDIS_OK)
+				return;
+			ping_ms = now;
+		} else if (ping_ms != 0 && now - ping_ms >= PING_DEADLINE_MS) {
+			atomic_fetch_add(&s->silences, 1);
+			fs_log_warn("restock listener: no answer to PING within %d ms; subscribing again",
+			    PING_DEADLINE_MS);
+			return;
+		}
+		if (redisGetReply(s->sub, &r) != REDIS_OK) {
+			if (s->sub->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				s->sub->err = 0;
+				s->sub->errstr[0] = '\0';
+				continue;
+			}
+			return;
+		}
+		heard_ms = mono_ms();
+		ping_ms = 0;
+		reply = r;
+		if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+		    reply->element[2]->type == REDIS_REPLY_STRING &&
+		    fs_stock_restock_parse(reply->element[2]->str, &sale, &item) == 0)
+			fs_soldout_clear(s, item);
+		freeReplyObject(reply);
+	}
+}
+
 static void *
 listen_restocks(void *arg)
 {
 	fs_soldout *s = arg;
 	struct timeval poll_tv = { 0, 200000 };
-	char err[128];
-	redisReply *reply;
-	uint64_t sale, item;
 	int64_t swept_ms = 0;
-	void *r;
 
 	while (!atomic_load(&s->stop)) {
 		sweep_due(s, &swept_ms);
-		if ((s->sub = fs_redis_dial(s->redis, err, sizeof(err))) == NULL) {
-			usleep(200000); /* Redis is down: retry soon, it is a pause not a wait. */
+		if ((s->sub = subscribe(s)) == NULL) {
+			usleep(200000); /* Redis is away: retry soon, it is a pause not a wait. */
 			continue;
 		}
-		reply = redisCommand(s->sub, "SUBSCRIBE %s", FS_STOCK_RESTOCK_CHANNEL);
-		if (reply == NULL) {
-			redisFree(s->sub);
-			s->sub = NULL;
-			continue;
-		}
-		freeReplyObject(reply);
+		/* Restocks may have gone by unheard until now: every flag goes. */
 		clear_all(s);
-		/* Short read timeouts let the thread notice the stop flag. */
+		/* Short read timeouts let the thread notice the stop flag and send its PING. */
 		redisSetTimeout(s->sub, poll_tv);
-		while (!atomic_load(&s->stop)) {
-			sweep_due(s, &swept_ms);
-			if (redisGetReply(s->sub, &r) != REDIS_OK) {
-				if (s->sub->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-					s->sub->err = 0;
-					s->sub->errstr[0] = '\0';
-					continue;
-				}
-				break;
-			}
-			reply = r;
-			if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-			    reply->element[2]->type == REDIS_REPLY_STRING &&
-			    fs_stock_restock_parse(reply->element[2]->str, &sale, &item) == 0)
-				fs_soldout_clear(s, item);
-			freeReplyObject(reply);
-		}
+		read_restocks(s, &swept_ms);
 		redisFree(s->sub);
 		s->sub = NULL;
 	}

@@ -21,7 +21,10 @@ typedef struct fs_soldout fs_soldout;
 /*
  * marker_dir may be empty (no marker files). The Redis of cfg (address and
  * credentials) is where fs:restock is published; the listener runs on its
- * own connection and reconnects. NULL with err set.
+ * own connection (TCP keepalive on), PINGs it when it is quiet for a
+ * second, and dials again when it fails or a PING goes unanswered for a
+ * second; each (re)subscription drops every flag and marker, since
+ * restocks may have gone by unheard. NULL with err set.
  */
 fs_soldout *fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err,
     size_t errlen);
@@ -47,6 +50,12 @@ void fs_soldout_clear(fs_soldout *, uint64_t item);
  * many went.
  */
 size_t fs_soldout_sweep(fs_soldout *, int64_t now_ms);
+/*
+ * The listener's life: how many times it subscribed (every reconnection
+ * adds one), and how many connections it dropped because Redis left a PING
+ * unanswered past the deadline (a silent remote Redis).
+ */
+void fs_soldout_listener_stats(fs_soldout *, unsigned *subscriptions, unsigned *silences);
 /* How many items are remembered and the bytes their table takes. */
 void fs_soldout_stats(fs_soldout *, size_t *items, size_t *bytes);
 

@@ -3,7 +3,11 @@
  * items of live sales are all remembered in one process, memory follows the
  * live sales (ended ones are dropped with their markers), a restock that
  * races an answer wins, and the markers nginx reads come and go with the
- * entries.
+ * entries. The restock listener, on a TCP connection (keepalive on) to a
+ * Redis behind a relay, notices within its deadline when that connection
+ * falls silent (the relay frozen, or severed without a FIN), subscribes
+ * again and drops the flags, so a restock it missed is not a sold-out
+ * answer forever.
  */
 #include "config.h"
 
@@ -14,8 +18,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <time.h>
+
 #include "expect.h"
+#include "redis_server.h"
+#include "relay.h"
 #include "soldout.h"
+#include "stock.h"
 
 #define ITEMS 100000
 #define END_A INT64_C(1800000000000) /* ends of two sales, ms */
@@ -98,10 +109,144 @@ restocks(void)
 	check(rmdir(dir) == 0, "no marker is left behind");
 }
 
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls (every 20 ms, at most max_ms) until the listener subscribed want times; ms taken or -1. */
+static int64_t
+until_subscribed(fs_soldout *s, unsigned want, int64_t max_ms)
+{
+	struct timespec step = { 0, 20 * 1000000L };
+	int64_t t0 = now_ms();
+	unsigned subs, silences;
+
+	for (;;) {
+		fs_soldout_listener_stats(s, &subs, &silences);
+		if (subs >= want)
+			return now_ms() - t0;
+		if (now_ms() - t0 > max_ms)
+			return -1;
+		nanosleep(&step, NULL);
+	}
+}
+
+/* True when a TCP socket of this process to the port has SO_KEEPALIVE on. */
+static int
+keepalive_to(int port)
+{
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int on = 0;
+		socklen_t olen = sizeof(on);
+
+		if (getpeername(fd, (struct sockaddr *)&peer, &len) == 0 && peer.sin_family == AF_INET &&
+		    ntohs(peer.sin_port) == port &&
+		    getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &olen) == 0 && on)
+			return 1;
+	}
+	return 0;
+}
+
+/* Publishes a restock of item on the real server, as release.lua does. */
+static void
+publish_restock(struct test_redis *r, uint64_t item)
+{
+	redisContext *c = redisConnectUnix(r->sock);
+	redisReply *reply;
+	char msg[48];
+
+	if (c == NULL || c->err != 0) {
+		check(0, "a direct connection to Redis");
+		return;
+	}
+	snprintf(msg, sizeof(msg), "1 %" PRIu64, item);
+	reply = redisCommand(c, "PUBLISH %s %s", FS_STOCK_RESTOCK_CHANNEL, msg);
+	if (reply != NULL)
+		freeReplyObject(reply);
+	redisFree(c);
+}
+
+static void
+listener(void)
+{
+	char dir[] = "/tmp/fs-soldout-listen-XXXXXX", addr[32], err[256];
+	struct timespec step = { 0, 20 * 1000000L };
+	struct test_redis redis;
+	struct test_relay relay = { -1, 0 };
+	struct fs_cfg cfg;
+	unsigned subs, silences;
+	fs_soldout *s = NULL;
+	int64_t t0, waited;
+
+	if (test_redis_start(&redis) != 0 || test_relay_start(&relay, redis.sock) != 0 ||
+	    mkdtemp(dir) == NULL) {
+		check(0, "a redis-server, the relay in front of it and a marker directory");
+		goto out;
+	}
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", relay.port);
+	if (test_redis_cfg(&redis, &cfg) != 0 || setenv("FLASHSALE_REDIS", addr, 1) != 0 ||
+	    fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_REDIS)) != 0 ||
+	    (s = fs_soldout_new(dir, &cfg, err, sizeof(err))) == NULL) {
+		check(0, "the sold-out table with its listener through the relay");
+		goto out;
+	}
+	check(until_subscribed(s, 1, 5000) >= 0, "the listener subscribes through the relay");
+	check(keepalive_to(relay.port), "its TCP connection has keepalive on");
+
+	/* Frozen: the connection stays open and says nothing. */
+	fs_soldout_mark(s, 42, END_A, fs_soldout_generation(s, 42));
+	check(fs_soldout_known(s, 42), "item 42 is sold out here");
+	kill(relay.pid, SIGSTOP);
+	t0 = now_ms();
+	do {
+		nanosleep(&step, NULL);
+		fs_soldout_listener_stats(s, &subs, &silences);
+	} while (silences == 0 && now_ms() - t0 < 10000);
+	waited = now_ms() - t0;
+	check(silences == 1 && waited <= 3500,
+	    "a frozen connection is noticed within the PING deadline (1 s quiet + 1 s to answer)");
+	printf("# noticed after %" PRId64 " ms\n", waited);
+	publish_restock(&redis, 42); /* waits in the frozen relay */
+	kill(relay.pid, SIGCONT);
+	check(until_subscribed(s, 2, 5000) >= 0, "after SIGCONT it subscribes again");
+	check(!fs_soldout_known(s, 42) && !marker_exists(dir, 42),
+	    "and the flag and marker of item 42 are gone: the next purchase asks Redis");
+
+	/* Severed: Redis drops the subscriber, the listener hears nothing ever again. */
+	fs_soldout_mark(s, 43, END_A, fs_soldout_generation(s, 43));
+	check(fs_soldout_known(s, 43) && marker_exists(dir, 43), "item 43 is sold out here");
+	kill(relay.pid, SIGUSR1);
+	nanosleep(&step, NULL);
+	publish_restock(&redis, 43); /* nobody subscribed on Redis's side: lost */
+	t0 = now_ms();
+	while ((fs_soldout_known(s, 43) || marker_exists(dir, 43)) && now_ms() - t0 < 10000)
+		nanosleep(&step, NULL);
+	waited = now_ms() - t0;
+	check(!fs_soldout_known(s, 43) && !marker_exists(dir, 43) && waited <= 3500,
+	    "a connection severed without a word is replaced within the deadline; the missed "
+	    "restock's flag and marker go");
+	printf("# item 43 open again after %" PRId64 " ms\n", waited);
+	fs_soldout_listener_stats(s, &subs, &silences);
+	check(subs == 3 && silences == 2, "three subscriptions, two silences");
+out:
+	fs_soldout_free(s);
+	test_relay_stop(&relay);
+	test_redis_finish(&redis);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	many_items();
 	restocks();
+	listener();
 	return failures == 0 ? 0 : 1;
 }
