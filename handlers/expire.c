@@ -50,36 +50,41 @@ under_fastcgi(void)
 }
 
 /*
- * True when the consumer has recorded every order message: only then is an
- * old unconfirmed hold a ghost rather than an order still on its way (the
- * consumer may be down or behind). Unknown counts as "not empty".
+ * The consumer's backlog per partition, read once per run before the sweep
+ * (the sweep's cut-off is taken from it): an old unconfirmed hold is a
+ * ghost only when its item's partition had nothing left to record, else
+ * its order may still be on its way (the consumer down or behind). NULL
+ * when it could not be read: then no ghost is swept.
  */
-static int
-backlog_empty(struct app *app)
+static const struct fs_ordertopic_backlog *
+read_backlog(struct app *app, struct fs_ordertopic_backlog *b)
 {
 	const char *brokers = fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS);
 	fs_ordertopic topic;
 	char err[256];
-	long long lag = -1;
+	long long lag;
 
 	if (*brokers == '\0') {
 		fs_log_warn("FLASHSALE_KAFKA_BROKERS is not set: ghost holds are not swept");
-		return 0;
+		return NULL;
 	}
 	if (fs_ordertopic_init(&topic, brokers, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err,
-		sizeof(err)) == 0)
-		lag = fs_ordertopic_lag(&topic, 5000, err, sizeof(err));
-	if (lag < 0)
+		sizeof(err)) != 0 ||
+	    fs_ordertopic_backlog(&topic, 5000, b, err, sizeof(err)) != 0) {
 		fs_log_warn("consumer lag unknown (%s): ghost holds wait", err);
-	else if (lag > 0)
-		fs_log_info("%lld order messages not yet recorded: ghost holds wait", lag);
-	return lag == 0;
+		return NULL;
+	}
+	if ((lag = fs_ordertopic_backlog_total(b)) > 0)
+		fs_log_info("%lld order messages not yet recorded: ghost holds of their partitions wait",
+		    lag);
+	return b;
 }
 
 /* One whole run; writes the counts as JSON into out. 0, or -1 (errors logged). */
 static int
 run_once(struct app *app, char *out, size_t outlen)
 {
+	struct fs_ordertopic_backlog backlog;
 	struct fs_expiry_counts counts;
 	int rc = 0;
 
@@ -89,7 +94,7 @@ run_once(struct app *app, char *out, size_t outlen)
 		rc = -1;
 	}
 	/* The sweep runs even when the expiry failed: ghosts need no expiry. */
-	if (fs_expiry_sweep(&app->expiry, backlog_empty(app), &counts) != 0) {
+	if (fs_expiry_sweep(&app->expiry, read_backlog(app, &backlog), &counts) != 0) {
 		fs_log_error("%s", app->expiry.errstr);
 		rc = -1;
 	}

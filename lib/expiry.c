@@ -141,14 +141,24 @@ settle_ghost(fs_expiry *e, uint64_t sale, const struct fs_stock_record *h,
 	return 0;
 }
 
-/* Closes the sale's unconfirmed holds older than the maximum age. */
+/*
+ * Closes the sale's unconfirmed holds reserved before the cut-off: the
+ * backlog's read instant less the maximum age, so that each one's publish
+ * had ended (delivered or failed) before the backlog was read. A hold
+ * whose item's partition still had orders to record then waits, however
+ * old (its order may be among them); the others go, whatever the other
+ * partitions hold. *waited: how many waited.
+ */
 static int
-sweep_ghosts(fs_expiry *e, uint64_t sale, struct fs_expiry_counts *c)
+sweep_ghosts(fs_expiry *e, uint64_t sale, const struct fs_ordertopic_backlog *b,
+    struct fs_expiry_counts *c, size_t *waited)
 {
 	struct fs_stock_record *recs;
-	int64_t before = fs_clock_now_ms() - (int64_t)e->hold_max_age_s * 1000;
+	int64_t before = b->read_ms - (int64_t)e->hold_max_age_s * 1000;
+	size_t left = 0; /* holds looked at and left in place, skipped by the next batch */
 	int rc = -1;
 
+	*waited = 0;
 	if ((recs = calloc(SWEEP_BATCH, sizeof(*recs))) == NULL) {
 		set_err(e, "sweep", "out of memory");
 		return -1;
@@ -156,13 +166,23 @@ sweep_ghosts(fs_expiry *e, uint64_t sale, struct fs_expiry_counts *c)
 	for (int round = 0; round < SWEEP_ROUNDS; round++) {
 		size_t n;
 
-		if (fs_stock_unconfirmed_before(e->stock, sale, before, recs, SWEEP_BATCH, &n) != 0) {
+		if (fs_stock_unconfirmed_before(e->stock, sale, before, left, recs, SWEEP_BATCH, &n) !=
+		    0) {
 			set_err(e, "redis", e->stock->errstr);
 			goto out;
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (recs[i].exists && recs[i].readable &&
+			    !fs_ordertopic_caught_up(b, recs[i].item)) {
+				(*waited)++;
+				left++;
+				continue;
+			}
+			if (recs[i].exists && !recs[i].readable)
+				left++;
 			if (settle_ghost(e, sale, &recs[i], c) != 0)
 				goto out;
+		}
 		if (n < SWEEP_BATCH)
 			break;
 	}
@@ -229,11 +249,13 @@ out:
 
 /*
  * A sale that has ended with no PENDING order left loses its keys once no
- * hold is on its way (the backlog is empty, no unconfirmed hold is left);
- * then it is marked cleared and never swept again.
+ * hold is on its way (the partitions of its items have nothing left to
+ * record, no unconfirmed hold is left); then it is marked cleared and
+ * never swept again.
  */
 static int
-clear_over(fs_expiry *e, uint64_t sale, uint64_t *items, struct fs_expiry_counts *c)
+clear_over(fs_expiry *e, uint64_t sale, uint64_t *items, const struct fs_ordertopic_backlog *b,
+    struct fs_expiry_counts *c)
 {
 	char err[256];
 	int n, gone;
@@ -242,6 +264,9 @@ clear_over(fs_expiry *e, uint64_t sale, uint64_t *items, struct fs_expiry_counts
 		set_err(e, "items", err);
 		return -1;
 	}
+	for (int i = 0; i < n; i++)
+		if (!fs_ordertopic_caught_up(b, items[i]))
+			return 0; /* an order of it may still be on its way */
 	if ((gone = fs_stock_forget_sale(e->stock, sale, items, (size_t)n)) < 0) {
 		set_err(e, "forget", e->stock->errstr);
 		return -1;
@@ -258,10 +283,11 @@ clear_over(fs_expiry *e, uint64_t sale, uint64_t *items, struct fs_expiry_counts
 }
 
 int
-fs_expiry_sweep(fs_expiry *e, int backlog_empty, struct fs_expiry_counts *c)
+fs_expiry_sweep(fs_expiry *e, const struct fs_ordertopic_backlog *b, struct fs_expiry_counts *c)
 {
 	uint64_t sales[SALES_PAGE], *items, after = 0;
 	int over[SALES_PAGE], n, rc = -1;
+	size_t waited;
 	char err[256];
 
 	if ((items = calloc(FS_SALES_ITEMS_MAX, sizeof(*items))) == NULL) {
@@ -275,13 +301,15 @@ fs_expiry_sweep(fs_expiry *e, int backlog_empty, struct fs_expiry_counts *c)
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			if (!backlog_empty)
+			if (b == NULL)
 				c->deferred++;
-			else if (sweep_ghosts(e, sales[i], c) != 0)
+			else if (sweep_ghosts(e, sales[i], b, c, &waited) != 0)
 				goto out;
+			else if (waited > 0)
+				c->deferred++;
 			if (repair_closed(e, sales[i], c) != 0)
 				goto out;
-			if (over[i] && backlog_empty && clear_over(e, sales[i], items, c) != 0)
+			if (over[i] && b != NULL && clear_over(e, sales[i], items, b, c) != 0)
 				goto out;
 			c->sales++;
 		}

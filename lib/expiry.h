@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "ordertopic.h"
 #include "pg.h"
 #include "push.h"
 #include "stock.h"
@@ -24,7 +25,7 @@ struct fs_expiry_counts {
 	unsigned long confirmed;	/* old unconfirmed holds found recorded after all */
 	unsigned long repaired;		/* holds of closed orders released late */
 	unsigned long sales;		/* sales swept */
-	unsigned long deferred;		/* sales whose ghosts waited: orders were still on their way */
+	unsigned long deferred;		/* sales whose old holds waited: their partition had orders on their way */
 	unsigned long cleared;		/* sales over (ended, no order PENDING) whose keys left Redis */
 };
 
@@ -48,14 +49,17 @@ void fs_expiry_init(fs_expiry *, fs_pg *, fs_stock *, fs_push *, long hold_max_a
 int fs_expiry_expire(fs_expiry *, struct fs_expiry_counts *);
 /*
  * For every sale still in Redis (PostgreSQL knows which; a sale whose keys
- * went is never looked at again): releases the holds of closed orders and,
- * when backlog_empty says the consumer has recorded every message on the
- * order topic (so no old hold's order can still be on its way), closes the
- * ghosts older than hold_max_age_s, and removes every key of a sale that
- * has ended with no PENDING order and no unconfirmed hold left (its PAID
- * holds and shopper guards with it). 0, or -1.
+ * went is never looked at again): releases the holds of closed orders;
+ * closes the ghosts, holds reserved hold_max_age_s before the backlog was
+ * read (b->read_ms) whose item's partition had nothing left to record
+ * then, so their order cannot still be on its way; and removes every key
+ * of a sale that has ended with no PENDING order and no unconfirmed hold
+ * left (its PAID holds and shopper guards with it) once the partitions of
+ * its items are caught up. b NULL (the backlog unknown): no ghost is
+ * closed, no sale cleared. 0, or -1.
  */
-int fs_expiry_sweep(fs_expiry *, int backlog_empty, struct fs_expiry_counts *);
+int fs_expiry_sweep(fs_expiry *, const struct fs_ordertopic_backlog *b,
+    struct fs_expiry_counts *);
 /* Writes the counts as one JSON object; its length, or -1 when out is too small. */
 int fs_expiry_counts_json(const struct fs_expiry_counts *, char *out, size_t outlen);
 

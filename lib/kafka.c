@@ -13,6 +13,12 @@
 #include "log.h"
 #include "metrics.h"
 
+/*
+ * The producer's partitioner: a keyed message's partition is murmur2 of its
+ * key, as Java clients pick it (fs_kafka_partition_of computes the same).
+ */
+#define PARTITIONER "murmur2_random"
+
 /* A group of messages one caller waits for; the reports count it down. */
 struct batch {
 	pthread_cond_t done;
@@ -83,8 +89,8 @@ producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 	    /* Orders from concurrent purchases share one produce request. */
 	    conf_set(conf, "linger.ms", linger, err, errlen) != 0 ||
 	    conf_set(conf, "message.timeout.ms", timeout, err, errlen) != 0 ||
-	    /* The same item always lands on the same partition, as Java clients do. */
-	    conf_set(conf, "partitioner", "murmur2_random", err, errlen) != 0 ||
+	    /* The same item always lands on the same partition. */
+	    conf_set(conf, "partitioner", PARTITIONER, err, errlen) != 0 ||
 	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
 	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
 	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
@@ -536,9 +542,9 @@ topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, rd_kafka_topic
 	return 0;
 }
 
-long long
-fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, int timeout_ms,
-    char *err, size_t errlen)
+int
+fs_kafka_group_lags(const char *brokers, const char *group, const char *topic, int timeout_ms,
+    long long *lags, int max, char *err, size_t errlen)
 {
 	const struct rd_kafka_metadata *md = NULL;
 	rd_kafka_topic_partition_list_t *list = NULL;
@@ -546,7 +552,7 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 	rd_kafka_topic_t *rkt = NULL;
 	rd_kafka_resp_err_t e;
 	rd_kafka_t *rk = NULL;
-	long long lag = -1, sum = 0;
+	int partitions = -1;
 
 	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
 	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
@@ -561,6 +567,11 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 	}
 	if (topic_metadata(rk, topic, timeout_ms, &rkt, &md, err, errlen) != 0)
 		goto out;
+	if (md->topics[0].partition_cnt > max) {
+		snprintf(err, errlen, "%s has %d partitions, more than %d", topic,
+		    md->topics[0].partition_cnt, max);
+		goto out;
+	}
 	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
 	for (int i = 0; i < md->topics[0].partition_cnt; i++)
 		rd_kafka_topic_partition_list_add(list, topic, md->topics[0].partitions[i].id);
@@ -569,7 +580,10 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 		snprintf(err, errlen, "committed offsets of %s: %s", group, rd_kafka_err2str(e));
 		goto out;
 	}
+	for (int i = 0; i < max; i++)
+		lags[i] = 0;
 	for (int i = 0; i < list->cnt; i++) {
+		int32_t part = list->elems[i].partition;
 		int64_t lo, hi;
 
 		e = rd_kafka_query_watermark_offsets(rk, topic, list->elems[i].partition, &lo, &hi,
@@ -579,9 +593,13 @@ fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, in
 			    rd_kafka_err2str(e));
 			goto out;
 		}
-		sum += hi - (list->elems[i].offset >= 0 ? list->elems[i].offset : lo);
+		if (part < 0 || part >= max) {
+			snprintf(err, errlen, "%s: partition %d out of range", topic, part);
+			goto out;
+		}
+		lags[part] = hi - (list->elems[i].offset >= 0 ? list->elems[i].offset : lo);
 	}
-	lag = sum;
+	partitions = list->cnt;
 out:
 	if (list != NULL)
 		rd_kafka_topic_partition_list_destroy(list);
@@ -590,7 +608,29 @@ out:
 	if (rkt != NULL)
 		rd_kafka_topic_destroy(rkt);
 	rd_kafka_destroy(rk);
-	return lag;
+	return partitions;
+}
+
+long long
+fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, int timeout_ms,
+    char *err, size_t errlen)
+{
+	long long lags[FS_KAFKA_PARTITIONS_MAX], sum = 0;
+	int n = fs_kafka_group_lags(brokers, group, topic, timeout_ms, lags, FS_KAFKA_PARTITIONS_MAX,
+	    err, errlen);
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		sum += lags[i];
+	return sum;
+}
+
+int32_t
+fs_kafka_partition_of(const void *key, size_t keylen, int32_t partitions)
+{
+	/* The producer's own partitioner (PARTITIONER), called as librdkafka calls it. */
+	return rd_kafka_msg_partitioner_murmur2_random(NULL, key, keylen, partitions, NULL, NULL);
 }
 
 /*

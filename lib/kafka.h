@@ -112,6 +112,18 @@ int fs_kafka_consumer_caught_up(fs_kafka_consumer *);
  */
 long long fs_kafka_group_lag(const char *brokers, const char *group, const char *topic,
     int timeout_ms, char *err, size_t errlen);
+/* The most partitions a topic may have for fs_kafka_group_lag. */
+#define FS_KAFKA_PARTITIONS_MAX 1024
+/*
+ * The same per partition: lags[p] for partition p (every slot of max is
+ * written), each the committed offset read first, the end of the
+ * partition after. Returns the number of partitions, or -1 with err set
+ * (also when there are more than max).
+ */
+int fs_kafka_group_lags(const char *brokers, const char *group, const char *topic, int timeout_ms,
+    long long *lags, int max, char *err, size_t errlen);
+/* The partition of a message with this key among partitions, as the producer picks it. */
+int32_t fs_kafka_partition_of(const void *key, size_t keylen, int32_t partitions);
 
 /* Called per message by fs_kafka_read_topic; non-zero stops the reading. */
 typedef int fs_kafka_each_msg(void *arg, const rd_kafka_message_t *m);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "jsonread.h"
 #include "ordertopic.h"
 #include "uuid.h"
@@ -111,6 +112,14 @@ out:
 	return rc;
 }
 
+/* An order message's key: its item in decimal, so one item's orders stay in one partition, in order. */
+static size_t
+item_key(uint64_t item, char key[24])
+{
+	snprintf(key, 24, "%" PRIu64, item);
+	return strlen(key);
+}
+
 enum fs_kafka_delivery
 fs_ordertopic_publish(fs_ordertopic *t, const struct fs_order *o, char *err, size_t errlen)
 {
@@ -122,10 +131,8 @@ fs_ordertopic_publish(fs_ordertopic *t, const struct fs_order *o, char *err, siz
 		snprintf(err, errlen, "order message too long");
 		return FS_KAFKA_NOT_DELIVERED;
 	}
-	/* Keyed by item: one item's orders stay in one partition, in order. */
-	snprintf(key, sizeof(key), "%" PRIu64, o->item);
 	msg.key = key;
-	msg.keylen = strlen(key);
+	msg.keylen = item_key(o->item, key);
 	msg.value = value;
 	msg.len = (size_t)n;
 	return fs_kafka_produce_all(t->producer, t->topic, &msg, 1, err, errlen);
@@ -160,6 +167,38 @@ long long
 fs_ordertopic_lag(const fs_ordertopic *t, int timeout_ms, char *err, size_t errlen)
 {
 	return fs_kafka_group_lag(t->brokers, FS_ORDERTOPIC_GROUP, t->topic, timeout_ms, err, errlen);
+}
+
+int
+fs_ordertopic_backlog(const fs_ordertopic *t, int timeout_ms, struct fs_ordertopic_backlog *b,
+    char *err, size_t errlen)
+{
+	/* Taken before the offsets: whatever was produced by then is counted. */
+	b->read_ms = fs_clock_now_ms();
+	b->partitions = fs_kafka_group_lags(t->brokers, FS_ORDERTOPIC_GROUP, t->topic, timeout_ms,
+	    b->lag, FS_KAFKA_PARTITIONS_MAX, err, errlen);
+	return b->partitions < 0 ? -1 : 0;
+}
+
+int
+fs_ordertopic_caught_up(const struct fs_ordertopic_backlog *b, uint64_t item)
+{
+	char key[24];
+	size_t len = item_key(item, key);
+
+	if (b == NULL || b->partitions <= 0)
+		return 0;
+	return b->lag[fs_kafka_partition_of(key, len, b->partitions)] == 0;
+}
+
+long long
+fs_ordertopic_backlog_total(const struct fs_ordertopic_backlog *b)
+{
+	long long sum = 0;
+
+	for (int i = 0; b != NULL && i < b->partitions; i++)
+		sum += b->lag[i];
+	return b == NULL || b->partitions <= 0 ? -1 : sum;
 }
 
 struct on_their_way {

@@ -68,6 +68,28 @@ fs_kafka_consumer *fs_ordertopic_subscribe(const fs_ordertopic *, int track_eof,
 long long fs_ordertopic_lag(const fs_ordertopic *, int timeout_ms, char *err, size_t errlen);
 
 /*
+ * The recording group's backlog per partition, and when it was read: the
+ * clock taken before the offsets, so every message produced before read_ms
+ * is either counted in its partition's lag or recorded already.
+ */
+struct fs_ordertopic_backlog {
+	int64_t read_ms;
+	int partitions;
+	long long lag[FS_KAFKA_PARTITIONS_MAX];
+};
+/* Reads it; 0, or -1 with err written. */
+int fs_ordertopic_backlog(const fs_ordertopic *, int timeout_ms, struct fs_ordertopic_backlog *,
+    char *err, size_t errlen);
+/*
+ * True when the partition of the item's orders had nothing left to record
+ * at read_ms: an order of that item accepted before then is in PostgreSQL.
+ * False for a NULL or unread backlog.
+ */
+int fs_ordertopic_caught_up(const struct fs_ordertopic_backlog *, uint64_t item);
+/* The sum over the partitions, or -1 for a NULL or unread backlog. */
+long long fs_ordertopic_backlog_total(const struct fs_ordertopic_backlog *);
+
+/*
  * The orders on their way: the messages of the topic that the recording
  * group has not committed yet (accepted with a 202, not recorded for sure),
  * of one sale (0: every sale), in topic order per partition. *orders is the

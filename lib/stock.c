@@ -1100,14 +1100,14 @@ warm_tag(fs_stock *s, const char *tag, const struct fs_stock_layout *old,
 
 /*
  * The unconfirmed holds of the place of tag with reservation times in
- * [min_s, max_s] (Redis score bounds), oldest first, at most max, with
- * their records.
+ * [min_s, max_s] (Redis score bounds), oldest first, after the first skip,
+ * at most max, with their records.
  */
 static int
-unconfirmed_range(fs_stock *s, const char *tag, const char *min_s, const char *max_s,
+unconfirmed_range(fs_stock *s, const char *tag, const char *min_s, const char *max_s, size_t skip,
     struct fs_stock_record *recs, size_t max, size_t *n)
 {
-	char zkey[KEY_MAX], hkey[KEY_MAX], limit[24];
+	char zkey[KEY_MAX], hkey[KEY_MAX], offset[24], limit[24];
 	const char **argv = NULL;
 	redisReply *ids = NULL, *vals = NULL;
 	int rc = -1;
@@ -1117,9 +1117,10 @@ unconfirmed_range(fs_stock *s, const char *tag, const char *min_s, const char *m
 		return 0;
 	key(zkey, KEY_UNCONFIRMED, tag, 0);
 	key(hkey, KEY_ORDERS, tag, 0);
+	snprintf(offset, sizeof(offset), "%zu", skip);
 	snprintf(limit, sizeof(limit), "%zu", max);
 	ids = cmd(s, "unconfirmed", 7,
-	    (const char *[]){ "ZRANGEBYSCORE", zkey, min_s, max_s, "LIMIT", "0", limit });
+	    (const char *[]){ "ZRANGEBYSCORE", zkey, min_s, max_s, "LIMIT", offset, limit });
 	if (ids == NULL)
 		goto out;
 	if (ids->type != REDIS_REPLY_ARRAY || ids->elements == 0) {
@@ -1152,17 +1153,38 @@ out:
 	return rc;
 }
 
-/* unconfirmed_range over every place of a layout, place after place, at most max. */
+/*
+ * unconfirmed_range over every place of a layout, place after place, after
+ * the first skip of them all, at most max.
+ */
 static int
 unconfirmed_places(fs_stock *s, const struct fs_stock_layout *l, const char *min_s,
-    const char *max_s, struct fs_stock_record *recs, size_t max, size_t *n)
+    const char *max_s, size_t skip, struct fs_stock_record *recs, size_t max, size_t *n)
 {
+	char zkey[KEY_MAX];
+
 	*n = 0;
 	for (int p = 0; p < l->nplaces; p++) {
+		redisReply *r;
 		size_t got;
 
-		if (unconfirmed_range(s, l->tags[p], min_s, max_s, recs + *n, max - *n, &got) != 0)
+		if (skip > 0) {
+			/* A place the skipped ones fill is passed over whole. */
+			key(zkey, KEY_UNCONFIRMED, l->tags[p], 0);
+			if ((r = cmd(s, "unconfirmed", 4,
+				 (const char *[]){ "ZCOUNT", zkey, min_s, max_s })) == NULL)
+				return -1;
+			got = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? (size_t)r->integer : 0;
+			freeReplyObject(r);
+			if (got <= skip) {
+				skip -= got;
+				continue;
+			}
+		}
+		if (unconfirmed_range(s, l->tags[p], min_s, max_s, skip, recs + *n, max - *n, &got) !=
+		    0)
 			return -1;
+		skip = 0;
 		*n += got;
 	}
 	return 0;
@@ -1214,7 +1236,7 @@ fs_stock_warm_begin(fs_stock *s, uint64_t sale, const uint64_t *items, size_t n,
 		freeReplyObject(r);
 	}
 	snprintf(since, sizeof(since), "%" PRId64, since_ms);
-	if (unconfirmed_places(s, &l, since, "+inf", young, max, nyoung) != 0)
+	if (unconfirmed_places(s, &l, since, "+inf", 0, young, max, nyoung) != 0)
 		goto unwatch;
 	rc = 0;
 	goto out;
@@ -1482,7 +1504,7 @@ fs_stock_server_uptime(fs_stock *s)
 }
 
 int
-fs_stock_unconfirmed_before(fs_stock *s, uint64_t sale, int64_t before_ms,
+fs_stock_unconfirmed_before(fs_stock *s, uint64_t sale, int64_t before_ms, size_t skip,
     struct fs_stock_record *recs, size_t max, size_t *n)
 {
 	const struct fs_stock_layout *l;
@@ -1492,7 +1514,7 @@ fs_stock_unconfirmed_before(fs_stock *s, uint64_t sale, int64_t before_ms,
 	if ((l = layout_get(s, sale)) == NULL)
 		return -1;
 	snprintf(max_s, sizeof(max_s), "%" PRId64, before_ms);
-	return unconfirmed_places(s, l, "-inf", max_s, recs, max, n);
+	return unconfirmed_places(s, l, "-inf", max_s, skip, recs, max, n);
 }
 
 int

@@ -271,10 +271,11 @@ long fs_stock_server_uptime(fs_stock *);
  */
 int fs_stock_set_end(fs_stock *, uint64_t sale, int64_t ends_ms);
 /*
- * The first max unconfirmed holds reserved before before_ms, oldest first,
- * with their records (exists = 0 for an entry without one). 0, or -1.
+ * At most max unconfirmed holds reserved before before_ms, oldest first,
+ * after the first skip of them (those a caller leaves in place), with
+ * their records (exists = 0 for an entry without one). 0, or -1.
  */
-int fs_stock_unconfirmed_before(fs_stock *, uint64_t sale, int64_t before_ms,
+int fs_stock_unconfirmed_before(fs_stock *, uint64_t sale, int64_t before_ms, size_t skip,
     struct fs_stock_record *recs, size_t max, size_t *n);
 /*
  * One step of a walk over the sale's holds: cursor starts as "0" and is

@@ -63,7 +63,7 @@ main(void)
 	o[2].item = 12; /* a record of another item: Redis refuses, for good */
 	check(fs_settle_holds(st, list, 3, &c) == 0 && c.confirmed == 1 && c.released == 1,
 	    "one confirmed, one released, the refused one skipped");
-	check(fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 4, &n) == 0 &&
+	check(fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 4, &n) == 0 &&
 		n == 1 && strcmp(recs[0].order_id, ids[2]) == 0,
 	    "only the skipped hold is still unconfirmed");
 	check(fs_stock_left(st, 7, &item, 1, &left) == 0 && left == 3, "one unit went back");

@@ -118,12 +118,15 @@ check_reads(fs_stock *st)
 		rec.item == 11 && rec.reserved_ms == 1000 &&
 		fs_stock_find_hold(st, 7, CAT, &rec) == 0,
 	    "find a hold by order id");
-	check(fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 8, &n) == 0 &&
+	check(fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 8, &n) == 0 &&
 		n == 1 && strcmp(recs[0].order_id, BOB) == 0 && recs[0].exists &&
 		recs[0].readable && strcmp(recs[0].user, "bob") == 0,
 	    "a reserved hold is unconfirmed; a warmed one is not");
-	check(fs_stock_unconfirmed_before(st, 7, 1, recs, 8, &n) == 0 && n == 0,
+	check(fs_stock_unconfirmed_before(st, 7, 1, 0, recs, 8, &n) == 0 && n == 0,
 	    "none reserved before the given instant");
+	check(fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 1, recs, 8, &n) == 0 &&
+		n == 0,
+	    "those a caller leaves in place are skipped");
 	do {
 		if (fs_stock_scan_holds(st, 7, cursor, recs, 8, &n) != 0)
 			break;
@@ -487,7 +490,7 @@ main(void)
 	check_sharded_forget(st, srv.sock, NULL, 0);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
-		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, recs, 2, &n) == 0 &&
+		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 2, &n) == 0 &&
 		n == 0,
 	    "a confirmed hold is no longer unconfirmed");
 	check(fs_stock_release(st, 7, 11, BOB) == 1 && fs_stock_release(st, 7, 11, BOB) == 0 &&
