@@ -14,6 +14,15 @@ fs_clock_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t
+fs_clock_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void
 fs_clock_format(int64_t ms, char out[FS_CLOCK_TIME_LEN])
 {

@@ -11,6 +11,8 @@
 
 /* Milliseconds since 1970 by the precise clock: time(3) may lag a tick. */
 int64_t fs_clock_now_ms(void);
+/* Milliseconds of a clock that never jumps (timeouts and deadlines), from an arbitrary start. */
+int64_t fs_clock_mono_ms(void);
 /* Writes ms as the API shows times; out of range shows as 1970. */
 void fs_clock_format(int64_t ms, char out[FS_CLOCK_TIME_LEN]);
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -276,15 +275,6 @@ sweep_due(fs_soldout *s, int64_t *swept_ms)
 	fs_soldout_sweep(s, now_ms);
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A subscribed connection to Redis, keepalive on where it is TCP; NULL while Redis is away. */
 static redisContext *
 subscribe(fs_soldout *s)
@@ -314,14 +304,14 @@ subscribe(fs_soldout *s)
 static void
 read_restocks(fs_soldout *s, int64_t *swept_ms)
 {
-	int64_t heard_ms = mono_ms(), ping_ms = 0, now;
+	int64_t heard_ms = fs_clock_mono_ms(), ping_ms = 0, now;
 	redisReply *reply;
 	uint64_t sale, item;
 	void *r;
 
 	while (!atomic_load(&s->stop)) {
 		sweep_due(s, swept_ms);
-		now = mono_ms();
+		now = fs_clock_mono_ms();
 		if (ping_ms == 0 && now - heard_ms >= PING_EVERY_MS) {
 			/* Sent by the next read; in subscribed mode the answer is ["pong", ""]. */
 			if (redisAppendCommand(s->sub, "PING") != REDIS_OK)
@@ -341,7 +331,7 @@ read_restocks(fs_soldout *s, int64_t *swept_ms)
 			}
 			return;
 		}
-		heard_ms = mono_ms();
+		heard_ms = fs_clock_mono_ms();
 		ping_ms = 0;
 		reply = r;
 		if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&

@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <time.h>
 
+#include "clock.h"
 #include "expect.h"
 #include "redis_server.h"
 #include "relay.h"
@@ -109,28 +110,19 @@ restocks(void)
 	check(rmdir(dir) == 0, "no marker is left behind");
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Polls (every 20 ms, at most max_ms) until the listener subscribed want times; ms taken or -1. */
 static int64_t
 until_subscribed(fs_soldout *s, unsigned want, int64_t max_ms)
 {
 	struct timespec step = { 0, 20 * 1000000L };
-	int64_t t0 = now_ms();
+	int64_t t0 = fs_clock_mono_ms();
 	unsigned subs, silences;
 
 	for (;;) {
 		fs_soldout_listener_stats(s, &subs, &silences);
 		if (subs >= want)
-			return now_ms() - t0;
-		if (now_ms() - t0 > max_ms)
+			return fs_clock_mono_ms() - t0;
+		if (fs_clock_mono_ms() - t0 > max_ms)
 			return -1;
 		nanosleep(&step, NULL);
 	}
@@ -204,12 +196,12 @@ listener(void)
 	fs_soldout_mark(s, 42, END_A, fs_soldout_generation(s, 42));
 	check(fs_soldout_known(s, 42), "item 42 is sold out here");
 	kill(relay.pid, SIGSTOP);
-	t0 = now_ms();
+	t0 = fs_clock_mono_ms();
 	do {
 		nanosleep(&step, NULL);
 		fs_soldout_listener_stats(s, &subs, &silences);
-	} while (silences == 0 && now_ms() - t0 < 10000);
-	waited = now_ms() - t0;
+	} while (silences == 0 && fs_clock_mono_ms() - t0 < 10000);
+	waited = fs_clock_mono_ms() - t0;
 	check(silences == 1 && waited <= 3500,
 	    "a frozen connection is noticed within the PING deadline (1 s quiet + 1 s to answer)");
 	printf("# noticed after %" PRId64 " ms\n", waited);
@@ -225,10 +217,10 @@ listener(void)
 	kill(relay.pid, SIGUSR1);
 	nanosleep(&step, NULL);
 	publish_restock(&redis, 43); /* nobody subscribed on Redis's side: lost */
-	t0 = now_ms();
-	while ((fs_soldout_known(s, 43) || marker_exists(dir, 43)) && now_ms() - t0 < 10000)
+	t0 = fs_clock_mono_ms();
+	while ((fs_soldout_known(s, 43) || marker_exists(dir, 43)) && fs_clock_mono_ms() - t0 < 10000)
 		nanosleep(&step, NULL);
-	waited = now_ms() - t0;
+	waited = fs_clock_mono_ms() - t0;
 	check(!fs_soldout_known(s, 43) && !marker_exists(dir, 43) && waited <= 3500,
 	    "a connection severed without a word is replaced within the deadline; the missed "
 	    "restock's flag and marker go");
