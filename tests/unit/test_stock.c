@@ -271,8 +271,11 @@ check_sharded(fs_stock *st, int cluster)
 	    "the snapshot gathers every place");
 	fs_stock_snapshot_free(&snap);
 	check(fs_stock_count_holds(st, 9, items, 2, holds) == 0 && holds[0] == 6 &&
-		fs_stock_unconfirmed_before(st, 9, now + 1000, recs, 16, &got) == 0 && got == 6,
+		fs_stock_unconfirmed_before(st, 9, now + 1000, 0, recs, 16, &got) == 0 && got == 6,
 	    "holds and unconfirmed entries over every place");
+	check(fs_stock_unconfirmed_before(st, 9, now + 1000, 4, recs, 16, &got) == 0 && got == 2 &&
+		fs_stock_unconfirmed_before(st, 9, now + 1000, 6, recs, 16, &got) == 0 && got == 0,
+	    "those a caller leaves in place are skipped over every place");
 	do {
 		if (fs_stock_scan_holds(st, 9, cursor, recs, 16, &got) != 0)
 			break;
@@ -330,7 +333,7 @@ check_sharded_forget(fs_stock *st, const char *sock, const int *ports, int nport
 	const char *ids[16];
 	size_t got;
 
-	if (fs_stock_unconfirmed_before(st, 9, INT64_MAX, recs, 16, &got) != 0)
+	if (fs_stock_unconfirmed_before(st, 9, INT64_MAX, 0, recs, 16, &got) != 0)
 		got = 0;
 	for (size_t i = 0; i < got; i++)
 		ids[i] = recs[i].order_id;
