@@ -1,0 +1,86 @@
+# A hot item spread over three shards on the cluster (lib/stock.c): sale
+# warm puts each shard on its own master; a burst of distinct and repeated
+# shoppers takes exactly the units, nobody twice. Then the master of one
+# shard is SIGKILLed mid-burst: its replica takes over, the other shards
+# keep selling, and after the retries, the sweep and reconcile --repair no
+# unit is oversold, lost or stranded.
+
+. "$top_srcdir/tests/integration/cluster_lib.sh"
+
+# ks_new UNITS: a sale of one item with 3 shards; sets ks_sale, ks_item, ks_tags.
+ks_new() {
+	cat >"$FLASHSALE_STATE/sale-shards-c.json" <<JSON
+{"name":"sharded","startsInSeconds":-5,"durationSeconds":3600,
+ "items":[{"name":"Hot","priceMinor":100,"currency":"VND","quantity":$1,"shards":3}]}
+JSON
+	ks_ids=$(admin sale create "$FLASHSALE_STATE/sale-shards-c.json")
+	ks_sale=$(printf '%s' "$ks_ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
+	ks_item=$(printf '%s' "$ks_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+	ks_tags=$(admin sale warm "$ks_sale" | sed -n 's/^item [0-9]*: 3 shards: //p' | tr ',' '\n' |
+		sed -n 's/^ *{\([^}]*\)}.*/\1/p')
+}
+
+# --- No fault: placement and the burst.
+ks_new 300
+ks_ports=$(for t in $ks_tags; do k_master_port "fs:{$t}:stock"; done)
+is "$(echo $ks_tags | wc -w | tr -d ' ') $(echo $ks_ports | tr ' ' '\n' | sort -u | wc -l | tr -d ' ')" \
+    "3 3" "sale warm puts the three shards on three masters ($(echo $ks_tags))"
+admin token mint --user "ks-$ks_sale" --count 3000 >"$FLASHSALE_STATE/ks-tokens"
+{
+	cat "$FLASHSALE_STATE/ks-tokens"
+	head -n 1000 "$FLASHSALE_STATE/ks-tokens"
+} | shuf >"$FLASHSALE_STATE/ks-burst"
+fire_all "$(purchase_path "$ks_sale")" "$FLASHSALE_STATE/ks-burst" "$FLASHSALE_STATE/ks-out" 200
+is "$(count_of 202 "$FLASHSALE_STATE/ks-out")" "300" "burst: exactly the 300 units get 202"
+is "$(awk '$1 == "202" { print $2 }' "$FLASHSALE_STATE/ks-out" | sort -u | wc -l | tr -d ' ')" "300" \
+    "for 300 distinct shoppers"
+is "$(awk '$1 != "202" && $1 != "409" && $1 != "410"' "$FLASHSALE_STATE/ks-out" | wc -l | tr -d ' ')" \
+    "0" "every other answer is 409 or 410"
+consumer_caught_up 60
+k_figures "$ks_sale" "$ks_item" "$FLASHSALE_STATE/ks-out"
+is "$k_live $k_left $k_dup $k_oversold $k_stranded" "300 0 0 0 0" \
+    "300 live orders, 0 left over the shards, none twice, oversold or stranded"
+
+# --- The master of the second shard dies mid-burst.
+units=600
+ks_new $units
+master=$(k_master_port "fs:{$(echo $ks_tags | cut -d' ' -f2)}:stock")
+replica=$(k_replica_port "$master")
+handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
+k_pids_of "redis-$(k_redis_node "$master")"
+k_burst ks "$ks_sale" 3000 4
+k_until_purchases 20
+k_kill
+killed_at=$(k_now_ms)
+until [ "$(k_role "$replica")" = master ] || [ $(($(k_now_ms) - killed_at)) -gt 30000 ]; do
+	sleep 0.1
+done
+is "$(k_role "$replica")" "master" "the shard's replica is promoted ($(($(k_now_ms) - killed_at)) ms after the kill)"
+wait "$k_burst_pid"
+requests=$(wc -l <"$k_out" | tr -d ' ')
+won1=$(count_of 202 "$k_out")
+refused1=$(count_of 503 "$k_out")
+for round in 1 2 3; do
+	[ "$(k_retry "$ks_sale" "$k_out")" = 0 ] && break
+done
+is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+    "after the failover every shopper gets an answer (202, 409 or 410)"
+alive=0
+for pid in $handlers; do
+	kill -0 "$pid" 2>/dev/null && alive=$((alive + 1))
+done
+is "$alive" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted"
+consumer_caught_up 60
+out=$(admin reconcile --all --repair 2>&1)
+case $out in
+*" 0 violations"*) ok "reconcile --all --repair leaves no violation" ;;
+*) not_ok "reconcile --all --repair leaves no violation" "$out" ;;
+esac
+k_sweep "$ks_sale" "$ks_item" "$k_out"
+k_sell_rest ks "$ks_sale"
+k_figures "$ks_sale" "$ks_item" "$k_out"
+diag "shard master killed: $requests requests, $won1 answered 202 and $refused1 503 (shoppers whose home shard was down) before the retries"
+is "$k_live" "$units" "the $units units are sold, to $units live orders"
+check "reconcile --all --check passes" admin reconcile --all --check
+k_report "shard master killed" 1 "$requests"
+check "the killed node restarts and rejoins" "$stack" start "redis-$(k_redis_node "$master")"
