@@ -434,7 +434,7 @@ check_cluster(const char *top)
 	char seeds[64], err[256];
 	fs_stock *st = NULL;
 
-	if (test_cluster_start(&tc) != 0) {
+	if (test_cluster_start(&tc, 80) != 0) { /* ports base+80..95: its own */
 		check(0, "a private 3-master cluster starts (redis-server, redis-cli --cluster create)");
 		return;
 	}
