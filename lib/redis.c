@@ -646,6 +646,8 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			if (!retry_away || r->multi == 2 || pause_before_retry(deadline, &pause_ms) != 0)
 				break;
 			r->stale = 1;
+			if (r->last == n)
+				r->last = -1; /* commands without a key go to a live master */
 			continue;
 		}
 		if (r->multi == 1) {
@@ -672,6 +674,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			node_drop(r, n);
 			fs_metrics_count(FS_M_REDIS_RECONNECTS);
 			r->stale = r->cluster == 1;
+			r->last = r->cluster == 1 ? -1 : r->last;
 			r->multi = 0;
 			return NULL;
 		}
