@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "keyfile.h"
 #include "metrics.h"
 #include "redis.h"
@@ -36,16 +37,6 @@ set_err(fs_redis *r, enum fs_redis_err e, const char *what, const char *detail)
 	fs_metrics_count(FS_M_REDIS_ERRORS);
 	r->err = e;
 	snprintf(r->errstr, sizeof(r->errstr), "%s: %s", what, detail);
-}
-
-/* The monotonic clock in ms: the retry budget must not follow clock steps. */
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 uint16_t
@@ -317,7 +308,7 @@ node_ctx(fs_redis *r, int n, int64_t deadline)
 	if (node->ctx != NULL)
 		fs_metrics_count(FS_M_REDIS_RECONNECTS);
 	node_drop(r, n);
-	if ((node->ctx = dial_addr(r, node->addr, deadline - mono_ms(), r->errstr,
+	if ((node->ctx = dial_addr(r, node->addr, deadline - fs_clock_mono_ms(), r->errstr,
 		 sizeof(r->errstr))) == NULL) {
 		r->err = FS_REDIS_ERR_IO;
 		fs_metrics_count(FS_M_REDIS_ERRORS);
@@ -410,7 +401,7 @@ refresh(fs_redis *r, int64_t deadline)
 	const char *argv[] = { "CLUSTER", "SLOTS" };
 
 	for (int pass = 0; pass < 2; pass++) {
-		for (int n = 0; n < r->nnodes && mono_ms() < deadline; n++) {
+		for (int n = 0; n < r->nnodes && fs_clock_mono_ms() < deadline; n++) {
 			redisContext *c;
 			redisReply *x;
 
@@ -560,7 +551,7 @@ ok_reply(fs_redis *r)
 static int
 pause_before_retry(int64_t deadline, int *pause_ms)
 {
-	int64_t left = deadline - mono_ms();
+	int64_t left = deadline - fs_clock_mono_ms();
 	struct timespec ts;
 
 	if (left <= 0)
@@ -620,14 +611,15 @@ static redisReply *
 run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *key, size_t keylen,
     int script)
 {
-	int64_t deadline = mono_ms() + FS_REDIS_TIMEOUT_MS;
+	int64_t deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
 	char addr[FS_REDIS_ADDR_MAX];
 	int ask = -1, was_ask, pause_ms = PAUSE_FIRST_MS, loaded = 0;
 	unsigned slot;
 
 	r->err = FS_REDIS_OK;
 	r->errstr[0] = '\0';
-	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && mono_ms() < deadline; attempt++) {
+	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && fs_clock_mono_ms() < deadline;
+	     attempt++) {
 		/* One Redis at one address fails at once when away, as it always did. */
 		int retry_away = r->cluster == 1 || r->nseeds > 1;
 		redisContext *c;
@@ -752,7 +744,7 @@ run_formatted(fs_redis *r, const char *cmd, size_t len, int script)
 	if (kind == CMD_MULTI && r->multi == 0) {
 		/* A cluster learns the transaction's node from its first key. */
 		if (r->cluster < 0)
-			refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS);
+			refresh(r, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS);
 		if (r->cluster == 1) {
 			r->multi = 1;
 			return ok_reply(r);
@@ -946,8 +938,8 @@ int
 fs_redis_masters(fs_redis *r)
 {
 	/* One socket path is one Redis for good (a MOVED would say otherwise). */
-	if ((r->cluster != 0 || r->nseeds > 1) && refresh(r, mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 &&
-	    r->cluster < 0)
+	if ((r->cluster != 0 || r->nseeds > 1) &&
+	    refresh(r, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 && r->cluster < 0)
 		return -1;
 	return r->cluster == 1 ? r->nmasters : 1;
 }
@@ -963,7 +955,7 @@ fs_redis_master_argv(fs_redis *r, int master, int argc, const char **argv, const
 		set_err(r, FS_REDIS_ERR_REPLY, "redis", "no such master");
 		return NULL;
 	}
-	if ((c = node_ctx(r, n, mono_ms() + FS_REDIS_TIMEOUT_MS)) == NULL)
+	if ((c = node_ctx(r, n, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS)) == NULL)
 		return NULL;
 	if ((x = redisCommandArgv(c, argc, argv, argvlen)) == NULL) {
 		set_err(r, FS_REDIS_ERR_IO, "redis", c->errstr);

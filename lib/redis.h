@@ -13,10 +13,11 @@
  * followed either way: MOVED updates the map (and refreshes it), ASK sends
  * ASKING and retries once on the named node, TRYAGAIN and CLUSTERDOWN are
  * retried after a short pause, and a node that cannot be reached makes the
- * driver refresh the map and try again. Every retry happens within
+ * driver refresh the map and try again (a single Redis at one address
+ * fails at once, as it always did). Every retry happens within
  * FS_REDIS_TIMEOUT_MS of the call's start and FS_REDIS_ATTEMPTS_MAX tries,
  * and a command that was sent and got no answer is never sent again (it
- * may have run).
+ * may have run). A command's keys must share one slot (one {hash tag}).
  *
  * Routing: a command's key is its first argument (EVALSHA: its first key);
  * commands that name no key (PING, INFO, MULTI, EXEC, PUBLISH, WAIT ...)
