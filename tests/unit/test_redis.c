@@ -342,6 +342,8 @@ main(void)
 		strstr(r->errstr, "ERR") != NULL,
 	    "an error reply is NULL with its text; the connection stays");
 
+	check(fs_redis_wait(r, 1, 10) == 0 && fs_redis_wait(r, 1, 10) == -1,
+	    "WAIT on a Redis without replicas: none has the writes; then nothing to wait for");
 	check(fs_redis_script_load(r, "/nonexistent/x.lua") == -1 && r->err,
 	    "a missing script file is refused");
 	script = write_script(&srv, path, sizeof(path), "return {KEYS[1], ARGV[1]}") == 0 ?

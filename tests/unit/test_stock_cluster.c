@@ -2,9 +2,9 @@
  * Unit test of lib/stock on a real private Redis Cluster (tests/unit/
  * redis_cluster.h) with the real scripts of lua/ (top_srcdir): sales whose
  * places land on every master are warmed (WATCH, MULTI ... EXEC on the
- * sale's node), reserved, read back in a snapshot, released and forgotten,
- * each through the cluster client's routing; and the uptime of the
- * youngest master.
+ * sale's node), reserved (and waited for on a replica), read back in a
+ * snapshot, released and forgotten, each through the cluster client's
+ * routing; and the uptime of the youngest master.
  */
 #include "config.h"
 
@@ -44,7 +44,7 @@ main(void)
 	struct test_cluster tc;
 	char seeds[64], err[256], id[FS_UUID_STRLEN + 1], key[32];
 	int owners[TEST_CLUSTER_NODES] = { 0 }, nused = 0, warmed = 1, reserved = 1, seen = 1;
-	int released = 1, forgotten = 1;
+	int released = 1, forgotten = 1, replicated = 1;
 	uint64_t items[2] = { 11, 12 };
 	struct fs_stock_snapshot snap;
 	struct fs_stock_hold h;
@@ -74,6 +74,7 @@ main(void)
 		    h.left == 2 &&
 		    fs_stock_reserve(st, sale, 12, "bob", "01900000-0000-7000-8000-0000000000bb",
 			fs_clock_now_ms(), &h) == FS_STOCK_SOLD_OUT;
+		replicated &= fs_stock_replicate(st, 500) == 0;
 		seen &= fs_stock_snapshot(st, sale, items, 2, &snap) == 0 && snap.loaded &&
 		    snap.nholds == 1 && strcmp(snap.holds[0].order_id, id) == 0 &&
 		    snap.nunconfirmed == 1 && snap.left[0] == 2 && snap.left[1] == 0;
@@ -88,6 +89,7 @@ main(void)
 	check(nused >= 2, "the sales' places spread over the masters");
 	check(warmed, "warm (WATCH, MULTI ... EXEC) on each sale's master");
 	check(reserved, "reserve on each sale's master: a unit, and sold out");
+	check(replicated, "each reservation is on a replica of its master (WAIT 1)");
 	check(seen, "the snapshot (one MULTI) shows each sale's hold");
 	check(released, "release gives each unit back");
 	check(forgotten, "forget removes each ended sale's keys");
