@@ -12,7 +12,11 @@
  * them, confirmations for the rest, status pushes, and last the Kafka
  * offsets. Every step is idempotent, so a failure anywhere simply runs the
  * whole batch again (the database answers "duplicate" the second time):
- * nothing is skipped, nothing is recorded twice.
+ * nothing is skipped, nothing is recorded twice. The status pushes go out
+ * in the background while the next batch is taken and recorded (nginx and
+ * PostgreSQL work at once); a batch's offsets are committed once its
+ * pushes are done, so a committed order has been recorded, settled and
+ * pushed.
  */
 #include "config.h"
 
@@ -34,6 +38,7 @@
 #define BATCH_MAX	500	/* messages per transaction */
 #define BATCH_WAIT_MS	50	/* how long a batch waits to fill up */
 #define IDLE_POLL_MS	200	/* how long an empty poll waits */
+#define PUSHING_POLL_MS	10	/* the same while a batch's pushes are out: its commit waits */
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
 #define ASSIGN_WAIT_S	60	/* --drain: how long to wait for partitions */
@@ -63,8 +68,10 @@ struct app {
 	fs_kafka_consumer *consumer;
 	int drain;
 	struct counts total;
-	struct batch batch;
+	struct batch batch[2];	/* one being recorded, one being pushed */
+	struct batch *pushing;	/* the batch whose pushes are out, or NULL */
 	struct fs_order scratch[BATCH_MAX];
+	int64_t last_ms;	/* when the last batch was committed */
 };
 
 static volatile sig_atomic_t stopping;
@@ -106,7 +113,7 @@ collect(struct app *app, struct batch *b)
 
 	b->n = 0;
 	while (b->n < BATCH_MAX && !stopping) {
-		int wait = IDLE_POLL_MS;
+		int wait = app->pushing != NULL ? PUSHING_POLL_MS : IDLE_POLL_MS;
 		rd_kafka_message_t *m;
 
 		if (b->n > 0) {
@@ -257,9 +264,12 @@ settle(struct app *app, const struct batch *b)
 	return 0;
 }
 
-/* Pushes the status of every order recorded by this batch (best effort). */
+/*
+ * Starts pushing the status of every order recorded by this batch, in the
+ * background (best effort; finish_batch waits for it).
+ */
 static void
-push_statuses(struct app *app, const struct batch *b)
+push_statuses(struct app *app, struct batch *b)
 {
 	const struct fs_order *recorded[BATCH_MAX];
 	size_t n = 0, failed;
@@ -271,9 +281,10 @@ push_statuses(struct app *app, const struct batch *b)
 		    o->status != FS_ORDER_REJECTED)
 			recorded[n++] = o;
 	}
-	if ((failed = fs_orders_publish(app->stores.push, recorded, n)) > 0)
+	if ((failed = fs_orders_publish_start(app->stores.push, recorded, n)) > 0)
 		fs_log_warn("%zu of %zu status pushes failed (%s)", failed, n,
 		    app->stores.push->errstr);
+	app->pushing = b;
 }
 
 static void
@@ -310,15 +321,14 @@ count(struct app *app, const struct batch *b)
 
 /*
  * One pass over the batch: record it (the orders, then the dead letters of
- * those that cannot be), settle the holds, push the statuses. 0 when every
- * effect is done, -1 to run it again.
+ * those that cannot be), settle the holds. 0 when every effect is done,
+ * -1 to run it again.
  */
 static int
 process(struct app *app, struct batch *b)
 {
 	if (record(app, b) != 0 || dead_letters(app, b) != 0 || settle(app, b) != 0)
 		return -1;
-	push_statuses(app, b);
 	return 0;
 }
 
@@ -342,18 +352,46 @@ process_until_done(struct app *app, struct batch *b)
 	return 0;
 }
 
+/*
+ * Waits for the pushes of the batch that is out, then commits its offsets:
+ * every effect of it is done.
+ */
+static void
+finish_batch(struct app *app)
+{
+	struct batch *b = app->pushing;
+	size_t failed;
+
+	if (b == NULL)
+		return;
+	if ((failed = fs_push_finish(app->stores.push)) > 0)
+		fs_log_warn("%zu status pushes failed (%s)", failed, app->stores.push->errstr);
+	if (fs_kafka_consumer_commit(app->consumer, b->msg, b->n) != 0) {
+		/* Harmless: whoever reads these again finds them recorded. */
+		fs_metrics_count(FS_M_KAFKA_CONSUMER_ERRORS);
+		fs_log_warn("%s", app->consumer->errstr);
+	}
+	count(app, b);
+	release_batch(b);
+	app->pushing = NULL;
+	app->last_ms = now_ms();
+}
+
 static int
 run(struct app *app)
 {
-	struct batch *b = &app->batch;
 	int64_t started = now_ms(), assign_deadline = now_ms() + ASSIGN_WAIT_S * 1000;
-	int64_t last_report = now_ms(), first_ms = 0, last_ms = 0;
+	int64_t last_report = now_ms(), first_ms = 0;
 
 	while (!stopping) {
+		/* The batch that is not out being pushed. */
+		struct batch *b = app->pushing == &app->batch[0] ? &app->batch[1] : &app->batch[0];
+
 		collect(app, b);
 		if (b->n > 0 && first_ms == 0)
 			first_ms = now_ms();
 		if (b->n == 0) {
+			finish_batch(app);
 			if (app->drain && fs_kafka_consumer_caught_up(app->consumer))
 				break;
 			if (app->drain && now_ms() > assign_deadline && app->total.messages == 0 &&
@@ -368,14 +406,8 @@ run(struct app *app)
 			release_batch(b);
 			break;
 		}
-		if (fs_kafka_consumer_commit(app->consumer, b->msg, b->n) != 0) {
-			/* Harmless: whoever reads these again finds them recorded. */
-			fs_metrics_count(FS_M_KAFKA_CONSUMER_ERRORS);
-			fs_log_warn("%s", app->consumer->errstr);
-		}
-		count(app, b);
-		release_batch(b);
-		last_ms = now_ms();
+		finish_batch(app);
+		push_statuses(app, b);
 		if (now_ms() - last_report >= 10000) {
 			fs_log_info("%lu messages: %lu pending, %lu failed, %lu duplicates, %lu malformed",
 			    app->total.messages, app->total.pending, app->total.failed,
@@ -383,6 +415,7 @@ run(struct app *app)
 			last_report = now_ms();
 		}
 	}
+	finish_batch(app);
 	if (app->drain) {
 		/* seconds: the whole run; busySeconds: first message to last commit. */
 		printf("{\"messages\":%lu,\"pending\":%lu,\"failed\":%lu,\"rejected\":%lu,"
@@ -390,7 +423,8 @@ run(struct app *app)
 		       "\"busySeconds\":%.3f}\n",
 		    app->total.messages, app->total.pending, app->total.failed, app->total.rejected,
 		    app->total.duplicates, app->total.malformed, app->total.batches,
-		    (double)(now_ms() - started) / 1000.0, (double)(last_ms - first_ms) / 1000.0);
+		    (double)(now_ms() - started) / 1000.0,
+		    (double)(app->last_ms - first_ms) / 1000.0);
 	}
 	return 0;
 }

@@ -502,8 +502,12 @@ publish_each(fs_push *push, const struct fs_order *const *orders, size_t n)
 	return failed;
 }
 
-size_t
-fs_orders_publish(fs_push *push, const struct fs_order *const *orders, size_t n)
+/*
+ * Publishes the n orders' documents, in the background or at once; how
+ * many failed (in the background: those that could not be rendered).
+ */
+static size_t
+publish(fs_push *push, const struct fs_order *const *orders, size_t n, int background)
 {
 	struct fs_push_msg *msgs = NULL;
 	char *docs = NULL;
@@ -530,9 +534,24 @@ fs_orders_publish(fs_push *push, const struct fs_order *const *orders, size_t n)
 		msgs[k].len = (size_t)len;
 		k++;
 	}
-	failed += fs_push_publish_many(push, msgs, k);
+	if (background)
+		fs_push_start(push, msgs, k);
+	else
+		failed += fs_push_publish_many(push, msgs, k);
 out:
 	free(msgs);
 	free(docs);
 	return failed;
+}
+
+size_t
+fs_orders_publish(fs_push *push, const struct fs_order *const *orders, size_t n)
+{
+	return publish(push, orders, n, 0);
+}
+
+size_t
+fs_orders_publish_start(fs_push *push, const struct fs_order *const *orders, size_t n)
+{
+	return publish(push, orders, n, 1);
 }

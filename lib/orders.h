@@ -139,5 +139,11 @@ int fs_orders_document(const struct fs_order *, char *out, size_t outlen);
  * (best effort). Returns how many failed; push->errstr says why.
  */
 size_t fs_orders_publish(fs_push *, const struct fs_order *const *orders, size_t n);
+/*
+ * The same in the push's background sender (fs_push_start): returns at
+ * once, with how many failed already (documents that could not be
+ * rendered); fs_push_finish says how many of the rest failed.
+ */
+size_t fs_orders_publish_start(fs_push *, const struct fs_order *const *orders, size_t n);
 
 #endif

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,8 @@ fail:
 	return NULL;
 }
 
+static void bg_free(struct fs_push_bg *);
+
 static void
 drop(fs_push *p)
 {
@@ -131,6 +134,7 @@ fs_push_free(fs_push *p)
 {
 	if (p == NULL)
 		return;
+	bg_free(p->bg);
 	drop(p);
 	free(p->out);
 	free(p);
@@ -426,4 +430,216 @@ fs_push_publish(fs_push *p, const char *channel, const char *body, size_t len)
 	struct fs_push_msg m = { channel, body, len };
 
 	return fs_push_publish_many(p, &m, 1) == 0 ? 0 : -1;
+}
+
+/* One background sender: its thread, its connection, its share of a batch. */
+struct lane {
+	pthread_t thread;
+	fs_push *push;	/* a copy of the owner's settings, its own connection */
+	size_t from, n, failed;
+	int queued;	/* a share waits for this lane */
+	struct fs_push_bg *bg;
+};
+
+struct fs_push_bg {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int quit;
+	size_t busy;	/* lanes with a share not yet sent */
+	struct lane lane[FS_PUSH_LANES];
+	size_t lanes;	/* threads started */
+	int started;	/* a batch is out (fs_push_finish has not seen it) */
+	size_t failed_at_once;	/* of a batch published without the lanes */
+	struct fs_push_msg *msgs;	/* copies of the batch's messages */
+	char *data;	/* their channels and bodies */
+	size_t msgs_cap, data_cap;
+};
+
+/* A lane's thread: publishes each share queued for it until told to quit. */
+static void *
+lane_main(void *arg)
+{
+	struct lane *l = arg;
+	struct fs_push_bg *bg = l->bg;
+
+	pthread_mutex_lock(&bg->mu);
+	for (;;) {
+		while (!l->queued && !bg->quit)
+			pthread_cond_wait(&bg->cv, &bg->mu);
+		if (!l->queued)
+			break;
+		pthread_mutex_unlock(&bg->mu);
+		l->failed = fs_push_publish_many(l->push, bg->msgs + l->from, l->n);
+		/* Only the first lane keeps its connection between batches. */
+		if (l != &bg->lane[0])
+			drop(l->push);
+		pthread_mutex_lock(&bg->mu);
+		l->queued = 0;
+		bg->busy--;
+		pthread_cond_broadcast(&bg->cv);
+	}
+	pthread_mutex_unlock(&bg->mu);
+	return NULL;
+}
+
+static void
+bg_free(struct fs_push_bg *bg)
+{
+	if (bg == NULL)
+		return;
+	pthread_mutex_lock(&bg->mu);
+	bg->quit = 1;
+	pthread_cond_broadcast(&bg->cv);
+	pthread_mutex_unlock(&bg->mu);
+	for (size_t i = 0; i < bg->lanes; i++)
+		pthread_join(bg->lane[i].thread, NULL);
+	for (size_t i = 0; i < FS_PUSH_LANES; i++)
+		fs_push_free(bg->lane[i].push);
+	pthread_cond_destroy(&bg->cv);
+	pthread_mutex_destroy(&bg->mu);
+	free(bg->msgs);
+	free(bg->data);
+	free(bg);
+}
+
+/* The lanes with their threads and connections' settings; NULL when short of them. */
+static struct fs_push_bg *
+bg_new(const fs_push *p)
+{
+	struct fs_push_bg *bg = calloc(1, sizeof(*bg));
+
+	if (bg == NULL)
+		return NULL;
+	if (pthread_mutex_init(&bg->mu, NULL) != 0) {
+		free(bg);
+		return NULL;
+	}
+	if (pthread_cond_init(&bg->cv, NULL) != 0) {
+		pthread_mutex_destroy(&bg->mu);
+		free(bg);
+		return NULL;
+	}
+	for (size_t i = 0; i < FS_PUSH_LANES; i++) {
+		struct lane *l = &bg->lane[i];
+
+		l->bg = bg;
+		if ((l->push = calloc(1, sizeof(*l->push))) == NULL ||
+		    (l->push->out = malloc(OUT_MAX)) == NULL)
+			goto fail;
+		memcpy(l->push->host, p->host, sizeof(p->host));
+		memcpy(l->push->sock, p->sock, sizeof(p->sock));
+		memcpy(l->push->path, p->path, sizeof(p->path));
+		l->push->port = p->port;
+		l->push->fd = -1;
+		l->push->enabled = 1;
+		if (pthread_create(&l->thread, NULL, lane_main, l) != 0)
+			goto fail;
+		bg->lanes++;
+	}
+	return bg;
+fail:
+	bg_free(bg);
+	return NULL;
+}
+
+/* Copies the batch into bg (the strings NUL-terminated); 0 or -1. */
+static int
+bg_copy(struct fs_push_bg *bg, const struct fs_push_msg *msgs, size_t n)
+{
+	size_t bytes = 0, at = 0;
+	void *nb;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(msgs[i].channel) + 1 + msgs[i].len + 1;
+	if (n > bg->msgs_cap) {
+		if ((nb = realloc(bg->msgs, n * sizeof(*msgs))) == NULL)
+			return -1;
+		bg->msgs = nb;
+		bg->msgs_cap = n;
+	}
+	if (bytes > bg->data_cap) {
+		if ((nb = realloc(bg->data, bytes)) == NULL)
+			return -1;
+		bg->data = nb;
+		bg->data_cap = bytes;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t clen = strlen(msgs[i].channel) + 1;
+		char *channel = bg->data + at, *body = channel + clen;
+
+		memcpy(channel, msgs[i].channel, clen);
+		memcpy(body, msgs[i].body, msgs[i].len);
+		body[msgs[i].len] = '\0';
+		bg->msgs[i].channel = channel;
+		bg->msgs[i].body = body;
+		bg->msgs[i].len = msgs[i].len;
+		at += clen + msgs[i].len + 1;
+	}
+	return 0;
+}
+
+void
+fs_push_start(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+{
+	struct fs_push_bg *bg;
+	size_t share;
+
+	fs_push_finish(p);
+	if (!p->enabled || n == 0)
+		return;
+	if (p->bg == NULL)
+		p->bg = bg_new(p);
+	if ((bg = p->bg) == NULL || bg_copy(bg, msgs, n) != 0) {
+		/* No lanes or no room for the copy: at once, on our own connection. */
+		size_t failed = fs_push_publish_many(p, msgs, n);
+
+		if (bg != NULL) {
+			bg->failed_at_once = failed;
+			bg->started = 1;
+		}
+		return;
+	}
+	/* Whole pipelines per lane, so that no lane sends a short one needlessly. */
+	share = (n + FS_PUSH_LANES - 1) / FS_PUSH_LANES;
+	share = (share + FS_PUSH_PIPELINE - 1) / FS_PUSH_PIPELINE * FS_PUSH_PIPELINE;
+	pthread_mutex_lock(&bg->mu);
+	for (size_t i = 0, from = 0; i < FS_PUSH_LANES && from < n; i++, from += share) {
+		struct lane *l = &bg->lane[i];
+
+		l->from = from;
+		l->n = n - from < share ? n - from : share;
+		l->failed = 0;
+		l->queued = 1;
+		bg->busy++;
+	}
+	bg->failed_at_once = 0;
+	bg->started = 1;
+	pthread_cond_broadcast(&bg->cv);
+	pthread_mutex_unlock(&bg->mu);
+}
+
+size_t
+fs_push_finish(fs_push *p)
+{
+	struct fs_push_bg *bg = p->bg;
+	size_t failed;
+
+	if (bg == NULL || !bg->started)
+		return 0;
+	pthread_mutex_lock(&bg->mu);
+	while (bg->busy > 0)
+		pthread_cond_wait(&bg->cv, &bg->mu);
+	pthread_mutex_unlock(&bg->mu);
+	failed = bg->failed_at_once;
+	for (size_t i = 0; i < FS_PUSH_LANES; i++) {
+		struct lane *l = &bg->lane[i];
+
+		failed += l->failed;
+		if (l->failed > 0)
+			memcpy(p->errstr, l->push->errstr, sizeof(p->errstr));
+		l->failed = 0;
+	}
+	bg->started = 0;
+	bg->failed_at_once = 0;
+	return failed;
 }

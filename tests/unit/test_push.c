@@ -2,7 +2,8 @@
  * Unit test of lib/push against a fake publisher forked on a loopback port
  * (and one on a unix socket):
  * URL checks, pipelining on one kept-alive connection, servers that close,
- * fail, stay silent or drop an idle connection, and bounded input.
+ * fail, stay silent or drop an idle connection, bounded input, and the
+ * background senders on connections of their own.
  */
 #include "config.h"
 
@@ -21,7 +22,8 @@
 #include "push.h"
 #include "expect.h"
 
-enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE };
+/* MODE_MANY: as MODE_KEEP, each connection served at once by a child of its own. */
+enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE, MODE_MANY };
 
 static char log_path[64];
 
@@ -78,7 +80,7 @@ server(int lfd, enum mode mode)
 	static const char error[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
 	static struct conn c;
 	FILE *log = fopen(log_path, "w");
-	int conn = 0;
+	int conn = 0, child = 0;
 
 	if (log == NULL)
 		_exit(1);
@@ -89,6 +91,15 @@ server(int lfd, enum mode mode)
 			continue;
 		conn++;
 		c.have = 0;
+		if (mode == MODE_MANY) {
+			if (fork() != 0) {
+				close(fd);
+				continue;
+			}
+			/* The child serves this one connection (stop() kills the group). */
+			child = 1;
+			mode = MODE_KEEP;
+		}
 		while (serve_one(fd, &c, conn, log) == 0) {
 			if (mode == MODE_SILENT)
 				continue;
@@ -109,6 +120,8 @@ server(int lfd, enum mode mode)
 			}
 		}
 		close(fd);
+		if (child)
+			_exit(0);
 	}
 }
 
@@ -129,8 +142,10 @@ start(enum mode mode, char url[64])
 	    getsockname(lfd, (struct sockaddr *)&sa, &len) != 0)
 		abort();
 	snprintf(url, 64, "http://127.0.0.1:%d/pub/", ntohs(sa.sin_port));
-	if ((pid = fork()) == 0)
+	if ((pid = fork()) == 0) {
+		setpgid(0, 0);
 		server(lfd, mode);
+	}
 	close(lfd);
 	return pid;
 }
@@ -159,6 +174,7 @@ start_unix(enum mode mode, char url[128])
 static void
 stop(pid_t pid)
 {
+	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -354,6 +370,92 @@ test_unix(void)
 	unlink(line);
 }
 
+/* fs_push_start/fs_push_finish: a batch shared among the lanes, each on its connection. */
+static void
+test_background(void)
+{
+	enum { N = 200 };
+	struct fs_push_msg msgs[N];
+	char url[64], chan[N][40], body[N][64], err[128], line[4096];
+	int seen[N] = { 0 }, conns = 0, right = 1, n = 0;
+	fs_push *p;
+	pid_t pid = start(MODE_MANY, url);
+	FILE *fp;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(chan[i], sizeof(chan[i]), "bg-%03d", i);
+		snprintf(body[i], sizeof(body[i]), "{\"n\":%d}", i);
+		msgs[i].channel = chan[i];
+		msgs[i].body = body[i];
+		msgs[i].len = strlen(body[i]);
+	}
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && fs_push_finish(p) == 0, "nothing started: nothing failed");
+	fs_push_start(p, msgs, N);
+	/* The batch was copied: the caller's buffers may change at once. */
+	memset(body, 'z', sizeof(body));
+	check(fs_push_finish(p) == 0, "200 messages published in the background");
+	if ((fp = fopen(log_path, "r")) != NULL) {
+		int last_conn = 0;
+
+		while (fgets(line, sizeof(line), fp) != NULL) {
+			int c, i;
+
+			n++;
+			if (sscanf(line, "%d POST /pub/bg-%d HTTP/1.1|", &c, &i) != 2 || i < 0 || i >= N) {
+				right = 0;
+				continue;
+			}
+			seen[i]++;
+			if (c > last_conn)
+				last_conn = c;
+			snprintf(err, sizeof(err), "{\"n\":%d}\n", i);
+			right &= strcmp(strchr(line, '|') + 1, err) == 0;
+		}
+		conns = last_conn;
+		fclose(fp);
+	}
+	for (int i = 0; i < N; i++)
+		right &= seen[i] == 1;
+	check(n == N && right, "each message once, with its own body");
+	check(conns == FS_PUSH_LANES, "on FS_PUSH_LANES connections");
+	fs_push_start(p, msgs, N);
+	check(fs_push_finish(p) == 0 && logged(&conns) == 2 * N,
+	    "a second batch: all published again");
+	{
+		int last_conn = 0;
+
+		if ((fp = fopen(log_path, "r")) != NULL) {
+			while (fgets(line, sizeof(line), fp) != NULL) {
+				int c = atoi(line);
+
+				last_conn = c > last_conn ? c : last_conn;
+			}
+			fclose(fp);
+		}
+		check(last_conn == 2 * FS_PUSH_LANES - 1,
+		    "the first lane kept its connection, the others opened new ones");
+	}
+	fs_push_start(p, msgs, 3);
+	fs_push_start(p, msgs + 3, 2);
+	check(fs_push_finish(p) == 0 && fs_push_finish(p) == 0,
+	    "a start finishes the batch before it; a second finish finds none");
+	fs_push_free(p);
+	stop(pid);
+
+	pid = start(MODE_ERROR, url);
+	p = fs_push_new(url, err, sizeof(err));
+	fs_push_start(p, msgs, 40);
+	check(fs_push_finish(p) == 40 && p->errstr[0] != '\0', "failures are counted, with a reason");
+	fs_push_free(p);
+	stop(pid);
+
+	p = fs_push_new("", err, sizeof(err));
+	fs_push_start(p, msgs, 10);
+	check(fs_push_finish(p) == 0, "publishing off: nothing fails");
+	fs_push_free(p);
+}
+
 int
 main(void)
 {
@@ -363,6 +465,7 @@ main(void)
 	test_pipelining();
 	test_servers();
 	test_unix();
+	test_background();
 	unlink(log_path);
 	return failures == 0 ? 0 : 1;
 }
