@@ -32,15 +32,6 @@
 #define CAP_MIN 64
 #define GEN_STRIPES 256 /* restock generations, by item hash: no entry needed */
 #define SWEEP_EVERY_MS 1000
-/*
- * A subscribed connection that has said nothing for PING_EVERY_MS is sent a
- * PING; without an answer within PING_DEADLINE_MS it is taken for dead (a
- * remote Redis that went away without a FIN, a frozen server, a dropped
- * NAT entry), dialled again, subscribed again, and every flag is dropped,
- * since restocks may have been missed: the next purchases ask Redis.
- */
-#define PING_EVERY_MS 1000
-#define PING_DEADLINE_MS 1000
 
 struct entry {
 	uint64_t item; /* 0: free */
@@ -312,15 +303,15 @@ read_restocks(fs_soldout *s, int64_t *swept_ms)
 	while (!atomic_load(&s->stop)) {
 		sweep_due(s, swept_ms);
 		now = fs_clock_mono_ms();
-		if (ping_ms == 0 && now - heard_ms >= PING_EVERY_MS) {
+		if (ping_ms == 0 && now - heard_ms >= FS_SOLDOUT_PING_EVERY_MS) {
 			/* Sent by the next read; in subscribed mode the answer is ["pong", ""]. */
 			if (redisAppendCommand(s->sub, "PING") != REDIS_OK)
 				return;
 			ping_ms = now;
-		} else if (ping_ms != 0 && now - ping_ms >= PING_DEADLINE_MS) {
+		} else if (ping_ms != 0 && now - ping_ms >= FS_SOLDOUT_PING_DEADLINE_MS) {
 			atomic_fetch_add(&s->silences, 1);
 			fs_log_warn("restock listener: no answer to PING within %d ms; subscribing again",
-			    PING_DEADLINE_MS);
+			    FS_SOLDOUT_PING_DEADLINE_MS);
 			return;
 		}
 		if (redisGetReply(s->sub, &r) != REDIS_OK) {

@@ -15,6 +15,19 @@
 
 /* Most sold-out items of live sales remembered; more go to Redis each time. */
 #define FS_SOLDOUT_MAX (1 << 20)
+/*
+ * The restock listener's subscribed connection, once it has said nothing
+ * for FS_SOLDOUT_PING_EVERY_MS, is sent a PING; without an answer within
+ * FS_SOLDOUT_PING_DEADLINE_MS it is taken for dead (a remote Redis that
+ * went away without a FIN, a frozen server, a dropped NAT entry), dialled
+ * again, subscribed again, and every flag is dropped, since restocks may
+ * have been missed: the next purchases ask Redis. The deadline is long
+ * enough that a busy machine's scheduling delay is not taken for a dead
+ * Redis: a false verdict sends every sold-out purchase to Redis until the
+ * flags are set again.
+ */
+#define FS_SOLDOUT_PING_EVERY_MS 1000
+#define FS_SOLDOUT_PING_DEADLINE_MS 3000
 
 typedef struct fs_soldout fs_soldout;
 
