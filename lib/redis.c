@@ -971,3 +971,23 @@ fs_redis_master_argv(fs_redis *r, int master, int argc, const char **argv, const
 	r->errstr[0] = '\0';
 	return x;
 }
+
+int
+fs_redis_is_cluster(const fs_redis *r)
+{
+	return r->cluster == 1;
+}
+
+int
+fs_redis_node_of(const fs_redis *r, unsigned slot, char *addr, size_t addrlen)
+{
+	int n = -1;
+
+	if (r->cluster != 1)
+		n = r->home;
+	else if (r->slot != NULL && slot < FS_REDIS_SLOTS && r->slot[slot] != 0xff)
+		n = r->slot[slot];
+	if (addr != NULL)
+		snprintf(addr, addrlen, "%s", n >= 0 && n < r->nnodes ? r->node[n].addr : "?");
+	return n >= 0 && n < r->nnodes ? n : -1;
+}

@@ -141,6 +141,16 @@ int fs_redis_masters(fs_redis *);
 redisReply *fs_redis_master_argv(fs_redis *, int master, int argc, const char **argv,
     const size_t *argvlen);
 
+/* 1 when the driver has found a cluster behind its seeds, 0 otherwise (so far). */
+int fs_redis_is_cluster(const fs_redis *);
+/*
+ * The node that serves slot, as the driver knows it now (a single Redis
+ * serves every slot): its index (stable while the driver lives), with its
+ * host:port or socket path in addr (unless NULL); -1 (and "?") when the
+ * slot's owner is not known yet.
+ */
+int fs_redis_node_of(const fs_redis *, unsigned slot, char *addr, size_t addrlen);
+
 /* The cluster's key hashing, as Redis does it. */
 uint16_t fs_redis_crc16(const char *buf, size_t len);
 /* The slot of a key: CRC16 of its {hash tag} (or the whole key) mod 16384. */

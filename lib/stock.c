@@ -82,17 +82,18 @@ place_tag(char tag[FS_STOCK_TAG_MAX], uint64_t sale, int p)
 		snprintf(tag, FS_STOCK_TAG_MAX, "%" PRIu64 ".%d", sale, p);
 }
 
-/* The driver's node that serves the place of tag: its index, or -1 when unknown. */
+/*
+ * The driver's node that serves the place of tag: its index, or -1 when
+ * unknown; its address in addr unless NULL.
+ */
 static int
-node_of(const fs_stock *s, const char *tag, unsigned *slot)
+node_of(const fs_stock *s, const char *tag, unsigned *slot, char *addr, size_t addrlen)
 {
 	char k[KEY_MAX];
 
 	key(k, KEY_SALE, tag, 0);
 	*slot = fs_redis_key_slot(k, strlen(k));
-	if (s->redis->cluster != 1)
-		return s->redis->home;
-	return s->redis->slot != NULL && s->redis->slot[*slot] != 0xff ? s->redis->slot[*slot] : -1;
+	return fs_redis_node_of(s->redis, *slot, addr, addrlen);
 }
 
 /* The driver failed: Redis away or silent (may heal), or an error reply (will not). */
@@ -921,11 +922,8 @@ fs_stock_shards(fs_stock *s, uint64_t sale, uint64_t item, struct fs_stock_shard
 		return -1;
 	}
 	for (int p = 0; p < shards && p < max; p++) {
-		int node = node_of(s, l.tags[p], &out[p].slot);
-
+		node_of(s, l.tags[p], &out[p].slot, out[p].master, sizeof(out[p].master));
 		snprintf(out[p].tag, sizeof(out[p].tag), "%s", l.tags[p]);
-		snprintf(out[p].master, sizeof(out[p].master), "%s",
-		    node >= 0 ? s->redis->node[node].addr : "?");
 	}
 	return shards;
 }
@@ -1253,7 +1251,7 @@ fs_stock_warm_abort(fs_stock *s)
 {
 	redisReply *r;
 	/* A warm watches keys on every master its places are on. */
-	int masters = s->redis->cluster == 1 ? fs_redis_masters(s->redis) : 0;
+	int masters = fs_redis_is_cluster(s->redis) ? fs_redis_masters(s->redis) : 0;
 
 	if ((r = fs_redis_argv(s->redis, 1, (const char *[]){ "UNWATCH" }, NULL)) != NULL)
 		freeReplyObject(r);
@@ -1283,7 +1281,7 @@ place_tags(fs_stock *s, struct fs_stock_layout *l)
 		return -1;
 	}
 	place_tag(l->tags[0], l->sale, 0);
-	used[0] = node_of(s, l->tags[0], &slot);
+	used[0] = node_of(s, l->tags[0], &slot, NULL, 0);
 	for (int p = 1; p < l->nplaces; p++) {
 		for (int n = 0; n < TAG_TRIES; n++) {
 			int taken = 0;
@@ -1292,7 +1290,7 @@ place_tags(fs_stock *s, struct fs_stock_layout *l)
 				place_tag(l->tags[p], l->sale, p);
 			else
 				snprintf(l->tags[p], FS_STOCK_TAG_MAX, "%" PRIu64 ".%d.%d", l->sale, p, n);
-			used[p] = node_of(s, l->tags[p], &slot);
+			used[p] = node_of(s, l->tags[p], &slot, NULL, 0);
 			for (int q = 0; q < p; q++)
 				taken |= used[q] == used[p];
 			if (masters == 1 || p >= masters || (used[p] >= 0 && !taken))
@@ -1380,7 +1378,7 @@ fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
 	 * the other. XXX Places sharing a master share its connection, whose
 	 * first EXEC ends the watch of the others.
 	 */
-	cluster = s->redis->cluster == 1;
+	cluster = fs_redis_is_cluster(s->redis);
 	for (int t = 0; t < (cluster ? ntags : 1); t++) {
 		rc = cluster ? warm_exec(s, &tags[t], 1, &old, &now, w) :
 			       warm_exec(s, tags, ntags, &old, &now, w);
