@@ -4,8 +4,9 @@
  * offset + 0..5, cluster bus on base + offset + 10..15, all below the
  * kernel's ephemeral ports; each test program its own offset, so two can
  * run at once), in a fresh temporary directory, created with
- * `redis-cli --cluster create`, ready once every node says cluster_state:ok
- * and every replica's link to its master is up, and stopped by PID. Each
+ * `redis-cli --cluster create`, ready once every node says cluster_state:ok,
+ * every replica's link to its master is up and each master's replica
+ * acknowledges a write, and stopped by PID. Each
  * node logs to node-<port>.log in the directory.
  */
 #ifndef FS_TEST_REDIS_CLUSTER_H
@@ -148,6 +149,55 @@ test_cluster_spawn(char *const argv[])
 	return WEXITSTATUS(status);
 }
 
+/* The live node that serves key (answers GET without a redirect), or -1. */
+static inline int
+test_cluster_owner(const struct test_cluster *tc, const char *key)
+{
+	int owner = -1;
+
+	for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
+		redisReply *x = tc->pid[i] > 0 ? test_cluster_cmd(tc->port[i], "GET %s", key) : NULL;
+
+		if (x != NULL && x->type != REDIS_REPLY_ERROR)
+			owner = i;
+		if (x != NULL)
+			freeReplyObject(x);
+	}
+	return owner;
+}
+
+/* A write on master m that its replica acknowledges within 10 s (WAIT 1); 0 or -1. */
+static inline int
+test_cluster_replicated(const struct test_cluster *tc, int m)
+{
+	redisContext *c = NULL;
+	redisReply *x = NULL;
+	struct timeval wait = { 11, 0 };
+	char key[32];
+	int rc = -1;
+
+	for (int k = 0; k < 1000; k++) {
+		snprintf(key, sizeof(key), "test-ready-%d", k);
+		if (test_cluster_owner(tc, key) == m)
+			break;
+	}
+	if ((c = test_cluster_connect(tc->port[m])) == NULL)
+		return -1;
+	redisSetTimeout(c, wait);
+	if ((x = redisCommand(c, "SET %s 1", key)) != NULL && x->type == REDIS_REPLY_STATUS) {
+		freeReplyObject(x);
+		x = redisCommand(c, "WAIT 1 10000");
+		rc = x != NULL && x->type == REDIS_REPLY_INTEGER && x->integer == 1 ? 0 : -1;
+		if (x != NULL)
+			freeReplyObject(x);
+		x = redisCommand(c, "DEL %s", key); /* the tests count their own keys */
+	}
+	if (x != NULL)
+		freeReplyObject(x);
+	redisFree(c);
+	return rc;
+}
+
 /*
  * Starts six nodes, makes them a cluster of 3 masters (the first three
  * ports) each with a replica, and waits until every node says
@@ -228,6 +278,14 @@ test_cluster_start(struct test_cluster *tc, int offset)
 				goto fail;
 			nanosleep(&step, NULL);
 		}
+	/*
+	 * After a diskless sync a master streams to its replica only once the
+	 * replica's first ACK came (up to a second later): a write that a
+	 * replica acknowledges (WAIT) on each master says the stream flows.
+	 */
+	for (int i = 0; i < 3; i++)
+		if (test_cluster_replicated(tc, i) != 0)
+			goto fail;
 	return 0;
 fail:
 	test_cluster_stop(tc);
@@ -249,23 +307,6 @@ test_cluster_master_of(const struct test_cluster *tc, int i)
 	if (x != NULL)
 		freeReplyObject(x);
 	return m;
-}
-
-/* The live node that serves key (answers GET without a redirect), or -1. */
-static inline int
-test_cluster_owner(const struct test_cluster *tc, const char *key)
-{
-	int owner = -1;
-
-	for (int i = 0; i < TEST_CLUSTER_NODES; i++) {
-		redisReply *x = tc->pid[i] > 0 ? test_cluster_cmd(tc->port[i], "GET %s", key) : NULL;
-
-		if (x != NULL && x->type != REDIS_REPLY_ERROR)
-			owner = i;
-		if (x != NULL)
-			freeReplyObject(x);
-	}
-	return owner;
 }
 
 /* The node id of node i (CLUSTER MYID) into id; 0 or -1. */
