@@ -985,7 +985,7 @@ fs_redis_node_of(const fs_redis *r, unsigned slot, char *addr, size_t addrlen)
 
 	if (r->cluster != 1)
 		n = r->home;
-	else if (r->slot != NULL && slot < FS_REDIS_SLOTS && r->slot[slot] != 0xff)
+	else if (r->slot != NULL && slot < FS_REDIS_SLOTS && r->slot[slot] != SLOT_UNKNOWN)
 		n = r->slot[slot];
 	if (addr != NULL)
 		snprintf(addr, addrlen, "%s", n >= 0 && n < r->nnodes ? r->node[n].addr : "?");
