@@ -401,7 +401,13 @@ fs_kafka_consumer_new(const char *brokers, const char *group, const char *topic,
 	    /* A member that died is replaced within seconds, not the default 45. */
 	    conf_set(conf, "session.timeout.ms", "6000", err, errlen) != 0 ||
 	    conf_set(conf, "heartbeat.interval.ms", "2000", err, errlen) != 0 ||
+	    /*
+	     * A fetch waits for 64 KB or 100 ms, not for the first byte: under
+	     * a burst the broker answers ten fetches a second instead of one per
+	     * produce request, and each batch of orders is that much bigger.
+	     */
 	    conf_set(conf, "fetch.wait.max.ms", "100", err, errlen) != 0 ||
+	    conf_set(conf, "fetch.min.bytes", "65536", err, errlen) != 0 ||
 	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
 	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
 	    conf_set(conf, "log_level", "3", err, errlen) != 0)
