@@ -918,6 +918,9 @@ fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 	uint64_t touched = r->touched;
 	long fewest = -1;
 
+	/* The answer must come before the connection's own timeout. */
+	if (timeout_ms > FS_REDIS_WAIT_MAX_MS)
+		timeout_ms = FS_REDIS_WAIT_MAX_MS;
 	r->touched = 0;
 	for (int n = 0; n < r->nnodes; n++) {
 		long acked;

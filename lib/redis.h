@@ -38,6 +38,7 @@
 
 /* How long a command (with its retries) may take before it fails. */
 #define FS_REDIS_TIMEOUT_MS 1000
+#define FS_REDIS_WAIT_MAX_MS 900 /* the longest WAIT: its answer comes within the timeout */
 #define FS_REDIS_ATTEMPTS_MAX 8 /* tries of one command, redirects included */
 #define FS_REDIS_SCRIPTS_MAX 4
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)

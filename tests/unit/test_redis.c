@@ -209,7 +209,7 @@ cluster_tests(void)
 	if (x != NULL)
 		freeReplyObject(x);
 	keys++;
-	check(fs_redis_wait(r, 1, 1000) == 1, "WAIT: the replica of that node has the write");
+	check(fs_redis_wait(r, 1, FS_REDIS_WAIT_MAX_MS) == 1, "WAIT: the replica of that node has the write");
 
 	check(fs_redis_masters(r) == 3, "three masters to visit");
 	for (int i = 0; i < 3; i++) {
@@ -248,7 +248,7 @@ cluster_tests(void)
 		if (i != m && test_cluster_master_of(&tc, i) == m)
 			replica = i;
 	check(m >= 0 && replica >= 0 && done(fs_redis_command(r, "SET %s %s", "fs:{1}:k", "v2")) &&
-		fs_redis_wait(r, 1, 1000) == 1,
+		fs_redis_wait(r, 1, FS_REDIS_WAIT_MAX_MS) == 1,
 	    "a write the replica of its master has (WAIT 1)");
 	test_cluster_kill(&tc, m, SIGKILL);
 	check(done(test_cluster_cmd(tc.port[replica], "CLUSTER FAILOVER FORCE")),

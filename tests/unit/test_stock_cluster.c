@@ -74,7 +74,7 @@ main(void)
 		    h.left == 2 &&
 		    fs_stock_reserve(st, sale, 12, "bob", "01900000-0000-7000-8000-0000000000bb",
 			fs_clock_now_ms(), &h) == FS_STOCK_SOLD_OUT;
-		replicated &= fs_stock_replicate(st, 500) == 0;
+		replicated &= fs_stock_replicate(st, FS_REDIS_WAIT_MAX_MS) == 0;
 		seen &= fs_stock_snapshot(st, sale, items, 2, &snap) == 0 && snap.loaded &&
 		    snap.nholds == 1 && strcmp(snap.holds[0].order_id, id) == 0 &&
 		    snap.nunconfirmed == 1 && snap.left[0] == 2 && snap.left[1] == 0;
