@@ -305,9 +305,10 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 }
 
 int
-fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, char *err,
-    size_t errlen)
+fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, int replicas,
+    int min_insync, char *err, size_t errlen)
 {
+	char isr[16];
 	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_AdminOptions_t *opts = NULL;
 	const rd_kafka_topic_result_t **res;
@@ -328,8 +329,14 @@ fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, ch
 		rd_kafka_conf_destroy(conf);
 		return -1;
 	}
-	if ((nt = rd_kafka_NewTopic_new(topic, partitions, 1, err, errlen)) == NULL)
+	if ((nt = rd_kafka_NewTopic_new(topic, partitions, replicas, err, errlen)) == NULL)
 		goto out;
+	snprintf(isr, sizeof(isr), "%d", min_insync);
+	if ((e = rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", isr)) !=
+	    RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
+		goto out;
+	}
 	q = rd_kafka_queue_new(rk);
 	opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
 	if (rd_kafka_AdminOptions_set_operation_timeout(opts, 10000, err, errlen) != 0)

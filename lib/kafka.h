@@ -64,12 +64,12 @@ enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *top
     const struct fs_kafka_msg *msgs, size_t n, char *err, size_t errlen);
 
 /*
- * Creates the topic with that many partitions (replication 1: one broker
- * here; a cluster would pass its own factor). 0 when it was created or
- * already exists, -1 with err set otherwise.
+ * Creates the topic with that many partitions, each on replicas brokers, a
+ * write acknowledged (acks=all) once min_insync of them have it. 0 when it
+ * was created or already exists, -1 with err set otherwise.
  */
-int fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, char *err,
-    size_t errlen);
+int fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, int replicas,
+    int min_insync, char *err, size_t errlen);
 
 #define FS_KAFKA_PARTITIONS_MAX 1024
 

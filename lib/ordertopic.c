@@ -148,10 +148,26 @@ fs_ordertopic_dead_letters(fs_ordertopic *t, const struct fs_kafka_msg *msgs, si
 }
 
 int
+fs_ordertopic_replicas(const char *brokers)
+{
+	int n = 1;
+
+	for (; *brokers != '\0'; brokers++)
+		if (*brokers == ',')
+			n++;
+	return n < FS_ORDERTOPIC_REPLICAS_MAX ? n : FS_ORDERTOPIC_REPLICAS_MAX;
+}
+
+int
 fs_ordertopic_create(const fs_ordertopic *t, char *err, size_t errlen)
 {
-	if (fs_kafka_create_topic(t->brokers, t->topic, FS_ORDERTOPIC_PARTITIONS, err, errlen) != 0 ||
-	    fs_kafka_create_topic(t->brokers, t->dlq, FS_ORDERTOPIC_DLQ_PARTITIONS, err, errlen) != 0)
+	int replicas = fs_ordertopic_replicas(t->brokers);
+	int min_insync = replicas > 2 ? replicas - 1 : 1;
+
+	if (fs_kafka_create_topic(t->brokers, t->topic, FS_ORDERTOPIC_PARTITIONS, replicas,
+		min_insync, err, errlen) != 0 ||
+	    fs_kafka_create_topic(t->brokers, t->dlq, FS_ORDERTOPIC_DLQ_PARTITIONS, replicas,
+		min_insync, err, errlen) != 0)
 		return -1;
 	return 0;
 }

@@ -19,6 +19,7 @@
 #define FS_ORDERTOPIC_MESSAGE_MAX 1024	/* bytes in an order message */
 #define FS_ORDERTOPIC_PARTITIONS 8
 #define FS_ORDERTOPIC_DLQ_PARTITIONS 1
+#define FS_ORDERTOPIC_REPLICAS_MAX 3	/* copies of each partition, at most */
 #define FS_ORDERTOPIC_GROUP	"flashsale-consumer"
 
 typedef struct fs_ordertopic {
@@ -59,6 +60,13 @@ enum fs_kafka_delivery fs_ordertopic_publish(fs_ordertopic *, const struct fs_or
  */
 enum fs_kafka_delivery fs_ordertopic_dead_letters(fs_ordertopic *, const struct fs_kafka_msg *,
     size_t n, char *err, size_t errlen);
+/*
+ * The replication of both topics: one copy per broker of the list, at most
+ * FS_ORDERTOPIC_REPLICAS_MAX; with three or more copies a write is
+ * acknowledged once all but one have it (min.insync.replicas), so a broker
+ * may die without losing an acknowledged order or refusing new ones.
+ */
+int fs_ordertopic_replicas(const char *brokers);
 /* Creates the topic and its dead letters (idempotent); 0, or -1 with err written. */
 int fs_ordertopic_create(const fs_ordertopic *, char *err, size_t errlen);
 /* Joins the recording group on the topic (track_eof: see fs_kafka_consumer_new). */
