@@ -43,7 +43,7 @@ static const struct {
 	[FS_CFG_SOLDOUT_DIR] = { "FLASHSALE_SOLDOUT_DIR", "",
 	    "directory of sold-out marker files that nginx checks (empty: none)" },
 	[FS_CFG_NCHAN_PUB] = { "FLASHSALE_NCHAN_PUB", "",
-	    "nchan publisher base URL for order status pushes (empty: none)" },
+	    "nchan publisher base URL for order status pushes, one per origin host separated by spaces (empty: none)" },
 	[FS_CFG_DEMO_SIGNIN] = { "FLASHSALE_DEMO_SIGNIN", "0",
 	    "1 enables the demo sign-in endpoint" },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { "FLASHSALE_KAFKA_TIMEOUT_MS", "3000",

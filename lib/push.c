@@ -35,8 +35,9 @@ set_err(fs_push *p, const char *fmt, ...)
 	va_end(ap);
 }
 
-fs_push *
-fs_push_new(const char *base, char *err, size_t errlen)
+/* One publisher: base is a single URL. */
+static fs_push *
+push_one_new(const char *base, char *err, size_t errlen)
 {
 	const char *host, *colon, *slash;
 	char *end;
@@ -129,15 +130,49 @@ drop(fs_push *p)
 	p->fd = -1;
 }
 
+fs_push *
+fs_push_new(const char *base, char *err, size_t errlen)
+{
+	char one[FS_PUSH_URL_MAX + 128];
+	fs_push *first = NULL, **tail = &first;
+	size_t len, n = 0;
+
+	do {
+		len = strcspn(base, " ");
+		if (len >= sizeof(one)) {
+			snprintf(err, errlen, "push URL too long");
+			goto fail;
+		}
+		if (++n > FS_PUSH_TARGETS_MAX) {
+			snprintf(err, errlen, "more than %d push URLs", FS_PUSH_TARGETS_MAX);
+			goto fail;
+		}
+		memcpy(one, base, len);
+		one[len] = '\0';
+		if ((*tail = push_one_new(one, err, errlen)) == NULL)
+			goto fail;
+		tail = &(*tail)->next;
+		base += len;
+		base += strspn(base, " ");
+	} while (*base != '\0');
+	return first;
+fail:
+	fs_push_free(first);
+	return NULL;
+}
+
 void
 fs_push_free(fs_push *p)
 {
-	if (p == NULL)
-		return;
-	bg_free(p->bg);
-	drop(p);
-	free(p->out);
-	free(p);
+	fs_push *next;
+
+	for (; p != NULL; p = next) {
+		next = p->next;
+		bg_free(p->bg);
+		drop(p);
+		free(p->out);
+		free(p);
+	}
 }
 
 /* Waits until fd is ready for events; 0, or -1 on timeout or error. */
@@ -387,8 +422,9 @@ exchange(fs_push *p, const char *req, size_t len, size_t k)
 	return ok;
 }
 
-size_t
-fs_push_publish_many(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+/* Publishes to one publisher; how many failed. */
+static size_t
+publish_one(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 {
 	size_t failed = 0;
 	char *req = p->out;
@@ -421,6 +457,21 @@ fs_push_publish_many(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 		p->err = 0;
 	fs_metrics_add(FS_M_PUSH_SENT, n - failed);
 	fs_metrics_add(FS_M_PUSH_FAILED, failed);
+	return failed;
+}
+
+size_t
+fs_push_publish_many(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+{
+	size_t failed = publish_one(p, msgs, n), f;
+
+	for (fs_push *q = p->next; q != NULL; q = q->next)
+		if ((f = publish_one(q, msgs, n)) > 0) {
+			memcpy(p->errstr, q->errstr, sizeof(p->errstr));
+			p->err = 1;
+			if (f > failed)
+				failed = f;
+		}
 	return failed;
 }
 
@@ -578,20 +629,20 @@ bg_copy(struct fs_push_bg *bg, const struct fs_push_msg *msgs, size_t n)
 	return 0;
 }
 
-void
-fs_push_start(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+/* fs_push_start for one publisher of the list. */
+static void
+start_one(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 {
 	struct fs_push_bg *bg;
 	size_t share;
 
-	fs_push_finish(p);
 	if (!p->enabled || n == 0)
 		return;
 	if (p->bg == NULL)
 		p->bg = bg_new(p);
 	if ((bg = p->bg) == NULL || bg_copy(bg, msgs, n) != 0) {
 		/* No lanes or no room for the copy: at once, on our own connection. */
-		size_t failed = fs_push_publish_many(p, msgs, n);
+		size_t failed = publish_one(p, msgs, n);
 
 		if (bg != NULL) {
 			bg->failed_at_once = failed;
@@ -618,8 +669,9 @@ fs_push_start(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 	pthread_mutex_unlock(&bg->mu);
 }
 
-size_t
-fs_push_finish(fs_push *p)
+/* fs_push_finish for one publisher of the list. */
+static size_t
+finish_one(fs_push *p)
 {
 	struct fs_push_bg *bg = p->bg;
 	size_t failed;
@@ -641,5 +693,27 @@ fs_push_finish(fs_push *p)
 	}
 	bg->started = 0;
 	bg->failed_at_once = 0;
+	return failed;
+}
+
+void
+fs_push_start(fs_push *p, const struct fs_push_msg *msgs, size_t n)
+{
+	fs_push_finish(p);
+	for (fs_push *q = p; q != NULL; q = q->next)
+		start_one(q, msgs, n);
+}
+
+size_t
+fs_push_finish(fs_push *p)
+{
+	size_t failed = finish_one(p), f;
+
+	for (fs_push *q = p->next; q != NULL; q = q->next)
+		if ((f = finish_one(q)) > 0) {
+			memcpy(p->errstr, q->errstr, sizeof(p->errstr));
+			if (f > failed)
+				failed = f;
+		}
 	return failed;
 }

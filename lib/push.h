@@ -25,6 +25,7 @@
  * about half the nginx CPU per message, twice the rate).
  */
 #define FS_PUSH_LANES		4
+#define FS_PUSH_TARGETS_MAX	8	/* publishers, one per origin host */
 
 /* One message for fs_push_publish_many. */
 struct fs_push_msg {
@@ -47,12 +48,15 @@ typedef struct fs_push {
 	char errstr[128];
 	/* The background senders (fs_push_start), started on first use. */
 	struct fs_push_bg *bg;
+	struct fs_push *next;	/* the next origin host's publisher, or NULL */
 } fs_push;
 
 /*
  * base: "unix:SOCKET:/PATH" (SOCKET an absolute path without ':'),
  * "http://HOST:PORT/PATH" with a numeric IPv4 host (loopback), or "" to
- * publish nothing. NULL when the URL is malformed or too long (errstr
+ * publish nothing; several of them separated by spaces (one per origin
+ * host: a shopper's event stream may be held by any) publish every message
+ * to each. NULL when a URL is malformed or too long (errstr
  * of the caller's choosing: err, errlen).
  */
 fs_push *fs_push_new(const char *base, char *err, size_t errlen);
@@ -65,11 +69,13 @@ int fs_push_publish(fs_push *, const char *channel, const char *body, size_t len
 /*
  * Publishes n messages, FS_PUSH_PIPELINE requests at a time on the one
  * connection (HTTP/1.1 pipelining), so that a batch costs a few round
- * trips. Returns how many failed (0: all published), errstr the last reason.
+ * trips, to every publisher of the list. Returns how many failed at the
+ * publisher that failed most (0: all published), errstr the last reason.
  */
 size_t fs_push_publish_many(fs_push *, const struct fs_push_msg *msgs, size_t n);
 /*
- * The same in the background, one batch at a time: fs_push_start copies
+ * The same in the background (each publisher of the list with its own
+ * lanes), one batch at a time: fs_push_start copies
  * the n messages, shares them among FS_PUSH_LANES sender threads of the
  * fs_push's own (each with its connection; all but the first lane's are
  * closed after each batch, so an idle publisher holds one) and returns at once;

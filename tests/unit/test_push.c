@@ -337,6 +337,31 @@ test_servers(void)
 	fs_push_free(p);
 }
 
+/* Two origin hosts: every message goes to each; a dead one costs only its own. */
+static void
+test_two_publishers(void)
+{
+	char live[64], dead[64], both[160], err[128];
+	fs_push *p;
+	pid_t pid;
+	int conns;
+
+	pid = start(MODE_KEEP, dead);
+	stop(pid);
+	pid = start(MODE_KEEP, live);
+	snprintf(both, sizeof(both), "%s  %s", dead, live);
+	p = fs_push_new(both, err, sizeof(err));
+	check(p != NULL && p->next != NULL && p->next->next == NULL, "two URLs, two publishers");
+	check(p != NULL && fs_push_publish(p, "abc", "{}", 2) == -1,
+	    "a message that one publisher missed is reported failed");
+	check(logged(&conns) == 1, "and the live publisher got it all the same");
+	fs_push_free(p);
+	stop(pid);
+	check(fs_push_new("http://127.0.0.1:1/a http://127.0.0.1:2/b ftp://x", err,
+		  sizeof(err)) == NULL,
+	    "refuses a list with one bad URL");
+}
+
 /* The publisher on a unix socket: same requests, no TCP port at all. */
 static void
 test_unix(void)
@@ -462,6 +487,7 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(log_path, sizeof(log_path), "/tmp/test_push.%ld.log", (long)getpid());
 	test_urls();
+	test_two_publishers();
 	test_pipelining();
 	test_servers();
 	test_unix();
