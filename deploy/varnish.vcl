@@ -1,7 +1,8 @@
 vcl 4.1;
 
 # The caching edge standing in for the CDN. deploy/stack renders this file
-# into $FLASHSALE_STATE/conf/varnish.vcl, filling in the origin port.
+# into $FLASHSALE_STATE/conf/varnish.vcl, filling in the origin port; the
+# cluster topology's lines take two origin hosts instead of one.
 #
 # Cached: static files, the two public sale documents, and an item's
 # sold-out answer to a purchase (410, for at most a second). Passed: every
@@ -11,25 +12,88 @@ vcl 4.1;
 
 import std;
 
+# @SINGLE_BEGIN@
+# The origin's /readyz: its purchase handler answers and reaches Redis and
+# Kafka. A sick origin gets no requests (with one origin the edge answers
+# 503 TRY_AGAIN at once instead of waiting on it). Starts healthy, so a
+# fresh edge serves at once.
+probe origin_ready {
+	.url = "/readyz";
+	.interval = 1s;
+	.timeout = 2s;
+	.window = 3;
+	.threshold = 2;
+	.initial = 2;
+}
+
 backend origin {
 	.host = "127.0.0.1";
 	.port = "@PORT_ORIGIN@";
 	.connect_timeout = 1s;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
-	# The origin's /readyz: its purchase handler answers and reaches Redis
-	# and Kafka. A sick origin gets no requests (with one origin the edge
-	# answers 503 TRY_AGAIN at once instead of waiting on it). Starts
-	# healthy, so a fresh edge serves at once.
-	.probe = {
-		.url = "/readyz";
-		.interval = 1s;
-		.timeout = 2s;
-		.window = 3;
-		.threshold = 2;
-		.initial = 2;
+	.probe = origin_ready;
+}
+# @SINGLE_END@
+# @CLUSTER_BEGIN@
+# Two origin hosts (deploy/cluster.sh), taken in turn. An origin that
+# stops answering is sick after two failed probes of a window of three (a
+# probe each 500 ms, 400 ms to answer: one slow answer under a burst does
+# not take it out), so the edge stops sending to it within about a second;
+# until then a request that cannot reach it is retried once on the other
+# (vcl_backend_error).
+import directors;
+
+probe origin_ready_fast {
+	.url = "/readyz";
+	.interval = 500ms;
+	.timeout = 400ms;
+	.window = 3;
+	.threshold = 2;
+	.initial = 2;
+}
+
+backend origin_a {
+	.host = "@ORIGIN_A@";
+	.port = "@PORT_ORIGIN@";
+	.connect_timeout = 300ms;
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+	.probe = origin_ready_fast;
+}
+
+backend origin_b {
+	.host = "@ORIGIN_B@";
+	.port = "@PORT_ORIGIN@";
+	.connect_timeout = 300ms;
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+	.probe = origin_ready_fast;
+}
+
+sub vcl_init {
+	new origins = directors.round_robin();
+	origins.add_backend(origin_a);
+	origins.add_backend(origin_b);
+}
+
+sub vcl_recv {
+	set req.backend_hint = origins.backend();
+}
+
+sub vcl_backend_fetch {
+	set bereq.backend = origins.backend();
+}
+
+# An origin that died under a request: once more, on the next healthy one.
+# Safe for a purchase too, since a shopper holds one unit per sale: a
+# repeated purchase is answered 409 with the order it already has.
+sub vcl_backend_error {
+	if (bereq.retries == 0) {
+		return (retry);
 	}
 }
+# @CLUSTER_END@
 
 sub vcl_recv {
 	# The edge is the first hop: its client's address replaces whatever
