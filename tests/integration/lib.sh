@@ -45,11 +45,18 @@ psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$FLASHSALE_PG" -c "$1"; }
 
 # redis-cli as the operator (the stack's admin ACL user), or as USER with
 # PASSWORD_FILE: redis_as USER PASSWORD_FILE ARGS...
+# A cluster's address list names its first node (-c follows redirects).
 redis_as() {
 	ra_user=$1 ra_file=$2
 	shift 2
-	REDISCLI_AUTH=$(cat "$ra_file") redis-cli --no-auth-warning --user "$ra_user" \
-		-s "$FLASHSALE_REDIS" "$@"
+	case $FLASHSALE_REDIS in
+	/*) set -- -s "$FLASHSALE_REDIS" "$@" ;;
+	*)
+		ra_first=${FLASHSALE_REDIS%%,*}
+		set -- -c -h "${ra_first%:*}" -p "${ra_first##*:}" "$@"
+		;;
+	esac
+	REDISCLI_AUTH=$(cat "$ra_file") redis-cli --no-auth-warning --user "$ra_user" "$@"
 }
 redis() { redis_as "$FLASHSALE_REDIS_USER" "$FLASHSALE_REDIS_PASSWORD_FILE" "$@"; }
 
@@ -72,22 +79,23 @@ JSON
 	echo "$sale $item"
 }
 
-# fire_all PATH TOKENS_FILE OUT [IN_FLIGHT]: one POST per token ("USER
-# TOKEN" lines), IN_FLIGHT (200) at once; OUT gets one "STATUS" line per
-# request, in the order they were answered.
+# fire_all PATH TOKENS_FILE OUT [IN_FLIGHT] [BASE]: one POST per token
+# ("USER TOKEN" lines) to BASE (the origin) + PATH, IN_FLIGHT (200) at
+# once; OUT gets one "STATUS USER" line per request, in the order they were
+# answered.
 fire_all() {
 	cfg=$FLASHSALE_STATE/curl-$$-$(basename "$3").cfg
 	# -w on the command line covers the first block only: each block says it.
-	awk -v base="$FLASHSALE_ORIGIN_URL$1" '{
+	awk -v base="${5:-$FLASHSALE_ORIGIN_URL}$1" '{
 		if (NR > 1) print "next"
 		printf "url = \"%s\"\nrequest = \"POST\"\nheader = \"Authorization: Bearer %s\"\n", base, $2
-		print "output = \"/dev/null\"\nsilent\nwrite-out = \"%{http_code}\\n\""
+		printf "output = \"/dev/null\"\nsilent\nwrite-out = \"%%{http_code} %s\\n\"\n", $1
 	}' "$2" >"$cfg"
 	curl -s --no-progress-meter -Z --parallel-max "${4:-200}" -K "$cfg" >"$3"
 }
 
-# count_of STATUS FILE: how many lines of FILE are STATUS.
-count_of() { grep -c "^$1\$" "$2"; }
+# count_of STATUS FILE: how many lines of FILE (fire_all's) are STATUS.
+count_of() { grep -c "^$1\( \|\$\)" "$2"; }
 
 # buy_until PATH TOKEN: presses Buy again and again (bounded: 300 times)
 # until a 202; bu_st is the last status, buy_tries how many came before.

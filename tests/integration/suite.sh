@@ -3,6 +3,9 @@
 # nginx, the handlers, Varnish) in a temporary state directory on its own
 # loopback ports, runs every tests/integration/t_*.sh against it, and stops
 # it at the end, even when a test fails. Speaks TAP: one line per case.
+# With FLASHSALE_TOPOLOGY=cluster (tests/integration/cluster.sh) it starts
+# the cluster topology and runs the c_*.sh files (FLASHSALE_SUITE: the
+# prefix, t or c) instead.
 set -u
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -19,6 +22,25 @@ export FLASHSALE_DATADIR=$top_srcdir
 export FLASHSALE_PURCHASE_PROCS=${FLASHSALE_PURCHASE_PROCS:-4}
 export FLASHSALE_ARTIFACTS=${FLASHSALE_ARTIFACTS:-$FLASHSALE_BINDIR/tests/artifacts}
 mkdir -p "$FLASHSALE_ARTIFACTS"
+
+suite_prefix=${FLASHSALE_SUITE:-t}
+# FLASHSALE_TEST_ONLY: space-separated parts of file names ("t_30 t_99").
+suite_files=
+for t in "$top_srcdir"/tests/integration/"$suite_prefix"_*.sh; do
+	if [ -n "${FLASHSALE_TEST_ONLY:-}" ]; then
+		only_hit=0
+		for only in $FLASHSALE_TEST_ONLY; do
+			case "$t" in *"$only"*) only_hit=1 ;; esac
+		done
+		[ "$only_hit" = 1 ] || continue
+	fi
+	suite_files="$suite_files $t"
+done
+if [ -z "$suite_files" ]; then
+	rmdir "$FLASHSALE_STATE" 2>/dev/null || true
+	echo "1..0 # SKIP no ${suite_prefix}_*.sh file selected"
+	exit 0
+fi
 
 stack=$top_srcdir/deploy/stack
 cleanup() {
@@ -58,15 +80,7 @@ invariants_hold_after() {
 	fi
 }
 
-for t in "$top_srcdir"/tests/integration/t_*.sh; do
-	# FLASHSALE_TEST_ONLY: space-separated parts of file names ("t_30 t_99").
-	if [ -n "${FLASHSALE_TEST_ONLY:-}" ]; then
-		only_hit=0
-		for only in $FLASHSALE_TEST_ONLY; do
-			case "$t" in *"$only"*) only_hit=1 ;; esac
-		done
-		[ "$only_hit" = 1 ] || continue
-	fi
+for t in $suite_files; do
 	suite_file=$(basename "$t")
 	diag "=== $suite_file"
 	. "$t"

@@ -1,0 +1,44 @@
+# A Kafka broker is SIGKILLed mid-burst, then restarted. Both topics have
+# three copies and min.insync.replicas=2, the producer acks=all with
+# idempotence: every 202 is an order on two brokers at least, so none is
+# missing from PostgreSQL afterwards, and none is recorded twice.
+
+. "$top_srcdir/tests/integration/cluster_lib.sh"
+
+set -- $(new_sale -5 300)
+sale=$1 item=$2
+# The leader of the order topic's partition 0 goes.
+leader=$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+	sed -n 's/^ *partition 0, leader \([0-9]*\),.*/\1/p')
+case $leader in
+[1-3]) ok "partition 0 of the order topic is led by kafka-$leader" ;;
+*) not_ok "partition 0 of the order topic has a leader" "got: '$leader'" && leader=1 ;;
+esac
+
+k_burst kb "$sale" 3000 20
+k_until_purchases 60
+"$stack" kill "kafka-$leader" >/dev/null
+wait "$k_burst_pid"
+requests=$(wc -l <"$k_out" | tr -d ' ')
+diag "during the kill: $requests requests, $(count_of 202 "$k_out") answered 202, $(count_of 503 "$k_out") 503"
+check "kafka-$leader restarts" "$stack" start "kafka-$leader"
+for round in 1 2 3; do
+	[ "$(k_retry "$sale" "$k_out")" = 0 ] && break
+done
+is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+    "every shopper gets an answer (202 or 410), retrying a 503"
+consumer_caught_up 60
+k_figures "$sale" "$item" "$k_out"
+is "$k_won $k_live $k_failed" "300 300 0" "300 202s, 300 live orders, none FAILED"
+on_topic=$(topic_messages | grep -c "\"saleId\":$sale[,}]")
+is "$(topic_messages | grep "\"saleId\":$sale[,}]" | sed -n 's/.*"orderId":"\([^"]*\)".*/\1/p' | sort -u | wc -l | tr -d ' ')" \
+    "$on_topic" "each order is on the topic once ($on_topic messages)"
+k_report "kafka broker killed" 1 "$requests"
+# Back to three copies of every partition (bounded wait).
+deadline=$(($(date +%s) + 60))
+until [ "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+	grep -c 'isrs: [1-3],[1-3],[1-3]$')" = 8 ] || [ "$(date +%s)" -ge "$deadline" ]; do
+	sleep 0.5
+done
+is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
+    "8" "kafka-$leader caught up: all 8 partitions have 3 replicas in sync"

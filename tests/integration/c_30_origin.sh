@@ -1,0 +1,100 @@
+# An origin host (nginx and every handler on 127.0.0.3) is SIGKILLed
+# mid-burst through the edge. The edge's probes find it sick within about
+# a second and send everything to the other host; a request that met the
+# dead host is retried there, by the edge or by the shopper. The sold-out
+# gate keeps working on the survivor: a cancelled unit sells again within a
+# second, and the gate closes again within a second of the last unit.
+
+. "$top_srcdir/tests/integration/cluster_lib.sh"
+
+k_backend() {
+	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null |
+		awk -v b="$1" '$1 ~ ("\\." b "$") { print ($0 ~ /[Hh]ealthy/ ? "healthy" : "sick") }'
+}
+# k_gate PATH TOKEN: "202", or "410 nginx" when nginx answered from the
+# marker, as the survivor answers a purchase.
+k_gate() {
+	curl -s -o /dev/null -D - -X POST -H "Authorization: Bearer $2" "http://$ORIGIN_A_HOST$1" |
+		tr -d '\r' | awk 'NR == 1 { code = $2 } tolower($0) ~ /^x-flashsale-answered-by: nginx/ { by = " nginx" }
+			END { print code by }'
+}
+ORIGIN_A_HOST=127.0.0.2:$((FLASHSALE_PORT_BASE + 1))
+
+is "$(k_backend origin_a) $(k_backend origin_b)" "healthy healthy" "the edge sees both origins healthy"
+set -- $(new_sale -5 300)
+sale=$1 item=$2
+path=$(purchase_path "$sale")
+k_burst og "$sale" 3000 40 "$FLASHSALE_EDGE_URL"
+k_until_purchases 100
+b_before=$(grep -c '"POST /api/flash-sales/items/' "$FLASHSALE_STATE/origin-b/log/nginx-access.log")
+[ "$b_before" -gt 0 ] && ok "both origins took purchases before the kill (origin-b: $b_before)" ||
+	not_ok "both origins took purchases before the kill"
+"$stack" kill origin-b >/dev/null
+killed_at=$(k_now_ms)
+until [ "$(k_backend origin_b)" = sick ] || [ $(($(k_now_ms) - killed_at)) -gt 10000 ]; do
+	sleep 0.05
+done
+sick_ms=$(($(k_now_ms) - killed_at))
+is "$(k_backend origin_b)" "sick" "the edge marks origin-b sick ($sick_ms ms after the kill)"
+if [ "$sick_ms" -le 1500 ]; then
+	ok "within the probe window: $sick_ms ms <= 1500 (probes every 500 ms, sick after 2 of 3 fail)"
+else
+	not_ok "within the probe window" "took $sick_ms ms"
+fi
+wait "$k_burst_pid"
+requests=$(wc -l <"$k_out" | tr -d ' ')
+diag "during the kill: $requests requests through the edge, $(count_of 202 "$k_out") answered 202, $(count_of 503 "$k_out") 503"
+retried=0
+for round in 1 2 3; do
+	n=$(k_retry "$sale" "$k_out" "$FLASHSALE_EDGE_URL")
+	[ "$n" = 0 ] && break
+	retried=$((retried + n))
+done
+diag "$retried shoppers retried through the edge"
+is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+    "every shopper gets an answer (202 or 410) from the survivor"
+# Nothing more reaches origin-b: it is dead, and the edge knows it.
+a_before=$(grep -c '"POST /api/flash-sales/items/' "$FLASHSALE_STATE/origin-a/log/nginx-access.log")
+admin token mint --user "og2-$sale" --count 100 >"$FLASHSALE_STATE/og2-tokens"
+fire_all "$path" "$FLASHSALE_STATE/og2-tokens" "$FLASHSALE_STATE/og2-out" 20 "$FLASHSALE_EDGE_URL"
+is "$(count_of 410 "$FLASHSALE_STATE/og2-out")" "100" "100 more shoppers: all sold out (410), none 503"
+consumer_caught_up 60
+k_figures "$sale" "$item" "$k_out"
+is "$k_won $k_live" "300 300" "300 202s, 300 live orders"
+k_report "origin host killed" 1 "$requests"
+
+# The sold-out gate on the survivor: a cancel opens it, the last unit
+# closes it, each within a second.
+winner=$(k_winners "$k_out" | head -n 1)
+wtoken=$(awk -v u="$winner" '$1 == u { print $2 }' "$k_tokens")
+oid=$(psql_q "SELECT id FROM orders WHERE sale_id = $sale AND user_id = '$winner'")
+t1=$(admin token mint --user "og-gate1-$sale")
+t2=$(admin token mint --user "og-gate2-$sale")
+is "$(k_gate "$path" "$t1")" "410 nginx" "sold out: the survivor's nginx answers from its marker"
+ans=$(http POST "/api/flash-sales/orders/$oid/cancel" "$wtoken" "$FLASHSALE_EDGE_URL")
+opened_at=$(k_now_ms)
+is "$(json_get "${ans#* }" status)" "CANCELLED" "a winner cancels through the edge"
+st=""
+until [ "$st" = 202 ] || [ $(($(k_now_ms) - opened_at)) -gt 5000 ]; do
+	st=$(k_gate "$path" "$t1")
+done
+open_ms=$(($(k_now_ms) - opened_at))
+is "$st" "202" "the gate opens on the survivor: a new shopper gets the unit ($open_ms ms)"
+if [ "$open_ms" -le 1000 ]; then ok "the gate opened within 1 s ($open_ms ms)"; else
+	not_ok "the gate opened within 1 s" "took $open_ms ms"; fi
+closed_at=$(k_now_ms)
+st=""
+until [ "$st" = "410 nginx" ] || [ $(($(k_now_ms) - closed_at)) -gt 5000 ]; do
+	st=$(k_gate "$path" "$t2")
+done
+close_ms=$(($(k_now_ms) - closed_at))
+is "$st" "410 nginx" "the gate closes again: nginx answers 410 from the marker ($close_ms ms)"
+if [ "$close_ms" -le 1000 ]; then ok "the gate closed within 1 s ($close_ms ms)"; else
+	not_ok "the gate closed within 1 s" "took $close_ms ms"; fi
+
+check "origin-b starts again" "$stack" start origin-b
+deadline=$(($(date +%s) + 15))
+until [ "$(k_backend origin_b)" = healthy ] || [ "$(date +%s)" -ge "$deadline" ]; do
+	sleep 0.2
+done
+is "$(k_backend origin_b)" "healthy" "the edge takes origin-b back"

@@ -1,0 +1,122 @@
+# Helpers of the cluster suite (c_*.sh, FLASHSALE_TOPOLOGY=cluster), sourced
+# by each of them after lib.sh. Names start with k_ so that they cannot
+# clash with the other test files, which share the shell.
+
+# One collation for sort, join, comm and uniq.
+export LC_ALL=C
+
+k_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# Purchase requests that reached the origins' nginx so far.
+k_purchases() {
+	cat "$FLASHSALE_STATE"/origin-[ab]/log/nginx-access.log 2>/dev/null |
+		grep -c '"POST /api/flash-sales/items/[0-9]*/purchase'
+}
+
+# k_burst NAME SALE SHOPPERS IN_FLIGHT [BASE]: mints SHOPPERS tokens
+# (users NAME-SALE-i) into $k_tokens and fires one purchase each in the
+# background ($k_burst_pid), answers into $k_out ("STATUS USER" lines).
+k_burst() {
+	k_tokens=$FLASHSALE_STATE/$1-tokens-$2
+	k_out=$FLASHSALE_STATE/$1-out-$2
+	admin token mint --user "$1-$2" --count "$3" >"$k_tokens"
+	fire_all "$(purchase_path "$2")" "$k_tokens" "$k_out" "$4" "${5:-}" &
+	k_burst_pid=$!
+}
+
+# k_until_purchases N: waits (bounded) until N more purchase requests than
+# at the call reached the origins: the fault lands mid-burst.
+k_until_purchases() {
+	k_from=$(k_purchases)
+	k_deadline=$(($(date +%s) + 30))
+	until [ $(($(k_purchases) - k_from)) -ge "$1" ] || [ "$(date +%s)" -ge "$k_deadline" ]; do
+		sleep 0.02
+	done
+}
+
+# k_retry SALE OUT [BASE]: the shoppers of OUT answered neither 202, 409
+# nor 410 (503 TRY_AGAIN, or no answer) press Buy once more; their answers
+# are appended to OUT. Prints how many retried.
+k_retry() {
+	k_again=$FLASHSALE_STATE/retry-tokens-$1
+	awk '$1 != "202" && $1 != "409" && $1 != "410" { print $2 }' "$2" | sort >"$k_again.users"
+	sort "$k_tokens" | join "$k_again.users" - >"$k_again"
+	: >"$k_again.out"
+	if [ -s "$k_again" ]; then
+		fire_all "$(purchase_path "$1")" "$k_again" "$k_again.out" 20 "${3:-}"
+	fi
+	# A shopper's last answer counts: drop the retried ones' first.
+	awk 'NR == FNR { again[$1] = 1; next } !($2 in again)' "$k_again.users" "$2" >"$2.kept"
+	cat "$2.kept" "$k_again.out" >"$2"
+	wc -l <"$k_again.users" | tr -d ' '
+}
+
+# The users that got 202, sorted.
+k_winners() { awk '$1 == "202" { print $2 }' "$1" | sort; }
+
+# k_sale_item SALE ITEM: "QUANTITY LEFT" of the item as `sale show` prints
+# them (left: the units Redis has).
+k_sale_item() {
+	admin sale show "$1" | awk -v i="$2" '$1 == i { print $(NF - 5), $(NF - 4) }'
+}
+
+# k_figures SALE ITEM OUT: the outcome of a burst, once the consumer caught
+# up. Sets k_won (202s), k_lost (202s with no order of that shopper in
+# PostgreSQL), k_dup (shoppers with more than one order), k_failed (FAILED
+# orders), k_oversold (live orders beyond the quantity), k_stranded
+# (units neither left in Redis nor held by a live order).
+k_figures() {
+	k_won=$(count_of 202 "$3")
+	psql_q "SELECT user_id FROM orders WHERE sale_id = $1" | sort >"$3.recorded"
+	k_lost=$(k_winners "$3" | comm -23 - "$3.recorded" | wc -l | tr -d ' ')
+	k_dup=$(uniq -d "$3.recorded" | wc -l | tr -d ' ')
+	k_failed=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'FAILED'")
+	k_live=$(psql_q "SELECT count(*) FROM orders WHERE item_id = $2 AND status IN ('PENDING', 'PAID')")
+	set -- $(k_sale_item "$1" "$2")
+	k_quantity=$1
+	k_left=$2
+	k_oversold=$((k_live > k_quantity ? k_live - k_quantity : 0))
+	k_stranded=$((k_quantity - k_live - k_left))
+}
+
+# k_report NAME FAULTS REQUESTS: prints the figures of the fault and
+# asserts the three that must be 0 (k_figures first).
+k_report() {
+	diag "$1: faults injected $2, requests during the fault $3, 202s $k_won, orders lost $k_lost, units oversold $k_oversold, units stranded $k_stranded"
+	is "$k_lost $k_dup" "0 0" "$1: every 202 is recorded once (orders lost 0, duplicated 0)"
+	is "$k_oversold $k_stranded" "0 0" "$1: units oversold 0, units stranded 0 ($k_live live + $k_left left = $k_quantity)"
+}
+
+# The Redis node (m1 ... r3) listening on PORT.
+k_redis_node() {
+	for k_n in m1 m2 m3 r1 r2 r3; do
+		case $k_n in
+		m*) k_p=$((FLASHSALE_PORT_BASE + 10 + ${k_n#m})) ;;
+		*) k_p=$((FLASHSALE_PORT_BASE + 13 + ${k_n#r})) ;;
+		esac
+		[ "$k_p" = "$1" ] && echo "$k_n"
+	done
+}
+
+# The port of the master that serves KEY's slot now, and of its replica.
+k_master_port() {
+	k_slot=$(redis CLUSTER KEYSLOT "$1")
+	redis CLUSTER NODES | awk -v s="$k_slot" '$3 ~ /master/ && $3 !~ /fail/ {
+		for (i = 9; i <= NF; i++) {
+			n = split($i, r, "-")
+			lo = r[1]; hi = (n == 2 ? r[2] : r[1])
+			if (s + 0 >= lo + 0 && s + 0 <= hi + 0) { split($2, a, "[:@]"); print a[2] }
+		}
+	}'
+}
+k_replica_port() {
+	redis CLUSTER NODES | awk -v p="$1" '{ split($2, a, "[:@]"); port[$1] = a[2]; if ($3 ~ /slave/) master[$1] = $4 }
+		END { for (n in master) if (port[master[n]] == p) print port[n] }'
+}
+
+# The role ("master", "slave") of the node on PORT.
+k_role() {
+	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
+		--user "$FLASHSALE_REDIS_USER" -p "$1" INFO replication 2>/dev/null | tr -d '\r' |
+		sed -n 's/^role://p'
+}
