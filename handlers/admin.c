@@ -360,7 +360,8 @@ repair(const struct fs_cfg *cfg, fs_pg *pg, fs_stock *r, const uint64_t *sales, 
 	}
 	if (on_their_way(cfg, all ? 0 : sales[0], &pending, &npending) != 0)
 		return -1;
-	qsort(pending, npending, sizeof(*pending), cmp_order_sale);
+	if (npending > 0)
+		qsort(pending, npending, sizeof(*pending), cmp_order_sale);
 	for (int i = 0; i < n; i++) {
 		while (at < npending && pending[at].sale < sales[i])
 			at++;

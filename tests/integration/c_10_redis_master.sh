@@ -7,18 +7,19 @@
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 
-set -- $(new_sale -5 300)
+units=500
+set -- $(new_sale -5 $units)
 sale=$1 item=$2
 master=$(k_master_port "fs:{$sale}:stock")
 replica=$(k_replica_port "$master")
 is "$(k_role "$master") $(k_role "$replica")" "master slave" \
     "the sale's slot: a master (redis-$(k_redis_node "$master")) and its replica (redis-$(k_redis_node "$replica"))"
 
-# 3000 shoppers for 300 units, 20 requests in flight: the master dies after
-# the first 60 purchases, while units are still selling.
+# 3000 shoppers for 500 units, 10 requests in flight: the master dies after
+# the first 20 purchases, while units are still selling.
 handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
-k_burst rm "$sale" 3000 20
-k_until_purchases 60
+k_burst rm "$sale" 3000 10
+k_until_purchases 20
 "$stack" kill "redis-$(k_redis_node "$master")" >/dev/null
 killed_at=$(k_now_ms)
 wait "$k_burst_pid"
@@ -35,8 +36,8 @@ is "$(k_role "$replica")" "master" "the replica is promoted ($promoted_ms ms aft
 won1=$(count_of 202 "$k_out")
 # What the promoted replica holds against what was answered: a hold that
 # got its 202 but never reached the replica is a lost write.
-set -- $(admin sale show "$sale" | awk -v i="$item" '$1 == i { print $(NF - 3) }')
-held=$1
+set -- $(k_sale_item "$sale" "$item")
+held=$3
 writes_lost=$((won1 > held ? won1 - held : 0))
 diag "during the kill: $requests requests, $won1 answered 202, $(count_of 503 "$k_out") 503; the promoted replica holds $held: writes lost $writes_lost"
 
@@ -61,7 +62,7 @@ if [ "$k_failed" -le "$writes_lost" ]; then
 else
 	not_ok "202s later FAILED ($k_failed) <= writes lost ($writes_lost)"
 fi
-is "$k_live" "300" "the 300 units are sold, to 300 live orders"
+is "$k_live" "$units" "the $units units are sold, to $units live orders"
 out=$(admin reconcile --all --repair 2>&1)
 case $out in
 *" 0 violations"*) ok "reconcile --all --repair leaves no violation" ;;

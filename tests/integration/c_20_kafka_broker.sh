@@ -5,7 +5,8 @@
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 
-set -- $(new_sale -5 300)
+units=500
+set -- $(new_sale -5 $units)
 sale=$1 item=$2
 # The leader of the order topic's partition 0 goes.
 leader=$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
@@ -15,8 +16,8 @@ case $leader in
 *) not_ok "partition 0 of the order topic has a leader" "got: '$leader'" && leader=1 ;;
 esac
 
-k_burst kb "$sale" 3000 20
-k_until_purchases 60
+k_burst kb "$sale" 3000 10
+k_until_purchases 20
 "$stack" kill "kafka-$leader" >/dev/null
 wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
@@ -29,7 +30,7 @@ is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d '
     "every shopper gets an answer (202 or 410), retrying a 503"
 consumer_caught_up 60
 k_figures "$sale" "$item" "$k_out"
-is "$k_won $k_live $k_failed" "300 300 0" "300 202s, 300 live orders, none FAILED"
+is "$k_won $k_live $k_failed" "$units $units 0" "$units 202s, $units live orders, none FAILED"
 on_topic=$(topic_messages | grep -c "\"saleId\":$sale[,}]")
 is "$(topic_messages | grep "\"saleId\":$sale[,}]" | sed -n 's/.*"orderId":"\([^"]*\)".*/\1/p' | sort -u | wc -l | tr -d ' ')" \
     "$on_topic" "each order is on the topic once ($on_topic messages)"

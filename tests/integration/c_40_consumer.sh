@@ -4,10 +4,11 @@
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 
-set -- $(new_sale -5 300)
+units=500
+set -- $(new_sale -5 $units)
 sale=$1 item=$2
-k_burst kc "$sale" 3000 20
-k_until_purchases 60
+k_burst kc "$sale" 3000 10
+k_until_purchases 20
 "$stack" kill consumer-1 >/dev/null
 wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
@@ -16,7 +17,7 @@ is "$(awk '$1 != "202" && $1 != "410"' "$k_out" | wc -l | tr -d ' ')" "0" \
 if consumer_caught_up 60; then ok "consumer-2 took over and caught up"; else
 	not_ok "consumer-2 took over and caught up" "lag: $("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>&1)"; fi
 k_figures "$sale" "$item" "$k_out"
-is "$k_won $k_live $k_failed" "300 300 0" "300 202s, 300 live orders, none FAILED"
+is "$k_won $k_live $k_failed" "$units $units 0" "$units 202s, $units live orders, none FAILED"
 is "$(psql_q "SELECT count(*) - count(DISTINCT id) FROM orders WHERE sale_id = $sale")" "0" \
     "no order id twice"
 k_report "consumer killed" 1 "$requests"

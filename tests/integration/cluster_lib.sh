@@ -46,7 +46,7 @@ k_retry() {
 		fire_all "$(purchase_path "$1")" "$k_again" "$k_again.out" 20 "${3:-}"
 	fi
 	# A shopper's last answer counts: drop the retried ones' first.
-	awk 'NR == FNR { again[$1] = 1; next } !($2 in again)' "$k_again.users" "$2" >"$2.kept"
+	awk 'FILENAME == ARGV[1] { again[$1] = 1; next } !($2 in again)' "$k_again.users" "$2" >"$2.kept"
 	cat "$2.kept" "$k_again.out" >"$2"
 	wc -l <"$k_again.users" | tr -d ' '
 }
@@ -54,10 +54,10 @@ k_retry() {
 # The users that got 202, sorted.
 k_winners() { awk '$1 == "202" { print $2 }' "$1" | sort; }
 
-# k_sale_item SALE ITEM: "QUANTITY LEFT" of the item as `sale show` prints
-# them (left: the units Redis has).
+# k_sale_item SALE ITEM: "QUANTITY LEFT HOLDS" of the item as `sale show`
+# prints them (left and holds: what Redis has).
 k_sale_item() {
-	admin sale show "$1" | awk -v i="$2" '$1 == i { print $(NF - 5), $(NF - 4) }'
+	admin sale show "$1" | awk -v i="$2" '$1 == i { print $(NF - 5), $(NF - 1), $NF }'
 }
 
 # k_figures SALE ITEM OUT: the outcome of a burst, once the consumer caught
