@@ -182,8 +182,9 @@ maxclients 10000
 EOF
 	spawn "$RUN/$name.pid" "$LOG/$name.log" redis-server "$CONF/$name.conf"
 	wait_for 15 ready_redis_node "$1" || die "$name did not answer PING; see $LOG/$name.log"
-	# A node of a formed cluster rejoins it before it counts as started.
-	if [ -s "$STATE/redis-cluster.formed" ]; then
+	# A node of a formed cluster rejoins it before it counts as started
+	# (unless all start together: then create_redis_cluster waits).
+	if [ -s "$STATE/redis-cluster.formed" ] && [ -z "${REDIS_NOWAIT:-}" ]; then
 		wait_for 30 redis_node_in_cluster "$1" ||
 			die "$name did not rejoin the cluster; see $LOG/$name.log"
 	fi
@@ -387,9 +388,11 @@ cmd_up() {
 	started=$(now)
 	use_stack
 	ensure_dirs
+	REDIS_NOWAIT=1
 	for n in $REDIS_NODES; do
 		start_redis_node "$n"
 	done
+	REDIS_NOWAIT=
 	create_redis_cluster
 	start_postgres
 	start_kafka_cluster
