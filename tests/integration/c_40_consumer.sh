@@ -7,17 +7,18 @@
 units=500
 set -- $(new_sale -5 $units)
 sale=$1 item=$2
+k_pids_of consumer-1
 k_burst kc "$sale" 3000 10
 k_until_purchases 20
-"$stack" kill consumer-1 >/dev/null
+k_kill
 wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
 is "$(awk '$1 != "202" && $1 != "410"' "$k_out" | wc -l | tr -d ' ')" "0" \
     "the consumer's death costs the shoppers nothing: every answer is 202 or 410"
 if consumer_caught_up 60; then ok "consumer-2 took over and caught up"; else
 	not_ok "consumer-2 took over and caught up" "lag: $("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>&1)"; fi
-k_figures "$sale" "$item" "$k_out"
-is "$k_won $k_live $k_failed" "$units $units 0" "$units 202s, $units live orders, none FAILED"
+k_sweep "$sale" "$item" "$k_out"
+is "$k_202 $k_live $k_failed" "$units $units 0" "$units 202s, $units live orders, none FAILED"
 is "$(psql_q "SELECT count(*) - count(DISTINCT id) FROM orders WHERE sale_id = $sale")" "0" \
     "no order id twice"
 k_report "consumer killed" 1 "$requests"

@@ -51,8 +51,9 @@ k_retry() {
 	wc -l <"$k_again.users" | tr -d ' '
 }
 
-# The users that got 202, sorted.
-k_winners() { awk '$1 == "202" { print $2 }' "$1" | sort; }
+# The users that know their order, sorted: a 202, or a 409 on a retry (the
+# first attempt's order reached the broker though its answer was lost).
+k_winners() { awk '$1 == "202" || $1 == "409" { print $2 }' "$1" | sort; }
 
 # k_sale_item SALE ITEM: "QUANTITY LEFT HOLDS" of the item as `sale show`
 # prints them (left and holds: what Redis has).
@@ -61,12 +62,14 @@ k_sale_item() {
 }
 
 # k_figures SALE ITEM OUT: the outcome of a burst, once the consumer caught
-# up. Sets k_won (202s), k_lost (202s with no order of that shopper in
-# PostgreSQL), k_dup (shoppers with more than one order), k_failed (FAILED
-# orders), k_oversold (live orders beyond the quantity), k_stranded
-# (units neither left in Redis nor held by a live order).
+# up. Sets k_202 (202s), k_won (shoppers who know their order: 202, or 409
+# on a retry), k_lost (of them, those with no order in PostgreSQL), k_dup
+# (shoppers with more than one order), k_failed (FAILED orders), k_live
+# (PENDING + PAID), k_oversold (live orders beyond the quantity),
+# k_stranded (units neither left in Redis nor held by a live order).
 k_figures() {
-	k_won=$(count_of 202 "$3")
+	k_202=$(count_of 202 "$3")
+	k_won=$(k_winners "$3" | wc -l | tr -d ' ')
 	psql_q "SELECT user_id FROM orders WHERE sale_id = $1" | sort >"$3.recorded"
 	k_lost=$(k_winners "$3" | comm -23 - "$3.recorded" | wc -l | tr -d ' ')
 	k_dup=$(uniq -d "$3.recorded" | wc -l | tr -d ' ')
@@ -82,7 +85,7 @@ k_figures() {
 # k_report NAME FAULTS REQUESTS: prints the figures of the fault and
 # asserts the three that must be 0 (k_figures first).
 k_report() {
-	diag "$1: faults injected $2, requests during the fault $3, 202s $k_won, orders lost $k_lost, units oversold $k_oversold, units stranded $k_stranded"
+	diag "$1: faults injected $2, requests during the fault $3, 202s $k_202 (+$((k_won - k_202)) 409s on a retry), orders lost $k_lost, units oversold $k_oversold, units stranded $k_stranded"
 	is "$k_lost $k_dup" "0 0" "$1: every 202 is recorded once (orders lost 0, duplicated 0)"
 	is "$k_oversold $k_stranded" "0 0" "$1: units oversold 0, units stranded 0 ($k_live live + $k_left left = $k_quantity)"
 }
@@ -119,4 +122,30 @@ k_role() {
 	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
 		--user "$FLASHSALE_REDIS_USER" -p "$1" INFO replication 2>/dev/null | tr -d '\r' |
 		sed -n 's/^role://p'
+}
+
+# k_sweep SALE ITEM OUT: runs the ghost-hold sweeper (flashsale-expire, as
+# cron does) until no unit is stranded, bounded: a hold whose order never
+# reached the broker (its handler died, or the broker never acknowledged)
+# is a ghost once older than the Kafka delivery timeout + 10 s. Sets
+# k_swept (ghosts released), then k_figures.
+k_sweep() {
+	k_swept=0
+	k_deadline=$(($(date +%s) + 45))
+	k_figures "$1" "$2" "$3"
+	while [ "$k_stranded" -gt 0 ] && [ "$(date +%s)" -lt "$k_deadline" ]; do
+		sleep 1
+		k_json=$( (eval "$("$stack" env handlers)" &&
+			FLASHSALE_HOLD_MAX_AGE=14 "$FLASHSALE_BINDIR/flashsale-expire" </dev/null) 2>/dev/null)
+		k_swept=$((k_swept + $(json_get "$k_json" ghosts | grep . || echo 0)))
+		k_figures "$1" "$2" "$3"
+	done
+}
+
+# k_kill PART: SIGKILL to the PIDs read beforehand with k_pids_of (no
+# script in between: the fault lands at this instant).
+k_pids_of() { k_pids=$("$stack" pids "$1"); }
+k_kill() {
+	# shellcheck disable=SC2086
+	kill -KILL $k_pids
 }
