@@ -4,11 +4,11 @@
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 
-units=500
+units=600
 set -- $(new_sale -5 $units)
 sale=$1 item=$2
 k_pids_of consumer-1
-k_burst kc "$sale" 3000 10
+k_burst kc "$sale" 3000 4
 k_until_purchases 20
 k_kill
 wait "$k_burst_pid"
