@@ -31,7 +31,9 @@ is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d '
     "every shopper gets an answer (202 or 410), retrying a 503"
 consumer_caught_up 60
 k_sweep "$sale" "$item" "$k_out"
-is "$k_live $k_won_failed" "$units 0" "$units live orders; no order of a shopper told 202 (or 409) FAILED"
+k_sell_rest kb "$sale"
+k_figures "$sale" "$item" "$k_out"
+is "$k_live $k_won_failed" "$units 0" "$units live orders; no order of a shopper told 202 FAILED"
 on_topic=$(topic_messages | grep -c "\"saleId\":$sale[,}]")
 is "$(topic_messages | grep "\"saleId\":$sale[,}]" | sed -n 's/.*"orderId":"\([^"]*\)".*/\1/p' | sort -u | wc -l | tr -d ' ')" \
     "$on_topic" "each order is on the topic once ($on_topic messages)"

@@ -65,13 +65,15 @@ k_sale_item() {
 # up. Sets k_202 (202s), k_won (shoppers who know their order: 202, or 409
 # on a retry), k_lost (of them, those with no order in PostgreSQL), k_dup
 # (shoppers with more than one order), k_failed (FAILED orders), k_won_failed
-# (of them, orders whose shopper had been told 202 or 409), k_unannounced
+# (of them, orders whose shopper had been told 202; a 409 may name a hold
+# whose order never reached the broker, which the sweeper fails), k_unannounced
 # (live orders of shoppers answered otherwise: a 503 whose message the
 # broker had after all), k_live (PENDING + PAID), k_oversold (live orders
 # beyond the quantity), k_stranded (units neither left in Redis nor held by
 # a live order).
 k_figures() {
 	k_202=$(count_of 202 "$3")
+	awk '$1 == "202" { print $2 }' "$3" | sort >"$3.202"
 	k_winners "$3" >"$3.won"
 	k_won=$(wc -l <"$3.won" | tr -d ' ')
 	psql_q "SELECT user_id FROM orders WHERE sale_id = $1" | sort >"$3.recorded"
@@ -79,7 +81,7 @@ k_figures() {
 	k_dup=$(uniq -d "$3.recorded" | wc -l | tr -d ' ')
 	k_failed=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'FAILED'")
 	k_won_failed=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status = 'FAILED'" |
-		sort | comm -12 "$3.won" - | wc -l | tr -d ' ')
+		sort | comm -12 - "$3.202" | wc -l | tr -d ' ')
 	k_unannounced=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')" |
 		sort | comm -13 "$3.won" - | wc -l | tr -d ' ')
 	k_live=$(psql_q "SELECT count(*) FROM orders WHERE item_id = $2 AND status IN ('PENDING', 'PAID')")
@@ -94,7 +96,7 @@ k_figures() {
 # asserts the three that must be 0 (k_figures first).
 k_report() {
 	diag "$1: faults injected $2, requests during the fault $3, 202s $k_202 (+$((k_won - k_202)) 409s on a retry), orders lost $k_lost, units oversold $k_oversold, units stranded $k_stranded"
-	diag "$1: also $k_failed FAILED ($k_won_failed of shoppers told 202/409, $k_swept ghost holds swept), $k_unannounced live orders of shoppers answered 503"
+	diag "$1: also $k_failed FAILED ($k_won_failed of shoppers told 202; $k_swept ghost holds swept), $k_unannounced live orders of shoppers answered otherwise (a 503 whose order the broker had)"
 	is "$k_lost $k_dup" "0 0" "$1: every 202 is recorded once (orders lost 0, duplicated 0)"
 	is "$k_oversold $k_stranded" "0 0" "$1: units oversold 0, units stranded 0 ($k_live live + $k_left left = $k_quantity)"
 }
@@ -149,6 +151,19 @@ k_sweep() {
 		k_swept=$((k_swept + $(json_get "$k_json" ghosts | grep . || echo 0)))
 		k_figures "$1" "$2" "$3"
 	done
+}
+
+# k_sell_rest NAME SALE [BASE]: once the ghost holds are swept their units
+# are back: 100 more shoppers buy them (k_left of them get 202, the rest
+# 410, none 503), and their answers join $k_out. Then k_figures again.
+k_sell_rest() {
+	admin token mint --user "$1-rest-$2" --count 100 >"$FLASHSALE_STATE/$1-rest-tokens"
+	fire_all "$(purchase_path "$2")" "$FLASHSALE_STATE/$1-rest-tokens" "$FLASHSALE_STATE/$1-rest-out" \
+		10 "${3:-}"
+	is "$(count_of 202 "$FLASHSALE_STATE/$1-rest-out") $(count_of 410 "$FLASHSALE_STATE/$1-rest-out")" \
+	    "$k_left $((100 - k_left))" "100 more shoppers: the $k_left units back in stock sell, the rest 410, none 503"
+	cat "$FLASHSALE_STATE/$1-rest-out" >>"$k_out"
+	consumer_caught_up 60
 }
 
 # k_kill PART: SIGKILL to the PIDs read beforehand with k_pids_of (no
