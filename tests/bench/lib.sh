@@ -99,9 +99,12 @@ stack() {
 }
 
 bench_stack_up() {
-	# Refuse to share ports with someone else's stack.
-	busy=$(ss -Hltn "( sport >= :$BASE and sport <= :$PORT_BENCH )" 2>/dev/null)
-	[ -z "$busy" ] || die "ports $BASE..$PORT_BENCH are in use (set BENCH_PORT_BASE):
+	# Refuse to share ports with someone else's stack (the cluster
+	# topology's reach base+36).
+	top=$PORT_BENCH
+	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && top=$((BASE + 36))
+	busy=$(ss -Hltn "( sport >= :$BASE and sport <= :$top )" 2>/dev/null)
+	[ -z "$busy" ] || die "ports $BASE..$top are in use (set BENCH_PORT_BASE):
 $busy"
 	say "starting the stack in $STATE (ports $BASE..$PORT_BENCH; log $STATE/stack.log)"
 	STACK_UP=1
@@ -118,8 +121,11 @@ $busy"
 	done
 	eval "$(stack env)"
 	export FLASHSALE_DATADIR=$repo
-	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT_BENCH/bench/nginx")" = 410 ] ||
-		die "no bench server block on :$PORT_BENCH (deploy/nginx.conf.in, FLASHSALE_BENCH=1)"
+	# The origin host: 127.0.0.1, or the cluster topology's first (origin-a).
+	BENCH_HOST=127.0.0.1
+	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && BENCH_HOST=127.0.0.2
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$BENCH_HOST:$PORT_BENCH/bench/nginx")" = 410 ] ||
+		die "no bench server block on $BENCH_HOST:$PORT_BENCH (deploy/nginx.conf.in, FLASHSALE_BENCH=1)"
 }
 
 # The EXIT trap: the load generator, the bench handlers, then the stack.
@@ -152,9 +158,17 @@ bench_cleanup() {
 
 # redis-cli as the stack's operator user (deploy/stack env): the password
 # goes through the environment, not the command line.
+# A cluster's address list names its first node (-c follows redirects).
 redis_cli() {
+	case $FLASHSALE_REDIS in
+	/*) set -- -s "$FLASHSALE_REDIS" "$@" ;;
+	*)
+		rc_first=${FLASHSALE_REDIS%%,*}
+		set -- -c -h "${rc_first%:*}" -p "${rc_first##*:}" "$@"
+		;;
+	esac
 	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
-		--user "$FLASHSALE_REDIS_USER" -s "$FLASHSALE_REDIS" "$@"
+		--user "$FLASHSALE_REDIS_USER" "$@"
 }
 
 # --- FastCGI programs of our own under spawn-fcgi ---------------------------
@@ -216,24 +230,25 @@ bench_start_trivial() {
 
 # The PIDs whose CPU time is a component's: a main process and its children.
 component_pids() {
-	case $1 in
-	nginx)
-		master=$(cat "$RUN/nginx.pid" 2>/dev/null)
-		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
-		;;
-	postgres)
+	# The cluster topology has a run directory per origin host, and
+	# numbered Redis, Kafka and consumer nodes: all of them count.
+	for run in "$RUN" "$STATE"/origin-*/run; do
+		[ -d "$run" ] || continue
+		case $1 in
+		nginx | varnish)
+			master=$(cat "$run/$1.pid" 2>/dev/null)
+			[ -n "$master" ] && echo "$master" && pgrep -P "$master"
+			;;
+		redis | kafka) cat "$run/$1.pid" "$run/$1"-*.pid 2>/dev/null ;;
+		consumer) cat "$run"/flashsale-consumer*.pid 2>/dev/null ;;
+		postgres) ;;
+		*) cat "$run/$1.pid" 2>/dev/null ;;
+		esac
+	done
+	if [ "$1" = postgres ]; then
 		master=$(head -n 1 "$STATE/postgres/postmaster.pid" 2>/dev/null)
 		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
-		;;
-	varnish)
-		master=$(cat "$RUN/varnish.pid" 2>/dev/null)
-		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
-		;;
-	redis) cat "$RUN/redis.pid" 2>/dev/null ;;
-	kafka) cat "$RUN/kafka.pid" 2>/dev/null ;;
-	consumer) cat "$RUN/flashsale-consumer.pid" 2>/dev/null ;;
-	*) cat "$RUN/$1.pid" 2>/dev/null ;;
-	esac
+	fi
 	return 0
 }
 
