@@ -21,13 +21,8 @@ handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\
 k_pids_of "redis-$(k_redis_node "$master")"
 k_burst rm "$sale" 3000 4
 k_until_purchases 20
-k_kill
-killed_at=$(k_now_ms)
-until [ "$(k_role "$replica")" = master ] || [ $(($(k_now_ms) - killed_at)) -gt 30000 ]; do
-	sleep 0.1
-done
-promoted_ms=$(($(k_now_ms) - killed_at))
-is "$(k_role "$replica")" "master" "the replica is promoted ($promoted_ms ms after the kill)"
+k_kill_master_waiting_promotion "$replica"
+is "$(k_role "$replica")" "master" "the replica is promoted ($k_promoted_ms ms after the kill)"
 wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
 won1=$(count_of 202 "$k_out")

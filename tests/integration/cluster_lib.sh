@@ -173,3 +173,15 @@ k_kill() {
 	# shellcheck disable=SC2086
 	kill -KILL $k_pids
 }
+
+# k_kill_master_waiting_promotion REPLICA_PORT: kills the processes k_pids_of
+# named (a master) and waits up to 30 s for its replica to be promoted;
+# k_promoted_ms says how long that took.
+k_kill_master_waiting_promotion() {
+	k_kill
+	k_killed_at=$(k_now_ms)
+	until [ "$(k_role "$1")" = master ] || [ $(($(k_now_ms) - k_killed_at)) -gt 30000 ]; do
+		sleep 0.1
+	done
+	k_promoted_ms=$(($(k_now_ms) - k_killed_at))
+}
