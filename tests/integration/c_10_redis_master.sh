@@ -41,15 +41,11 @@ fi
 
 # The same handlers sell again: every shopper refused retries (bounded:
 # three rounds).
-for round in 1 2 3; do
-	[ "$(k_retry "$sale" "$k_out")" = 0 ] && break
-done
-is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+k_retry_rounds "$sale" "$k_out" >/dev/null
+is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202 or 410) from the same handlers"
-alive=0
-for pid in $handlers; do
-	kill -0 "$pid" 2>/dev/null && alive=$((alive + 1))
-done
+# shellcheck disable=SC2086
+alive=$(k_alive $handlers)
 is "$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ') $alive" \
     "$handlers $(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted: the same processes, all alive"
 consumer_caught_up 60

@@ -24,10 +24,8 @@ wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
 diag "during the kill: $requests requests, $(count_of 202 "$k_out") answered 202, $(count_of 503 "$k_out") 503"
 check "kafka-$leader restarts" "$stack" start "kafka-$leader"
-for round in 1 2 3; do
-	[ "$(k_retry "$sale" "$k_out")" = 0 ] && break
-done
-is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+k_retry_rounds "$sale" "$k_out" >/dev/null
+is "$(k_unanswered "$k_out")" "0" \
     "every shopper gets an answer (202 or 410), retrying a 503"
 consumer_caught_up 60
 k_sweep "$sale" "$item" "$k_out"

@@ -34,7 +34,7 @@ fire_all "$(purchase_path "$ks_sale")" "$FLASHSALE_STATE/ks-burst" "$FLASHSALE_S
 is "$(count_of 202 "$FLASHSALE_STATE/ks-out")" "300" "burst: exactly the 300 units get 202"
 is "$(awk '$1 == "202" { print $2 }' "$FLASHSALE_STATE/ks-out" | sort -u | wc -l | tr -d ' ')" "300" \
     "for 300 distinct shoppers"
-is "$(awk '$1 != "202" && $1 != "409" && $1 != "410"' "$FLASHSALE_STATE/ks-out" | wc -l | tr -d ' ')" \
+is "$(k_unanswered "$FLASHSALE_STATE/ks-out")" \
     "0" "every other answer is 409 or 410"
 consumer_caught_up 60
 k_figures "$ks_sale" "$ks_item" "$FLASHSALE_STATE/ks-out"
@@ -56,16 +56,11 @@ wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
 won1=$(count_of 202 "$k_out")
 refused1=$(count_of 503 "$k_out")
-for round in 1 2 3; do
-	[ "$(k_retry "$ks_sale" "$k_out")" = 0 ] && break
-done
-is "$(awk '$1 != "202" && $1 != "410" && $1 != "409"' "$k_out" | wc -l | tr -d ' ')" "0" \
+k_retry_rounds "$ks_sale" "$k_out" >/dev/null
+is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202, 409 or 410)"
-alive=0
-for pid in $handlers; do
-	kill -0 "$pid" 2>/dev/null && alive=$((alive + 1))
-done
-is "$alive" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted"
+# shellcheck disable=SC2086
+is "$(k_alive $handlers)" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted"
 consumer_caught_up 60
 out=$(admin reconcile --all --repair 2>&1)
 case $out in

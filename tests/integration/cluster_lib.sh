@@ -51,6 +51,31 @@ k_retry() {
 	wc -l <"$k_again.users" | tr -d ' '
 }
 
+# k_retry_rounds SALE OUT [BASE]: k_retry until nobody is left to retry, at
+# most three rounds; prints how many retries there were in all.
+k_retry_rounds() {
+	k_retried=0
+	for k_round in 1 2 3; do
+		k_n=$(k_retry "$@")
+		[ "$k_n" = 0 ] && break
+		k_retried=$((k_retried + k_n))
+	done
+	echo "$k_retried"
+}
+
+# k_unanswered OUT: the shoppers of OUT whose last answer is none of 202,
+# 409 or 410.
+k_unanswered() { awk '$1 != "202" && $1 != "410" && $1 != "409"' "$1" | wc -l | tr -d ' '; }
+
+# k_alive PID...: how many of those processes are alive.
+k_alive() {
+	k_up=0
+	for k_pid in "$@"; do
+		kill -0 "$k_pid" 2>/dev/null && k_up=$((k_up + 1))
+	done
+	echo "$k_up"
+}
+
 # The users that know their order, sorted: a 202, or a 409 on a retry (the
 # first attempt's order reached the broker though its answer was lost).
 k_winners() { awk '$1 == "202" || $1 == "409" { print $2 }' "$1" | sort; }

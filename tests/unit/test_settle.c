@@ -13,6 +13,7 @@
 #include "settle.h"
 #include "expect.h"
 #include "redis_server.h"
+#include "stock_load.h"
 
 static const char *const ids[] = {
 	"01900000-0000-7000-8000-000000000001",
@@ -24,7 +25,6 @@ int
 main(void)
 {
 	static const struct fs_stock_warm_item items[] = { { 11, 5, 1 } };
-	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 1 };
 	const char *top = getenv("top_srcdir");
 	struct fs_settle_counts c = { 0, 0 };
 	struct fs_stock_record recs[4];
@@ -34,7 +34,7 @@ main(void)
 	struct test_redis srv;
 	struct fs_cfg cfg;
 	uint64_t item = 11;
-	long holds, left;
+	long left;
 	size_t n;
 	char err[256];
 	fs_stock *st;
@@ -44,8 +44,7 @@ main(void)
 		return 99;
 	}
 	if (test_redis_cfg(&srv, &cfg) != 0 || (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL ||
-	    fs_stock_warm_begin(st, 7, &item, 1, INT64_MAX, recs, 4, &n, &holds) != 0 ||
-	    fs_stock_warm(st, 7, &w) != 0)
+	    stock_load(st, 7, items, 1) != 0)
 		return 99;
 	memset(o, 0, sizeof(o));
 	for (int i = 0; i < 3; i++) {

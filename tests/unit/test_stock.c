@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "stock.h"
 #include "expect.h"
+#include "stock_load.h"
 /* Its helpers for failover tests are not needed here. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -158,15 +159,8 @@ static int
 warm_sharded(fs_stock *st, uint64_t sale, long units)
 {
 	const struct fs_stock_warm_item items[] = { { 21, units, 3 }, { 22, 2, 1 } };
-	const uint64_t ids[] = { 21, 22 };
-	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 2 };
-	struct fs_stock_record young[4];
-	size_t nyoung;
-	long holds;
 
-	if (fs_stock_warm_begin(st, sale, ids, 2, INT64_MAX, young, 4, &nyoung, &holds) != 0)
-		return -1;
-	return fs_stock_warm(st, sale, &w);
+	return stock_load(st, sale, items, 2);
 }
 
 static void

@@ -18,6 +18,7 @@
 #include "stock.h"
 #include "expect.h"
 #include "redis_cluster.h"
+#include "stock_load.h"
 
 #define SALES 9
 
@@ -26,15 +27,8 @@ static int
 warm(fs_stock *st, uint64_t sale)
 {
 	static const struct fs_stock_warm_item items[] = { { 11, 3, 1 }, { 12, 0, 1 } };
-	static const uint64_t ids[] = { 11, 12 };
-	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 2 };
-	struct fs_stock_record young[4];
-	size_t nyoung;
-	long holds;
 
-	if (fs_stock_warm_begin(st, sale, ids, 2, INT64_MAX, young, 4, &nyoung, &holds) != 0)
-		return -1;
-	return fs_stock_warm(st, sale, &w);
+	return stock_load(st, sale, items, 2);
 }
 
 int
