@@ -62,6 +62,17 @@ struct fs_fcgiproto_req {
 	int body_too_big;	/* more than FS_FCGI_BODY_MAX came: body is the start */
 };
 
+/* private: a stream of name-value pairs being read, in pieces of any size */
+struct fs_fcgiproto_pairs {
+	unsigned char len[8];	/* the length bytes of the pair read so far */
+	size_t len_have;
+	uint32_t name_len, value_len;
+	uint32_t left;		/* bytes of the name or value still to come */
+	int phase;		/* lengths, name, value */
+	int keep;		/* stored (name NUL value NUL at start), or skipped */
+	size_t start, used;	/* where the pair begins in its storage; storage in use */
+};
+
 /*
  * A connection's parser. Its state is private to lib/fcgiproto.c; callers
  * read only req (after FS_FCGIPROTO_REQUEST), reply/reply_len (after
@@ -73,20 +84,24 @@ struct fs_fcgiproto {
 	size_t reply_len;
 	const char *why;
 	/* private */
-	int state;
+	int state;		/* reading a header, content, padding; or dead */
 	unsigned char head[8];
 	size_t head_len;
-	unsigned type;
+	unsigned type;		/* the current record's */
 	uint16_t rec_id;
+	int take;		/* what the current record's content is for */
 	size_t content_left, padding_left;
-	unsigned char body8[8];	/* a BEGIN_REQUEST's or GET_VALUES' body being read */
+	unsigned char body8[8];	/* a BEGIN_REQUEST's body being read */
 	size_t body8_len;
-	int in_request;		/* BEGIN_REQUEST seen, request not yet done */
-	int params_done, stdin_done, delivered;
-	char pbytes[FS_FCGIPROTO_PARAM_BYTES];
-	size_t pbytes_len;
-	unsigned char pair[FS_FCGIPROTO_PARAM_BYTES];	/* a pair split across records */
-	size_t pair_len;
+	int in_request;		/* BEGIN_REQUEST accepted, request not yet done */
+	int params_done, stdin_done, aborted;
+	uint16_t ended[8];	/* ids of requests ended or refused lately (0: none) */
+	size_t ended_next;
+	struct fs_fcgiproto_pairs params;	/* the request's FCGI_PARAMS stream */
+	char pbytes[FS_FCGIPROTO_PARAM_BYTES];	/* its names and values */
+	struct fs_fcgiproto_pairs values;	/* a FCGI_GET_VALUES record's names */
+	char vbytes[32];
+	unsigned asked;		/* the variables that FCGI_GET_VALUES asked for */
 };
 
 void fs_fcgiproto_init(struct fs_fcgiproto *);
