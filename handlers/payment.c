@@ -254,7 +254,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-payment", setup, teardown, NULL, NULL, handle, ready
+		"flashsale-payment", setup, teardown, NULL, NULL, handle, ready, 0
 	};
 	static struct app app;
 

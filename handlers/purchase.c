@@ -5,7 +5,9 @@
  * memory; then the URL signature, the shopper's token, the Redis
  * reservation, and the broker's acknowledgement of the order message. 202
  * only once the broker has the order; when it certainly does not, the unit
- * goes back and the shopper is asked to retry.
+ * goes back and the shopper is asked to retry. Its workers are event loops
+ * (lib/fcgi): a request that waits for the broker holds no thread, and one
+ * loop answers the acknowledgements of many orders at a time.
  */
 #include "config.h"
 
@@ -32,13 +34,13 @@ struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
 	fs_urlsig_key *url_key;
-	fs_ordertopic topic; /* its producer is thread-safe; concurrent orders batch */
+	fs_ordertopic topic; /* its producer is shared by the loops; concurrent orders batch */
 	fs_soldout *soldout;
-	int threads;
+	int threads; /* event loops */
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 };
 
-/* What one worker thread owns: hiredis connections are not shared. */
+/* What one event loop owns: hiredis connections are not shared. */
 struct worker {
 	struct app *app;
 	fs_stock *stock;
@@ -53,6 +55,59 @@ give_back(struct worker *w, const struct fs_order *o)
 		    w->stock->errstr);
 }
 
+/* One order on its way to the broker: its request waits for it, no thread does. */
+struct pending {
+	struct fs_fcgi_task task;
+	fs_fcgi *fcgi;
+	struct worker *w;
+	struct fs_order o;
+	long window_s;
+	enum fs_kafka_delivery verdict;
+	char err[256];
+};
+
+/* On the loop that holds the request: 202 once the broker has the order. */
+static void
+finish(void *arg)
+{
+	struct pending *p = arg;
+	struct fs_order *o = &p->o;
+
+	switch (p->verdict) {
+	case FS_KAFKA_DELIVERED:
+		o->status = FS_ORDER_PENDING;
+		o->expires_ms = o->reserved_ms + (int64_t)p->window_s * 1000;
+		fs_answer_purchase_accepted(p->fcgi, o);
+		free(p);
+		return;
+	case FS_KAFKA_NOT_DELIVERED:
+		/* The broker never had it: the unit goes back now. */
+		fs_log_warn("order %s not delivered (%s); releasing", o->id, p->err);
+		give_back(p->w, o);
+		break;
+	default:
+		/*
+		 * It may be in the log: keep the hold. The consumer confirms it,
+		 * or the sweeper releases it; a retry answers 409 with its id.
+		 */
+		fs_log_warn("order %s maybe delivered (%s); hold kept", o->id, p->err);
+		break;
+	}
+	fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	free(p);
+}
+
+/* On the producer's report thread: hands the verdict to the request's loop. */
+static void
+on_sent(void *arg, enum fs_kafka_delivery verdict, const char *err)
+{
+	struct pending *p = arg;
+
+	p->verdict = verdict;
+	snprintf(p->err, sizeof(p->err), "%s", err);
+	fs_fcgi_post(p->fcgi, &p->task);
+}
+
 static void
 handle(fs_fcgi *fcgi, void *ctx)
 {
@@ -61,6 +116,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	char err[256];
 	struct fs_order o = { 0 };
 	struct fs_stock_hold hold;
+	struct pending *p;
 	int64_t sale_end_ms;
 	unsigned gen;
 
@@ -122,26 +178,26 @@ handle(fs_fcgi *fcgi, void *ctx)
 	if (hold.left == 0)
 		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
 
-	switch (fs_ordertopic_publish(&app->topic, &o, err, sizeof(err))) {
-	case FS_KAFKA_DELIVERED:
-		o.status = FS_ORDER_PENDING;
-		o.expires_ms = o.reserved_ms + (int64_t)hold.window_s * 1000;
-		fs_answer_purchase_accepted(fcgi, &o);
-		return;
-	case FS_KAFKA_NOT_DELIVERED:
-		/* The broker never had it: the unit goes back now. */
-		fs_log_warn("order %s not delivered (%s); releasing", o.id, err);
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		fs_log_warn("out of memory; releasing order %s", o.id);
 		give_back(w, &o);
-		break;
-	default:
-		/*
-		 * It may be in the log: keep the hold. The consumer confirms it,
-		 * or the sweeper releases it; a retry answers 409 with its id.
-		 */
-		fs_log_warn("order %s maybe delivered (%s); hold kept", o.id, err);
-		break;
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		return;
 	}
-	fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	p->task.run = finish;
+	p->task.arg = p;
+	p->fcgi = fcgi;
+	p->w = w;
+	p->o = o;
+	p->window_s = hold.window_s;
+	if (fs_ordertopic_publish_async(&app->topic, &o, on_sent, p, err, sizeof(err)) != 0) {
+		/* It never left: the unit goes back now. */
+		fs_log_warn("order %s not sent (%s); releasing", o.id, err);
+		give_back(w, &o);
+		free(p);
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	}
+	/* Otherwise finish answers, once the broker has spoken; no thread waits. */
 }
 
 /* GET /readyz: this worker's Redis and a Kafka broker answer. */
@@ -237,7 +293,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle, ready
+		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle, ready, 1
 	};
 	static struct app app;
 

@@ -160,7 +160,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-signin", setup, teardown, NULL, NULL, handle, NULL
+		"flashsale-signin", setup, teardown, NULL, NULL, handle, NULL, 0
 	};
 	static struct app app;
 

@@ -50,8 +50,8 @@ static const struct {
 	    "how long a purchase waits for the broker's acknowledgement" },
 	[FS_CFG_KAFKA_LINGER_MS] = { "FLASHSALE_KAFKA_LINGER_MS", "10",
 	    "how long the producer gathers concurrent orders into one batch" },
-	[FS_CFG_PURCHASE_THREADS] = { "FLASHSALE_PURCHASE_THREADS", "256",
-	    "worker threads per purchase process (requests in hand at once)" },
+	[FS_CFG_PURCHASE_THREADS] = { "FLASHSALE_PURCHASE_THREADS", "2",
+	    "event loops per purchase process (each holds any number of requests)" },
 	[FS_CFG_HOLD_MAX_AGE] = { "FLASHSALE_HOLD_MAX_AGE", "120",
 	    "seconds after which an unconfirmed hold counts as a ghost" },
 	[FS_CFG_EXPIRE_TOKEN] = { "FLASHSALE_EXPIRE_TOKEN", "",
@@ -74,7 +74,7 @@ static const struct {
 	[FS_CFG_REDIS_WAIT_MS] = { 0, 900 },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { 100, 300000 },
 	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
-	[FS_CFG_PURCHASE_THREADS] = { 1, 256 },
+	[FS_CFG_PURCHASE_THREADS] = { 1, 64 },
 	[FS_CFG_HOLD_MAX_AGE] = { 1, 86400 },
 };
 

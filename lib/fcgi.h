@@ -1,9 +1,12 @@
 /*
  * FastCGI driver: serves the socket that spawn-fcgi hands over (fd 0) with
- * worker threads that each accept their own connections (no hand-off from
- * an acceptor), reads parameters and bounded bodies, writes JSON answers,
- * and on SIGTERM/SIGINT stops accepting, lets every request in hand
- * finish, then returns.
+ * workers that each accept their own connections (no hand-off from an
+ * acceptor), reads parameters and bounded bodies, writes JSON answers, and
+ * on SIGTERM/SIGINT stops accepting, lets every request in hand finish,
+ * then returns. A worker is either a thread that answers one request at a
+ * time (libfcgi), or an event loop (lib/fcgiproto) that holds any number of
+ * requests at once and answers each when its work is done: the purchase
+ * handler's, whose requests wait for the broker without holding a thread.
  */
 #ifndef FS_FCGI_H
 #define FS_FCGI_H
@@ -40,7 +43,31 @@ struct fs_fcgi_service {
 	void (*thread_free)(void *ctx);
 	void (*handle)(fs_fcgi *, void *ctx);
 	int (*ready)(void *ctx, char *why, size_t whylen);
+	/*
+	 * Non-zero: each worker is an event loop on its own thread, and handle
+	 * may return before it answers; the request stays open until it is
+	 * answered, from a task that any thread posts to its loop
+	 * (fs_fcgi_post). It must not block for long: a loop's other requests
+	 * wait. Zero: libfcgi, one request per thread at a time.
+	 */
+	int event_loop;
 };
+
+/* Work for an event loop: run(arg) on the loop's thread. */
+struct fs_fcgi_task {
+	void (*run)(void *arg);
+	void *arg;
+	/* the loop's own */
+	fs_fcgi *fcgi;
+	struct fs_fcgi_task *next;
+};
+
+/*
+ * From any thread: runs task on the thread of the event loop that holds
+ * the request f (a request that handle left open), with f's request id on
+ * its log lines. The task's memory is the caller's until run starts.
+ */
+void fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *task);
 
 /* Serves until SIGTERM/SIGINT; returns the process exit status. */
 int fs_fcgi_serve(const struct fs_fcgi_service *, void *app);

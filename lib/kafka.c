@@ -27,10 +27,28 @@ struct batch {
 
 /* What one message learns from its delivery report. */
 struct delivery {
-	struct batch *batch;
+	struct batch *batch;	/* a caller waits for it, or NULL */
+	fs_kafka_sent *sent;	/* or it is told, with arg (the delivery is then allocated) */
+	void *arg;
 	rd_kafka_resp_err_t err;
 	rd_kafka_msg_status_t status;
 };
+
+/* The verdict on one message's report, counted. */
+static enum fs_kafka_delivery
+verdict(rd_kafka_resp_err_t err, rd_kafka_msg_status_t status)
+{
+	if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+		fs_metrics_count(FS_M_KAFKA_DELIVERED);
+		return FS_KAFKA_DELIVERED;
+	}
+	if (status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED) {
+		fs_metrics_count(FS_M_KAFKA_MAYBE_DELIVERED);
+		return FS_KAFKA_MAYBE_DELIVERED;
+	}
+	fs_metrics_count(FS_M_KAFKA_NOT_DELIVERED);
+	return FS_KAFKA_NOT_DELIVERED;
+}
 
 /* Runs on the poller thread (or in a flush): wakes the caller of the batch. */
 static void
@@ -42,6 +60,12 @@ on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	(void)rk;
 	if (d == NULL)
 		return;
+	if (d->sent != NULL) {
+		d->sent(d->arg, verdict(m->err, rd_kafka_message_status(m)),
+		    m->err != RD_KAFKA_RESP_ERR_NO_ERROR ? rd_kafka_err2str(m->err) : "");
+		free(d);
+		return;
+	}
 	pthread_mutex_lock(&p->mu);
 	d->err = m->err;
 	d->status = rd_kafka_message_status(m);
@@ -285,23 +309,45 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 	pthread_mutex_unlock(&p->mu);
 	pthread_cond_destroy(&batch.done);
 	for (size_t i = 0; i < n; i++) {
-		if (d[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-			fs_metrics_count(FS_M_KAFKA_DELIVERED);
+		enum fs_kafka_delivery v = verdict(d[i].err, d[i].status);
+
+		if (v == FS_KAFKA_DELIVERED)
 			continue;
-		}
 		snprintf(err, errlen, "delivery: %s", rd_kafka_err2str(d[i].err));
-		if (d[i].status != RD_KAFKA_MSG_STATUS_NOT_PERSISTED) {
-			fs_metrics_count(FS_M_KAFKA_MAYBE_DELIVERED);
-			worst = FS_KAFKA_MAYBE_DELIVERED;
-		} else {
-			fs_metrics_count(FS_M_KAFKA_NOT_DELIVERED);
-			if (worst == FS_KAFKA_DELIVERED)
-				worst = FS_KAFKA_NOT_DELIVERED;
-		}
+		if (v == FS_KAFKA_MAYBE_DELIVERED || worst == FS_KAFKA_DELIVERED)
+			worst = v;
 	}
 	if (d != &one)
 		free(d);
 	return worst;
+}
+
+int
+fs_kafka_produce_async(fs_kafka_producer *p, const char *topic, const struct fs_kafka_msg *msg,
+    fs_kafka_sent *sent, void *arg, char *err, size_t errlen)
+{
+	struct delivery *d;
+	rd_kafka_resp_err_t e;
+
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		snprintf(err, errlen, "produce: out of memory");
+		return -1;
+	}
+	d->sent = sent;
+	d->arg = arg;
+	pthread_rwlock_rdlock(&p->swap);
+	e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+	    RD_KAFKA_V_KEY((void *)(uintptr_t)msg->key, msg->keylen),
+	    RD_KAFKA_V_VALUE((void *)(uintptr_t)msg->value, msg->len),
+	    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
+	pthread_rwlock_unlock(&p->swap);
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		free(d);
+		fs_metrics_count(FS_M_KAFKA_NOT_DELIVERED);
+		snprintf(err, errlen, "produce: %s", rd_kafka_err2str(e));
+		return -1;
+	}
+	return 0;
 }
 
 int

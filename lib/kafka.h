@@ -63,6 +63,18 @@ int fs_kafka_producer_ready(fs_kafka_producer *, const char *topic, int timeout_
 enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *topic,
     const struct fs_kafka_msg *msgs, size_t n, char *err, size_t errlen);
 
+/* Told once, on the producer's report thread, what became of one message. */
+typedef void fs_kafka_sent(void *arg, enum fs_kafka_delivery, const char *err);
+/*
+ * Sends one message without waiting: 0 when it is on its way, and then
+ * sent(arg, ...) runs exactly once, on the producer's report thread, when
+ * the broker answered or message.timeout.ms passed (the same verdicts as
+ * fs_kafka_produce_all); -1 with err when it was refused at once (it never
+ * left: not delivered, and sent does not run). Thread-safe.
+ */
+int fs_kafka_produce_async(fs_kafka_producer *, const char *topic, const struct fs_kafka_msg *,
+    fs_kafka_sent *sent, void *arg, char *err, size_t errlen);
+
 /*
  * Creates the topic with that many partitions, each on replicas brokers, a
  * write acknowledged (acks=all) once min_insync of them have it. 0 when it

@@ -120,22 +120,46 @@ item_key(uint64_t item, char key[24])
 	return strlen(key);
 }
 
+/* The order's message, keyed by its item, in the caller's key and value; -1 when too long. */
+static int
+order_msg(const struct fs_order *o, struct fs_kafka_msg *msg, char key[24],
+    char value[FS_ORDERTOPIC_MESSAGE_MAX], char *err, size_t errlen)
+{
+	int n;
+
+	memset(msg, 0, sizeof(*msg));
+	if ((n = fs_ordertopic_encode(o, value, FS_ORDERTOPIC_MESSAGE_MAX)) < 0) {
+		snprintf(err, errlen, "order message too long");
+		return -1;
+	}
+	msg->key = key;
+	msg->keylen = item_key(o->item, key);
+	msg->value = value;
+	msg->len = (size_t)n;
+	return 0;
+}
+
 enum fs_kafka_delivery
 fs_ordertopic_publish(fs_ordertopic *t, const struct fs_order *o, char *err, size_t errlen)
 {
-	struct fs_kafka_msg msg = { 0 };
+	struct fs_kafka_msg msg;
 	char key[24], value[FS_ORDERTOPIC_MESSAGE_MAX];
-	int n;
 
-	if ((n = fs_ordertopic_encode(o, value, sizeof(value))) < 0) {
-		snprintf(err, errlen, "order message too long");
+	if (order_msg(o, &msg, key, value, err, errlen) != 0)
 		return FS_KAFKA_NOT_DELIVERED;
-	}
-	msg.key = key;
-	msg.keylen = item_key(o->item, key);
-	msg.value = value;
-	msg.len = (size_t)n;
 	return fs_kafka_produce_all(t->producer, t->topic, &msg, 1, err, errlen);
+}
+
+int
+fs_ordertopic_publish_async(fs_ordertopic *t, const struct fs_order *o, fs_kafka_sent *sent,
+    void *arg, char *err, size_t errlen)
+{
+	struct fs_kafka_msg msg;
+	char key[24], value[FS_ORDERTOPIC_MESSAGE_MAX];
+
+	if (order_msg(o, &msg, key, value, err, errlen) != 0)
+		return -1;
+	return fs_kafka_produce_async(t->producer, t->topic, &msg, sent, arg, err, errlen);
 }
 
 enum fs_kafka_delivery

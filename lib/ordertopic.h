@@ -55,6 +55,13 @@ int fs_ordertopic_decode(const void *msg, size_t len, struct fs_order *o);
 enum fs_kafka_delivery fs_ordertopic_publish(fs_ordertopic *, const struct fs_order *, char *err,
     size_t errlen);
 /*
+ * Publishes one order without waiting: 0 when it is on its way and sent
+ * will be told its fate (fs_kafka_produce_async); -1 with err when it
+ * never left.
+ */
+int fs_ordertopic_publish_async(fs_ordertopic *, const struct fs_order *, fs_kafka_sent *sent,
+    void *arg, char *err, size_t errlen);
+/*
  * Sends n messages of the topic (key and value as read, reason set) to the
  * dead letters and waits for the broker's answer.
  */

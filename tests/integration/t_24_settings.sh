@@ -9,5 +9,5 @@ case "$st_out" in
 *) not_ok "and says which settings clash" "$st_out" ;;
 esac
 st_out=$(FLASHSALE_PURCHASE_THREADS=1000 admin config 2>&1)
-is "$? $(printf '%s' "$st_out" | grep -c 'FLASHSALE_PURCHASE_THREADS=1000: must be an integer from 1 to 256')" "1 1" \
+is "$? $(printf '%s' "$st_out" | grep -c 'FLASHSALE_PURCHASE_THREADS=1000: must be an integer from 1 to 64')" "1 1" \
     "the admin tool refuses an out-of-range thread count by name"

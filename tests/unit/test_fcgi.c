@@ -1,0 +1,365 @@
+/*
+ * lib/fcgi's event loops, served on a real listening socket (as spawn-fcgi
+ * hands it over on fd 0) to a client that speaks FastCGI as nginx does:
+ * answers now and answers later (posted from another thread), several
+ * requests on one kept connection, a request written a byte at a time, a
+ * connection that goes away while its request is in hand, the probes, a
+ * second answer dropped, and a stop (SIGTERM) that still answers the
+ * request in hand before serve returns.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "expect.h"
+#include "fcgi.h"
+
+/* --- the service under test ----------------------------------------------- */
+
+/* A request that /later leaves open, answered by the deferrer thread. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	fs_fcgi *held[8];
+	int nheld;
+} later = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0 };
+
+static struct fs_fcgi_task tasks[64];
+static int ntasks, served_setup, torn_down;
+
+static int
+setup(void *app)
+{
+	(void)app;
+	served_setup = 1;
+	return 2;
+}
+
+static void
+teardown(void *app)
+{
+	(void)app;
+	torn_down = 1;
+}
+
+static void
+answer_later(void *arg)
+{
+	fs_fcgi *f = arg;
+
+	fs_fcgi_answer(f, FS_HTTP_ACCEPTED, NULL, "{\"later\":true}", 14);
+}
+
+static void
+handle(fs_fcgi *f, void *ctx)
+{
+	const char *uri = fs_fcgi_param(f, "DOCUMENT_URI"), *body;
+	char out[5000];
+	size_t len;
+	int n;
+
+	(void)ctx;
+	if (uri != NULL && strcmp(uri, "/later") == 0) {
+		pthread_mutex_lock(&later.mu);
+		later.held[later.nheld++] = f;
+		pthread_cond_signal(&later.cv);
+		pthread_mutex_unlock(&later.mu);
+		return; /* left open */
+	}
+	if (uri != NULL && strcmp(uri, "/twice") == 0) {
+		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"n\":1}", 7);
+		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"n\":2}", 7);
+		return;
+	}
+	if (fs_fcgi_body_or_answer(f, &body, &len) != 0)
+		return;
+	n = snprintf(out, sizeof(out), "{\"uri\":\"%s\",\"x\":\"%s\",\"len\":%zu}", uri ? uri : "",
+	    fs_fcgi_param(f, "HTTP_X") ? fs_fcgi_param(f, "HTTP_X") : "", len);
+	fs_fcgi_answer(f, FS_HTTP_OK, NULL, out, (size_t)n);
+}
+
+/* Takes the next request /later left open and posts its answer to its loop. */
+static void
+post_one_later(void)
+{
+	fs_fcgi *f;
+
+	pthread_mutex_lock(&later.mu);
+	while (later.nheld == 0)
+		pthread_cond_wait(&later.cv, &later.mu);
+	f = later.held[0];
+	memmove(later.held, later.held + 1, (size_t)--later.nheld * sizeof(later.held[0]));
+	pthread_mutex_unlock(&later.mu);
+	tasks[ntasks].run = answer_later;
+	tasks[ntasks].arg = f;
+	fs_fcgi_post(f, &tasks[ntasks++]);
+}
+
+static const struct fs_fcgi_service service = { "test-fcgi", setup, teardown, NULL, NULL, handle,
+	NULL, 1 };
+
+static int serve_rc = -1;
+
+static void *
+serve(void *arg)
+{
+	(void)arg;
+	static int app;
+
+	serve_rc = fs_fcgi_serve(&service, &app);
+	return NULL;
+}
+
+/* --- a FastCGI client ------------------------------------------------------ */
+
+static char sock_path[108];
+
+static int
+dial(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		perror("connect");
+		exit(2);
+	}
+	return fd;
+}
+
+static size_t
+record(unsigned char *out, int type, int id, const void *content, size_t len, size_t pad)
+{
+	out[0] = 1;
+	out[1] = (unsigned char)type;
+	out[2] = (unsigned char)(id >> 8);
+	out[3] = (unsigned char)id;
+	out[4] = (unsigned char)(len >> 8);
+	out[5] = (unsigned char)len;
+	out[6] = (unsigned char)pad;
+	out[7] = 0;
+	memcpy(out + 8, content, len);
+	memset(out + 8 + len, 0, pad);
+	return 8 + len + pad;
+}
+
+static size_t
+pair(unsigned char *out, const char *name, const char *value)
+{
+	size_t n = strlen(name), v = strlen(value), o = 0;
+
+	out[o++] = (unsigned char)n;
+	out[o++] = (unsigned char)v;
+	memcpy(out + o, name, n);
+	memcpy(out + o + n, value, v);
+	return o + n + v;
+}
+
+/* One nginx-shaped request: BEGIN (keep_conn), params in two records, body. */
+static size_t
+request(unsigned char *out, int id, int keep, const char *uri, const char *x, const char *body)
+{
+	unsigned char begin[8] = { 0, 1, (unsigned char)(keep ? 1 : 0), 0, 0, 0, 0, 0 }, p[512];
+	size_t o = 0, n = 0, half;
+
+	o += record(out + o, 1, id, begin, 8, 0);
+	n += pair(p + n, "DOCUMENT_URI", uri);
+	n += pair(p + n, "REQUEST_METHOD", "POST");
+	n += pair(p + n, "HTTP_X", x);
+	n += pair(p + n, "REQUEST_ID", "00ff");
+	half = n / 2;
+	o += record(out + o, 4, id, p, half, 3);
+	o += record(out + o, 4, id, p + half, n - half, 0);
+	o += record(out + o, 4, id, "", 0, 0);
+	if (body[0] != '\0')
+		o += record(out + o, 5, id, body, strlen(body), 5);
+	o += record(out + o, 5, id, "", 0, 0);
+	return o;
+}
+
+static void
+send_all(int fd, const void *buf, size_t len, int bytewise)
+{
+	const unsigned char *p = buf;
+
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, p + off, bytewise ? 1 : len - off);
+
+		if (n <= 0) {
+			perror("write");
+			exit(2);
+		}
+		off += (size_t)n;
+	}
+}
+
+static int
+read_full(int fd, unsigned char *buf, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t n = read(fd, buf + off, len - off);
+
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Reads one answer: the STDOUT content into out (NUL-terminated) until
+ * END_REQUEST; 0, or -1 when the stream ends first or the records are wrong.
+ */
+static int
+answer_of(int fd, int id, char *out, size_t outlen)
+{
+	unsigned char h[8], c[65536 + 256];
+	size_t have = 0, len, pad;
+
+	for (;;) {
+		if (read_full(fd, h, 8) != 0 || h[0] != 1)
+			return -1;
+		len = (size_t)h[4] << 8 | h[5];
+		pad = h[6];
+		if (read_full(fd, c, len + pad) != 0 || ((int)h[2] << 8 | h[3]) != id)
+			return -1;
+		if (h[1] == 3) /* END_REQUEST */
+			break;
+		if (h[1] != 6 || have + len >= outlen)
+			return -1;
+		memcpy(out + have, c, len);
+		have += len;
+	}
+	out[have] = '\0';
+	return 0;
+}
+
+static int
+contains(const char *s, const char *part)
+{
+	return strstr(s, part) != NULL;
+}
+
+int
+main(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	unsigned char req[4096];
+	char ans[70000];
+	pthread_t server;
+	sigset_t stops;
+	int lfd, a, b, c;
+	size_t n;
+
+	/* The stop signal reaches only the server's sigwait. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	snprintf(sock_path, sizeof(sock_path), "/tmp/test-fcgi.%ld.sock", (long)getpid());
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	unlink(sock_path);
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 64) != 0 ||
+	    dup2(lfd, 0) != 0) {
+		perror("listen");
+		return 2;
+	}
+	close(lfd);
+	pthread_create(&server, NULL, serve, NULL);
+
+	/* Two requests on one kept connection, the second written a byte at a time. */
+	a = dial();
+	n = request(req, 1, 1, "/now", "first", "hello");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 1, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
+		contains(ans, "Cache-Control: no-store\r\n") &&
+		contains(ans, "{\"uri\":\"/now\",\"x\":\"first\",\"len\":5}"),
+	    "an answer now: status, headers, params and body as sent");
+	n = request(req, 2, 1, "/now", "second", "");
+	send_all(a, req, n, 1);
+	check(answer_of(a, 2, ans, sizeof(ans)) == 0 &&
+		contains(ans, "{\"uri\":\"/now\",\"x\":\"second\",\"len\":0}"),
+	    "a second request on the kept connection, written a byte at a time");
+
+	/* Answered later, from another thread, while other requests go on. */
+	b = dial();
+	n = request(req, 7, 1, "/later", "", "");
+	send_all(b, req, n, 0);
+	n = request(req, 3, 1, "/now", "meanwhile", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 3, ans, sizeof(ans)) == 0 && contains(ans, "\"x\":\"meanwhile\""),
+	    "a request left open holds no other");
+	post_one_later();
+	check(answer_of(b, 7, ans, sizeof(ans)) == 0 && contains(ans, "Status: 202 Accepted\r\n") &&
+		contains(ans, "{\"later\":true}"),
+	    "the open request is answered by the task posted to its loop");
+
+	/* A second answer is dropped: one END_REQUEST, the first body. */
+	n = request(req, 4, 1, "/twice", "", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 4, ans, sizeof(ans)) == 0 && contains(ans, "{\"n\":1}") &&
+		!contains(ans, "{\"n\":2}"),
+	    "a second answer to one request is dropped");
+
+	/* The probe, and the error body that carries nginx's request id. */
+	n = request(req, 5, 1, "/healthz", "", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 5, ans, sizeof(ans)) == 0 && contains(ans, "{\"status\":\"alive\"}"),
+	    "/healthz is answered by the driver");
+	{
+		char big[FS_FCGI_BODY_MAX + 2];
+
+		memset(big, 'b', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		n = request(req, 6, 1, "/now", "", big);
+		send_all(a, req, n, 0);
+		check(answer_of(a, 6, ans, sizeof(ans)) == 0 &&
+			contains(ans, "Status: 413 ") && contains(ans, "\"requestId\":\"00ff\""),
+		    "a body over the limit: 413 with the request id");
+	}
+
+	/* A connection that goes away while its request is in hand. */
+	c = dial();
+	n = request(req, 9, 1, "/later", "", "");
+	send_all(c, req, n, 0);
+	close(c);
+	post_one_later();
+	n = request(req, 8, 0, "/now", "after", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 8, ans, sizeof(ans)) == 0 && contains(ans, "\"x\":\"after\""),
+	    "the loop goes on after an answer to a closed connection");
+	check(read(a, ans, 1) == 0, "a request without FCGI_KEEP_CONN closes its connection");
+	close(a);
+
+	/* Stopping: no new connection, the request in hand still answered. */
+	b = dial();
+	n = request(req, 11, 1, "/later", "", "");
+	send_all(b, req, n, 0);
+	pthread_mutex_lock(&later.mu);
+	while (later.nheld == 0)
+		pthread_cond_wait(&later.cv, &later.mu);
+	pthread_mutex_unlock(&later.mu);
+	kill(getpid(), SIGTERM);
+	while (!fs_fcgi_stopping())
+		sched_yield();
+	post_one_later();
+	check(answer_of(b, 11, ans, sizeof(ans)) == 0 && contains(ans, "{\"later\":true}"),
+	    "a stopping loop answers the request in hand");
+	close(b);
+	pthread_join(server, NULL);
+	check(serve_rc == 0 && served_setup && torn_down, "serve returns 0 after teardown");
+	unlink(sock_path);
+	return failures == 0 ? 0 : 1;
+}
