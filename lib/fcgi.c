@@ -432,6 +432,23 @@ conn_answer(struct conn *c, const char *head, size_t hlen, const char *body, siz
 		conn_flush(c);
 }
 
+/* Ends a request that was aborted before it was handed over; -1 when it cannot. */
+static int
+conn_end_unserved(struct conn *c)
+{
+	char *room;
+	ssize_t n;
+
+	if ((room = conn_room(c, fs_fcgiproto_answer_size(0))) == NULL ||
+	    (n = fs_fcgiproto_answer(c->proto.req.id, "", 0, room, fs_fcgiproto_answer_size(0))) < 0)
+		return -1;
+	c->out_len += (size_t)n;
+	if (!c->proto.req.keep_conn)
+		c->close_after = 1;
+	fs_fcgiproto_done(&c->proto);
+	return 0;
+}
+
 /* Parses what came; 0, or -1 when the connection must close. */
 static int
 conn_feed(struct conn *c, const char *buf, size_t len)
@@ -451,7 +468,12 @@ conn_feed(struct conn *c, const char *buf, size_t len)
 			request_begin(c->loop->w, &c->fcgi);
 			break;
 		case FS_FCGIPROTO_ABORT:
-			/* The work may be half done (a unit taken): the answer follows. */
+			/*
+			 * Handed over, the work may be half done (a unit taken): its
+			 * answer follows. Not yet: it ends here, with no output.
+			 */
+			if (!c->busy && conn_end_unserved(c) != 0)
+				return -1;
 			break;
 		case FS_FCGIPROTO_REPLY:
 			if ((room = conn_room(c, c->proto.reply_len)) == NULL)

@@ -330,6 +330,17 @@ main(void)
 		    "a body over the limit: 413 with the request id");
 	}
 
+	/* Aborted before it was whole: ended with no output, the connection kept. */
+	{
+		unsigned char begin[8] = { 0, 1, 1, 0, 0, 0, 0, 0 };
+
+		n = record(req, 1, 12, begin, 8, 0);
+		n += record(req + n, 2, 12, "", 0, 0);
+		send_all(a, req, n, 0);
+		check(answer_of(a, 12, ans, sizeof(ans)) == 0 && ans[0] == '\0',
+		    "a request aborted before it was handed over ends with no output");
+	}
+
 	/* A connection that goes away while its request is in hand. */
 	c = dial();
 	n = request(req, 9, 1, "/later", "", "");
