@@ -277,6 +277,8 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 		rd_kafka_resp_err_t e;
 
 		d[i].batch = &batch;
+		d[i].sent = NULL;
+		d[i].arg = NULL;
 		d[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
 		d[i].status = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
 		if (msgs[i].reason != NULL) {

@@ -256,7 +256,7 @@ int
 main(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	unsigned char req[4096];
+	unsigned char req[16384];
 	char ans[70000];
 	pthread_t server;
 	sigset_t stops;

@@ -1,0 +1,139 @@
+/*
+ * lib/kafka's producer against librdkafka's mock cluster (a real broker
+ * cannot be told to fail one produce request on cue): a message waited
+ * for and a message told, each delivered; a message refused at once is
+ * not told; a produce request the broker refuses for good reaches the
+ * teller exactly once, as not delivered, on the report thread.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "expect.h"
+#include "kafka.h"
+/* After rdkafka.h, which kafka.h includes. */
+#include <librdkafka/rdkafka_mock.h>
+
+/* What the teller heard, for one message. */
+struct told {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int times;
+	enum fs_kafka_delivery verdict;
+	char err[128];
+	pthread_t thread;
+};
+
+static void
+sent(void *arg, enum fs_kafka_delivery verdict, const char *err)
+{
+	struct told *t = arg;
+
+	pthread_mutex_lock(&t->mu);
+	t->times++;
+	t->verdict = verdict;
+	t->thread = pthread_self();
+	snprintf(t->err, sizeof(t->err), "%s", err);
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Waits (up to 10 s) until the teller heard of the message; its count. */
+static int
+wait_told(struct told *t)
+{
+	struct timespec until;
+	int times;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&t->mu);
+	while (t->times == 0 && pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0)
+		;
+	times = t->times;
+	pthread_mutex_unlock(&t->mu);
+	return times;
+}
+
+static void
+told_init(struct told *t)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
+}
+
+int
+main(void)
+{
+	static char huge[2 * 1024 * 1024];
+	struct fs_kafka_msg msg = { "7", 1, "{\"o\":1}", 7, NULL };
+	struct fs_kafka_msg big = { "7", 1, huge, sizeof(huge), NULL };
+	rd_kafka_mock_cluster_t *mc;
+	fs_kafka_producer *p;
+	struct told t1, t2, t3;
+	char err[256] = "";
+	rd_kafka_conf_t *conf;
+	rd_kafka_t *rk;
+	int rc, attempts;
+
+	conf = rd_kafka_conf_new();
+	if (rd_kafka_conf_set(conf, "log_level", "0", err, sizeof(err)) != RD_KAFKA_CONF_OK ||
+	    (rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err))) == NULL ||
+	    (mc = rd_kafka_mock_cluster_new(rk, 1)) == NULL ||
+	    rd_kafka_mock_topic_create(mc, "orders", 1, 1) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		fprintf(stderr, "mock cluster: %s\n", err);
+		return 2;
+	}
+	if ((p = fs_kafka_producer_new(rd_kafka_mock_cluster_bootstraps(mc), 3000, 5, err,
+		 sizeof(err))) == NULL) {
+		fprintf(stderr, "producer: %s\n", err);
+		return 2;
+	}
+
+	check(fs_kafka_produce_all(p, "orders", &msg, 1, err, sizeof(err)) == FS_KAFKA_DELIVERED,
+	    "a message waited for is delivered");
+
+	told_init(&t1);
+	rc = fs_kafka_produce_async(p, "orders", &msg, sent, &t1, err, sizeof(err));
+	check(rc == 0 && wait_told(&t1) == 1 && t1.verdict == FS_KAFKA_DELIVERED &&
+		t1.err[0] == '\0' && !pthread_equal(t1.thread, pthread_self()),
+	    "a message told is delivered, told once, on the report thread");
+
+	told_init(&t2);
+	err[0] = '\0';
+	rc = fs_kafka_produce_async(p, "orders", &big, sent, &t2, err, sizeof(err));
+	check(rc == -1 && err[0] != '\0' && t2.times == 0,
+	    "a message refused at once is not sent, and its teller is not called");
+
+	/* The broker refuses the next produce request for good. */
+	rd_kafka_mock_push_request_errors(mc, 0 /* ApiKey Produce */, 1,
+	    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+	told_init(&t3);
+	rc = fs_kafka_produce_async(p, "orders", &msg, sent, &t3, err, sizeof(err));
+	check(rc == 0 && wait_told(&t3) == 1 && t3.verdict != FS_KAFKA_DELIVERED && t3.err[0] != '\0',
+	    "a produce request refused by the broker: told once, not delivered");
+	printf("# refused: verdict %d (%s)\n", (int)t3.verdict, t3.err);
+
+	/*
+	 * The idempotent producer may take the refusal as fatal: the report
+	 * thread then replaces it, and until it has, messages are refused.
+	 */
+	for (attempts = 1; attempts <= 100; attempts++) {
+		struct timespec pause = { 0, 50 * 1000 * 1000 };
+
+		if (fs_kafka_produce_all(p, "orders", &msg, 1, err, sizeof(err)) == FS_KAFKA_DELIVERED)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	check(attempts <= 100, "the producer goes on after a refusal");
+	printf("# delivered again at attempt %d (%s)\n", attempts, err);
+	fs_kafka_producer_free(p);
+	check(t1.times == 1 && t3.times == 1, "no teller is told twice, not even at the flush");
+	rd_kafka_mock_cluster_destroy(mc);
+	rd_kafka_destroy(rk);
+	return failures == 0 ? 0 : 1;
+}
