@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "clock.h"
 #include "kafka.h"
 #include "lock.h"
@@ -74,6 +76,40 @@ on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/*
+ * librdkafka's statistics, every second on the report thread: the Produce
+ * requests sent to every broker since rk was made, counted as they grow
+ * (a replaced rk starts from 0 again).
+ */
+static int
+on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+	fs_kafka_producer *p = opaque;
+	struct json_tokener *tok = json_tokener_new();
+	json_object *doc = NULL, *brokers, *req, *n;
+	long long sum = 0;
+
+	(void)rk;
+	if (tok != NULL && len <= INT32_MAX)
+		doc = json_tokener_parse_ex(tok, json, (int)len);
+	if (doc != NULL && json_object_object_get_ex(doc, "brokers", &brokers) &&
+	    json_object_is_type(brokers, json_type_object)) {
+		json_object_object_foreach(brokers, name, b) {
+			(void)name;
+			if (json_object_object_get_ex(b, "req", &req) &&
+			    json_object_object_get_ex(req, "Produce", &n))
+				sum += json_object_get_int64(n);
+		}
+		fs_metrics_add(FS_M_KAFKA_PRODUCE_REQUESTS,
+		    (uint64_t)(sum >= p->produce_seen ? sum - p->produce_seen : sum));
+		p->produce_seen = sum;
+	}
+	json_object_put(doc);
+	if (tok != NULL)
+		json_tokener_free(tok);
+	return 0; /* librdkafka frees json */
+}
+
 /* librdkafka's own lines go through fs_log, in the one log format. */
 static void
 on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
@@ -117,11 +153,13 @@ producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 	    conf_set(conf, "partitioner", PARTITIONER, err, errlen) != 0 ||
 	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
 	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
+	    conf_set(conf, "statistics.interval.ms", "1000", err, errlen) != 0 ||
 	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
 		rd_kafka_conf_destroy(conf);
 		return NULL;
 	}
 	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+	rd_kafka_conf_set_stats_cb(conf, on_stats);
 	rd_kafka_conf_set_opaque(conf, p);
 	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen)) == NULL)
 		rd_kafka_conf_destroy(conf);
@@ -149,6 +187,7 @@ recreate_if_fatal(fs_kafka_producer *p)
 		rd_kafka_poll(p->rk, 100);
 	rd_kafka_destroy(p->rk);
 	p->rk = rk;
+	p->produce_seen = 0;
 	pthread_rwlock_unlock(&p->swap);
 	fs_metrics_count(FS_M_KAFKA_PRODUCER_RESTARTS);
 }

@@ -29,6 +29,7 @@ typedef struct fs_kafka_producer {
 	char brokers[512];
 	int timeout_ms;
 	int linger_ms;
+	long long produce_seen; /* Produce requests of rk counted so far (its statistics) */
 } fs_kafka_producer;
 
 /* One message; reason, when not NULL, travels as a header (dead letters). */

@@ -64,6 +64,9 @@ static const struct {
 	[FS_M_KAFKA_MAYBE_DELIVERED] = { "flashsale_kafka_deliveries_total", "outcome=\"maybe\"", NULL },
 	[FS_M_KAFKA_PRODUCER_RESTARTS] = { "flashsale_kafka_producer_restarts_total", NULL,
 	    "Idempotent producers replaced after a fatal error." },
+	[FS_M_KAFKA_PRODUCE_REQUESTS] = { "flashsale_kafka_produce_requests_total", NULL,
+	    "Produce requests the producers sent to the brokers (librdkafka's statistics, each "
+	    "second): messages delivered per request is how well concurrent orders batch." },
 	[FS_M_KAFKA_CONSUMER_ERRORS] = { "flashsale_kafka_consumer_errors_total", NULL,
 	    "Errors the Kafka consumer reported while polling or committing." },
 	[FS_M_PG_ERRORS] = { "flashsale_pg_errors_total", NULL,

@@ -14,6 +14,7 @@
 
 #include "expect.h"
 #include "kafka.h"
+#include "metrics.h"
 /* After rdkafka.h, which kafka.h includes. */
 #include <librdkafka/rdkafka_mock.h>
 
@@ -131,6 +132,17 @@ main(void)
 	}
 	check(attempts <= 100, "the producer goes on after a refusal");
 	printf("# delivered again at attempt %d (%s)\n", attempts, err);
+	/* The statistics come each second: the produce requests sent are counted. */
+	for (attempts = 1; attempts <= 30 && fs_metrics_value(FS_M_KAFKA_PRODUCE_REQUESTS) < 3;
+	     attempts++) {
+		struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+		nanosleep(&pause, NULL);
+	}
+	check(fs_metrics_value(FS_M_KAFKA_PRODUCE_REQUESTS) >= 3,
+	    "the produce requests are counted (at least the three answered)");
+	printf("# produce requests counted: %llu\n",
+	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_PRODUCE_REQUESTS));
 	fs_kafka_producer_free(p);
 	check(t1.times == 1 && t3.times == 1, "no teller is told twice, not even at the flush");
 	rd_kafka_mock_cluster_destroy(mc);
