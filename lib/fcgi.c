@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +39,7 @@ struct fs_fcgi {
 	int answered;
 	const char *request_id; /* valid hex from nginx, or NULL */
 	uint64_t start_ns;
-	char body[FS_FCGI_BODY_MAX + 1]; /* libfcgi's reads land here */
+	char *body;		/* libfcgi's reads land here: its thread's buffer */
 };
 
 /*
@@ -57,6 +56,7 @@ struct loop;
 struct worker {
 	FCGX_Request req;
 	fs_fcgi fcgi;
+	char body[FS_FCGI_BODY_MAX + 1]; /* libfcgi's reads of the request in hand */
 	pthread_t tid;
 	void *ctx;
 	const struct fs_fcgi_service *svc;
@@ -160,6 +160,7 @@ serve_request(struct worker *w)
 {
 	w->fcgi.fcgx = &w->req;
 	w->fcgi.conn = NULL;
+	w->fcgi.body = w->body;
 	request_begin(w, &w->fcgi);
 	FCGX_Finish_r(&w->req);
 	request_end(&w->fcgi);
@@ -278,7 +279,6 @@ loop_listen(struct loop *l, int on)
 	if (on ? epoll_ctl(l->epfd, EPOLL_CTL_ADD, 0, &ev) != 0 :
 		 epoll_ctl(l->epfd, EPOLL_CTL_DEL, 0, NULL) != 0)
 		fs_log_warn("fastcgi: epoll_ctl (listening): %s", strerror(errno));
-	l->full = 0;
 }
 
 static void
@@ -333,8 +333,12 @@ conn_close(struct conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	c->prev = c->next = NULL;
-	if (l->nconns-- == CONNS_MAX && l->full && l->listening)
+	l->nconns--;
+	if (l->full) {
+		/* Only a listening loop is ever full (a stop clears it). */
 		loop_listen(l, 1);
+		l->full = 0;
+	}
 	conn_free_if_done(c);
 }
 
@@ -379,8 +383,6 @@ conn_room(struct conn *c, size_t n)
 	size_t cap;
 	char *p;
 
-	if (c->out_off > 0 && c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
 	if (n > OUT_MAX - c->out_len)
 		return NULL;
 	if (c->out_len + n > c->out_cap) {
@@ -463,7 +465,7 @@ conn_feed(struct conn *c, const char *buf, size_t len)
 		case FS_FCGIPROTO_REQUEST:
 			c->busy = 1;
 			c->loop->busy++;
-			memset(&c->fcgi, 0, offsetof(fs_fcgi, body));
+			memset(&c->fcgi, 0, sizeof(c->fcgi));
 			c->fcgi.conn = c;
 			request_begin(c->loop->w, &c->fcgi);
 			break;
@@ -597,7 +599,7 @@ static void
 loop_stop_accepting(struct loop *l)
 {
 	if (!l->full)
-		loop_listen(l, 0);
+		loop_listen(l, 0); /* full: already not watched */
 	l->full = 0;
 	l->listening = 0;
 	l->stop_ns = mono_ns();
@@ -813,7 +815,7 @@ fs_fcgi_method_is(fs_fcgi *f, const char *method)
 
 /* libfcgi's body: read one byte past the limit to tell "exactly full" from "too big". */
 static enum fs_fcgi_body
-read_fcgx_body(fs_fcgi *f, size_t *len)
+read_fcgx_body(fs_fcgi *f, const char **body, size_t *len)
 {
 	size_t have = 0;
 	int n;
@@ -829,6 +831,7 @@ read_fcgx_body(fs_fcgi *f, size_t *len)
 	if (FCGX_GetError(f->fcgx->in) != 0)
 		return FS_FCGI_BODY_ERROR;
 	f->body[have] = '\0';
+	*body = f->body;
 	*len = have;
 	return FS_FCGI_BODY_OK;
 }
@@ -838,13 +841,12 @@ fs_fcgi_read_body(fs_fcgi *f, const char **body, size_t *len)
 {
 	const char *cl = fs_fcgi_param(f, "CONTENT_LENGTH");
 
-	*body = f->body;
+	*body = "";
 	*len = 0;
-	f->body[0] = '\0';
 	if (cl != NULL && strlen(cl) > 6)
 		return FS_FCGI_BODY_TOO_BIG;
 	if (f->conn == NULL)
-		return read_fcgx_body(f, len);
+		return read_fcgx_body(f, body, len);
 	/* An event loop has the whole body already, cut at the limit. */
 	if (f->conn->proto.req.body_too_big)
 		return FS_FCGI_BODY_TOO_BIG;

@@ -17,16 +17,9 @@ is "$(k_role "$master") $(k_role "$replica")" "master slave" \
 
 # 3000 shoppers for 600 units, 4 requests in flight: the master dies after
 # the first 20 purchases, while units are still selling.
-handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
-k_pids_of "redis-$(k_redis_node "$master")"
-k_burst rm "$sale" 3000 4
-k_until_purchases 20
-k_kill_master_waiting_promotion "$replica"
+k_burst_killing_master rm "$sale" "$master" "$replica"
 is "$(k_role "$replica")" "master" "the replica is promoted ($k_promoted_ms ms after the kill)"
-wait "$k_burst_pid"
-requests=$(wc -l <"$k_out" | tr -d ' ')
-won1=$(count_of 202 "$k_out")
-refused1=$(count_of 503 "$k_out")
+k_burst_answered
 # What the promoted replica holds against what was answered: a hold that
 # got its 202 but never reached the replica is a lost write.
 set -- $(k_sale_item "$sale" "$item")

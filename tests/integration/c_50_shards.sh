@@ -46,16 +46,9 @@ units=600
 ks_new $units
 master=$(k_master_port "fs:{$(echo $ks_tags | cut -d' ' -f2)}:stock")
 replica=$(k_replica_port "$master")
-handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
-k_pids_of "redis-$(k_redis_node "$master")"
-k_burst ks "$ks_sale" 3000 4
-k_until_purchases 20
-k_kill_master_waiting_promotion "$replica"
+k_burst_killing_master ks "$ks_sale" "$master" "$replica"
 is "$(k_role "$replica")" "master" "the shard's replica is promoted ($k_promoted_ms ms after the kill)"
-wait "$k_burst_pid"
-requests=$(wc -l <"$k_out" | tr -d ' ')
-won1=$(count_of 202 "$k_out")
-refused1=$(count_of 503 "$k_out")
+k_burst_answered
 k_retry_rounds "$ks_sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202, 409 or 410)"

@@ -199,6 +199,25 @@ k_kill() {
 	kill -KILL $k_pids
 }
 
+# k_burst_killing_master NAME SALE MASTER_PORT REPLICA_PORT: 3000 shoppers
+# of SALE, 4 requests in flight; after the first 20 purchases the master
+# is SIGKILLed and its replica's promotion waited for (k_promoted_ms).
+# handlers: the purchase handlers' pids before it. k_burst_answered then
+# waits for the burst: requests, won1 (202) and refused1 (503) of k_out.
+k_burst_killing_master() {
+	handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
+	k_pids_of "redis-$(k_redis_node "$3")"
+	k_burst "$1" "$2" 3000 4
+	k_until_purchases 20
+	k_kill_master_waiting_promotion "$4"
+}
+k_burst_answered() {
+	wait "$k_burst_pid"
+	requests=$(wc -l <"$k_out" | tr -d ' ')
+	won1=$(count_of 202 "$k_out")
+	refused1=$(count_of 503 "$k_out")
+}
+
 # k_kill_master_waiting_promotion REPLICA_PORT: kills the processes k_pids_of
 # named (a master) and waits up to 30 s for its replica to be promoted;
 # k_promoted_ms says how long that took.

@@ -19,10 +19,11 @@ is "$(count_of 410 "$FLASHSALE_STATE/out-$sale")" "900" "contention: the other 9
 is "$(redis GET "fs:{$sale}:stock:$item")" "0" "contention: Redis shows 0 units left"
 msgs=$(topic_messages | grep "\"saleId\":$sale[,}]")
 is "$(printf '%s\n' "$msgs" | grep -c .)" "100" "contention: the topic holds exactly 100 messages"
-is "$(printf '%s\n' "$msgs" | sed 's/.*"userId":"\([^"]*\)".*/\1/' | sort -u | wc -l | tr -d ' ')" \
+is "$(json_get "$msgs" userId | sort -u | wc -l | tr -d ' ')" \
     "100" "contention: for 100 distinct shoppers"
-winner=$(printf '%s\n' "$msgs" | head -n 1 | sed 's/.*"userId":"\([^"]*\)".*/\1/')
-winner_order=$(printf '%s\n' "$msgs" | head -n 1 | sed 's/.*"orderId":"\([^"]*\)".*/\1/')
+winner_msg=$(printf '%s\n' "$msgs" | head -n 1)
+winner=$(json_get "$winner_msg" userId)
+winner_order=$(json_get "$winner_msg" orderId)
 winner_tok=$(awk -v u="$winner" '$1 == u { print $2 }' "$FLASHSALE_STATE/tokens-$sale")
 # The item is sold out now, so a repeat is answered 410 on the fast path;
 # the 409 shows on an item that still has stock (next block).

@@ -45,12 +45,13 @@ is "$(($(count_of 410 "$FLASHSALE_STATE/sh-out") + $(count_of 409 "$FLASHSALE_ST
 is "$(shard_left)" "0 0 0" "no unit is left in any shard (undersell 0)"
 sh_msgs=$(topic_messages | grep "\"saleId\":$sh_sale[,}]")
 is "$(printf '%s\n' "$sh_msgs" | grep -c .)" "$sh_units" "the topic holds exactly 300 orders"
-is "$(printf '%s\n' "$sh_msgs" | sed 's/.*"userId":"\([^"]*\)".*/\1/' | sort -u | wc -l | tr -d ' ')" \
+is "$(json_get "$sh_msgs" userId | sort -u | wc -l | tr -d ' ')" \
     "$sh_units" "for 300 distinct shoppers: nobody got a second unit"
 
 # --- The gate: closed (nginx's marker) once every shard is empty.
-sh_winner=$(printf '%s\n' "$sh_msgs" | head -n 1 | sed 's/.*"userId":"\([^"]*\)".*/\1/')
-sh_order=$(printf '%s\n' "$sh_msgs" | head -n 1 | sed 's/.*"orderId":"\([^"]*\)".*/\1/')
+sh_first=$(printf '%s\n' "$sh_msgs" | head -n 1)
+sh_winner=$(json_get "$sh_first" userId)
+sh_order=$(json_get "$sh_first" orderId)
 sh_tok=$(awk -v u="$sh_winner" '$1 == u { print $2 }' "$FLASHSALE_STATE/sh-tokens")
 sh_late=$(admin token mint --user "sh-late-$sh_sale")
 sh_by=""
