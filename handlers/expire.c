@@ -214,7 +214,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-expire", setup, teardown, NULL, NULL, handle, ready, 0
+		"flashsale-expire", setup, teardown, NULL, NULL, handle, ready, 0, NULL
 	};
 	static struct app app;
 	char body[256];

@@ -138,7 +138,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-metrics", setup, teardown, NULL, NULL, handle, NULL, 0
+		"flashsale-metrics", setup, teardown, NULL, NULL, handle, NULL, 0, NULL
 	};
 	static struct app app;
 

@@ -325,7 +325,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-order", setup, teardown, NULL, NULL, handle, ready, 0
+		"flashsale-order", setup, teardown, NULL, NULL, handle, ready, 0, NULL
 	};
 	static struct app app;
 

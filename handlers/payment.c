@@ -254,7 +254,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-payment", setup, teardown, NULL, NULL, handle, ready, 0
+		"flashsale-payment", setup, teardown, NULL, NULL, handle, ready, 0, NULL
 	};
 	static struct app app;
 

@@ -40,10 +40,19 @@ struct app {
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 };
 
-/* What one event loop owns: hiredis connections are not shared. */
+struct pending;
+
+/*
+ * What one event loop owns: hiredis connections are not shared, and the
+ * admitted requests of the loop's current round, whose reservations go to
+ * Redis together when the round ends.
+ */
 struct worker {
 	struct app *app;
 	fs_stock *stock;
+	struct pending *queued[FS_STOCK_BATCH_MAX];
+	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
+	size_t nqueued;
 };
 
 /* Gives an order's unit back; when Redis fails too, the sweeper will. */
@@ -61,6 +70,8 @@ struct pending {
 	fs_fcgi *fcgi;
 	struct worker *w;
 	struct fs_order o;
+	int64_t sale_end_ms;
+	unsigned gen; /* the item's sold-out generation when it was admitted */
 	long window_s;
 	enum fs_kafka_delivery verdict;
 	char err[256];
@@ -108,17 +119,131 @@ on_sent(void *arg, enum fs_kafka_delivery verdict, const char *err)
 	fs_fcgi_post(p->fcgi, &p->task);
 }
 
+/* Sends a reserved order to the broker; finish answers once the broker has spoken. */
+static void
+send_order(struct pending *p)
+{
+	char err[256];
+
+	p->task.run = finish;
+	p->task.arg = p;
+	if (fs_ordertopic_publish_async(&p->w->app->topic, &p->o, on_sent, p, err, sizeof(err)) != 0) {
+		/* It never left: the unit goes back now. */
+		fs_log_warn("order %s not sent (%s); releasing", p->o.id, err);
+		give_back(p->w, &p->o);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+	}
+}
+
+/* What Redis said of one request's reservation: answered, or the order sent on. */
+static void
+reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
+{
+	struct worker *w = p->w;
+	struct app *app = w->app;
+	struct fs_order *o = &p->o;
+
+	switch (ask->result) {
+	case FS_STOCK_RESERVED:
+		break;
+	case FS_STOCK_ALREADY:
+		fs_answer_purchase_already(p->fcgi, ask->hold.order_id);
+		free(p);
+		return;
+	case FS_STOCK_SOLD_OUT:
+		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
+		fs_soldout_mark(app->soldout, o->item, p->sale_end_ms, p->gen);
+		fs_fcgi_error(p->fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
+		free(p);
+		return;
+	case FS_STOCK_UNKNOWN_ITEM:
+		/*
+		 * The URL is signed for this item of this sale and its window is
+		 * open, so the sale exists: Redis lost it (a crash, before
+		 * reconcile --repair). Try again, not "no such item".
+		 */
+		fs_metrics_count(FS_M_PURCHASE_SALE_MISSING);
+		fs_log_warn("sale %" PRIu64 " is not in Redis: run flashsale-admin reconcile --all --repair",
+		    o->sale);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	default:
+		/*
+		 * The script may have run and its answer be lost (a timeout): give
+		 * the order id's unit back. Release is idempotent, a no-op when
+		 * nothing was taken, and the script refuses to run past its
+		 * deadline, so no late reservation follows this release.
+		 */
+		fs_log_warn("reserve failed: %s; releasing order %s", ask->errstr, o->id);
+		give_back(w, o);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	}
+	/* With replicas: a 202 only for a hold that a promoted replica would keep. */
+	if (!replicated) {
+		fs_log_warn("hold of %s not on a replica (%s); releasing", o->id, w->stock->errstr);
+		give_back(w, o);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	}
+	if (ask->hold.left == 0)
+		fs_soldout_mark(app->soldout, o->item, p->sale_end_ms, p->gen);
+	p->window_s = ask->hold.window_s;
+	send_order(p);
+}
+
+/*
+ * The round's reservations, in one Redis pipeline (one round trip per
+ * node), then one WAIT for all of them when replicas must have the holds.
+ */
+static void
+reserve_queued(struct worker *w)
+{
+	size_t n = w->nqueued;
+	int replicated = 1, any = 0;
+
+	w->nqueued = 0;
+	fs_metrics_count(FS_M_PURCHASE_RESERVE_ROUNDS);
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_order *o = &w->queued[i]->o;
+
+		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
+			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
+	}
+	fs_stock_reserve_many(w->stock, w->asks, n);
+	for (size_t i = 0; i < n; i++)
+		any |= w->asks[i].result == FS_STOCK_RESERVED;
+	if (any && w->app->redis_wait_ms > 0)
+		replicated = fs_stock_replicate(w->stock, w->app->redis_wait_ms) == 0;
+	for (size_t i = 0; i < n; i++) {
+		fs_fcgi_log_tag(w->queued[i]->fcgi);
+		reserved(w->queued[i], &w->asks[i], replicated);
+		fs_fcgi_log_tag(NULL);
+	}
+}
+
+/* The end of a loop's round: what it admitted is reserved now. */
+static void
+round_end(void *ctx)
+{
+	struct worker *w = ctx;
+
+	if (w->nqueued > 0)
+		reserve_queued(w);
+}
+
 static void
 handle(fs_fcgi *fcgi, void *ctx)
 {
 	struct worker *w = ctx;
 	struct app *app = w->app;
-	char err[256];
 	struct fs_order o = { 0 };
-	struct fs_stock_hold hold;
 	struct pending *p;
 	int64_t sale_end_ms;
-	unsigned gen;
 
 	if (fs_route_purchase_item(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &o.item) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
@@ -132,72 +257,21 @@ handle(fs_fcgi *fcgi, void *ctx)
 	}
 	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, &sale_end_ms) != 0)
 		return;
-	o.reserved_ms = fs_clock_now_ms();
-	gen = fs_soldout_generation(app->soldout, o.item);
-	switch (fs_stock_reserve(w->stock, o.sale, o.item, o.user, o.id, o.reserved_ms, &hold)) {
-	case FS_STOCK_RESERVED:
-		break;
-	case FS_STOCK_ALREADY:
-		fs_answer_purchase_already(fcgi, hold.order_id);
-		return;
-	case FS_STOCK_SOLD_OUT:
-		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
-		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
-		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
-		return;
-	case FS_STOCK_UNKNOWN_ITEM:
-		/*
-		 * The URL is signed for this item of this sale and its window is
-		 * open, so the sale exists: Redis lost it (a crash, before
-		 * reconcile --repair). Try again, not "no such item".
-		 */
-		fs_metrics_count(FS_M_PURCHASE_SALE_MISSING);
-		fs_log_warn("sale %" PRIu64 " is not in Redis: run flashsale-admin reconcile --all --repair",
-		    o.sale);
-		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
-		return;
-	default:
-		/*
-		 * The script may have run and its answer be lost (a timeout): give
-		 * the order id's unit back. Release is idempotent, a no-op when
-		 * nothing was taken, and the script refuses to run past its
-		 * deadline, so no late reservation follows this release.
-		 */
-		fs_log_warn("reserve failed: %s; releasing order %s", w->stock->errstr, o.id);
-		give_back(w, &o);
-		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
-		return;
-	}
-	/* With replicas: a 202 only for a hold that a promoted replica would keep. */
-	if (app->redis_wait_ms > 0 && fs_stock_replicate(w->stock, app->redis_wait_ms) != 0) {
-		fs_log_warn("hold of %s not on a replica (%s); releasing", o.id, w->stock->errstr);
-		give_back(w, &o);
-		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
-		return;
-	}
-	if (hold.left == 0)
-		fs_soldout_mark(app->soldout, o.item, sale_end_ms, gen);
-
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
-		fs_log_warn("out of memory; releasing order %s", o.id);
-		give_back(w, &o);
+		fs_log_warn("out of memory; order %s not taken", o.id);
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
-	p->task.run = finish;
-	p->task.arg = p;
+	o.reserved_ms = fs_clock_now_ms();
 	p->fcgi = fcgi;
 	p->w = w;
 	p->o = o;
-	p->window_s = hold.window_s;
-	if (fs_ordertopic_publish_async(&app->topic, &o, on_sent, p, err, sizeof(err)) != 0) {
-		/* It never left: the unit goes back now. */
-		fs_log_warn("order %s not sent (%s); releasing", o.id, err);
-		give_back(w, &o);
-		free(p);
-		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
-	}
-	/* Otherwise finish answers, once the broker has spoken; no thread waits. */
+	p->sale_end_ms = sale_end_ms;
+	p->gen = fs_soldout_generation(app->soldout, o.item);
+	/* Reserved with the round's others when the loop's round ends (round_end). */
+	w->queued[w->nqueued++] = p;
+	if (w->nqueued == FS_STOCK_BATCH_MAX)
+		reserve_queued(w);
 }
 
 /* GET /readyz: this worker's Redis and a Kafka broker answer. */
@@ -293,7 +367,8 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle, ready, 1
+		"flashsale-purchase", setup, teardown, worker_new, worker_free, handle, ready, 1,
+		round_end
 	};
 	static struct app app;
 

@@ -100,7 +100,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-purchase-pg", setup, teardown, NULL, NULL, handle, NULL, 0
+		"flashsale-purchase-pg", setup, teardown, NULL, NULL, handle, NULL, 0, NULL
 	};
 	static struct app app;
 

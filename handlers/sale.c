@@ -387,7 +387,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-sale", setup, teardown, worker_new, worker_free, handle, ready, 0
+		"flashsale-sale", setup, teardown, worker_new, worker_free, handle, ready, 0, NULL
 	};
 	static struct app app;
 

@@ -160,7 +160,7 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-signin", setup, teardown, NULL, NULL, handle, NULL, 0
+		"flashsale-signin", setup, teardown, NULL, NULL, handle, NULL, 0, NULL
 	};
 	static struct app app;
 

@@ -550,6 +550,12 @@ loop_accept(struct loop *l)
 }
 
 void
+fs_fcgi_log_tag(fs_fcgi *f)
+{
+	fs_log_request_id(f != NULL ? f->request_id : NULL);
+}
+
+void
 fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *t)
 {
 	struct loop *l = f->conn->loop;
@@ -643,6 +649,8 @@ loop_main(void *arg)
 					conn_readable(c);
 			}
 		}
+		if (w->svc->round_end != NULL)
+			w->svc->round_end(w->ctx);
 		loop_bury(l);
 	}
 	while (l->conns != NULL)

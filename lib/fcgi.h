@@ -51,6 +51,14 @@ struct fs_fcgi_service {
 	 * wait. Zero: libfcgi, one request per thread at a time.
 	 */
 	int event_loop;
+	/*
+	 * An event loop's service, when not NULL: runs in the worker's context
+	 * after each round of the loop (the requests that one epoll_wait found
+	 * ready have been handed to handle), so that handle can leave work for
+	 * the round's requests to be done together (the purchase handler's
+	 * Redis pipeline).
+	 */
+	void (*round_end)(void *ctx);
 };
 
 /* Work for an event loop: run(arg) on the loop's thread. */
@@ -68,6 +76,9 @@ struct fs_fcgi_task {
  * its log lines. The task's memory is the caller's until run starts.
  */
 void fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *task);
+
+/* Tags this thread's log lines with request f's id from now on (NULL: untagged). */
+void fs_fcgi_log_tag(fs_fcgi *f);
 
 /* Serves until SIGTERM/SIGINT; returns the process exit status. */
 int fs_fcgi_serve(const struct fs_fcgi_service *, void *app);

@@ -885,6 +885,149 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 	return run_argv(r, argc + 3, args, NULL, idx);
 }
 
+/* A call of a pipeline ends with the driver's error (its reply NULL). */
+static void
+call_failed(fs_redis *r, struct fs_redis_call *call)
+{
+	call->reply = NULL;
+	call->err = r->err != FS_REDIS_OK ? r->err : FS_REDIS_ERR_IO;
+	snprintf(call->errstr, sizeof(call->errstr), "%s", r->errstr);
+}
+
+/* True for an error that says the command did not run there (it may be sent again). */
+static int
+did_not_run(const fs_redis *r, int n, const char *err)
+{
+	char addr[FS_REDIS_ADDR_MAX];
+	unsigned slot;
+
+	return strncmp(err, "NOSCRIPT", 8) == 0 || is_retryable(err) ||
+	    redirect_of(r, n, err, &slot, addr, sizeof(addr)) != FS_REDIS_NO_REDIRECT;
+}
+
+/*
+ * The pipelined calls of node n, written there at once, then their replies
+ * read in turn; a call that must run alone after all gets node -1.
+ */
+static void
+pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int64_t deadline)
+{
+	redisContext *c;
+	int lost = 0;
+
+	if ((c = node_ctx(r, n, deadline)) == NULL) {
+		for (size_t i = 0; i < ncalls; i++)
+			if (calls[i].node == n)
+				calls[i].node = -1; /* nothing sent: alone, with its retries */
+		return;
+	}
+	r->last = n;
+	r->touched |= (uint64_t)1 << n;
+	for (size_t i = 0; i < ncalls; i++) {
+		if (calls[i].node == n &&
+		    redisAppendFormattedCommand(c, calls[i].cmd, (size_t)calls[i].len) != REDIS_OK) {
+			/* Out of memory: the context is spent, nothing was written yet. */
+			for (size_t j = 0; j < ncalls; j++)
+				if (calls[j].node == n)
+					calls[j].node = -1;
+			node_drop(r, n);
+			return;
+		}
+	}
+	for (size_t i = 0; i < ncalls; i++) {
+		void *reply = NULL;
+		redisReply *x;
+
+		if (calls[i].node != n)
+			continue;
+		if (lost || redisGetReply(c, &reply) != REDIS_OK) {
+			/* Sent, no answer: it may have run, so it is never sent again. */
+			if (!lost) {
+				set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
+				lost = 1;
+			}
+			call_failed(r, &calls[i]);
+			calls[i].node = -2;
+			continue;
+		}
+		x = reply;
+		if (x->type != REDIS_REPLY_ERROR) {
+			calls[i].reply = x;
+			calls[i].node = -2;
+		} else if (did_not_run(r, n, x->str)) {
+			/* Not run there: alone it follows the redirect or loads the script. */
+			freeReplyObject(x);
+			calls[i].node = -1;
+		} else {
+			set_err(r, FS_REDIS_ERR_REPLY, "redis error", x->str);
+			call_failed(r, &calls[i]);
+			freeReplyObject(x);
+			calls[i].node = -2;
+		}
+	}
+	if (lost) {
+		node_drop(r, n);
+		fs_metrics_count(FS_M_REDIS_RECONNECTS);
+		r->stale = r->cluster == 1;
+		r->last = r->cluster == 1 ? -1 : r->last;
+	}
+}
+
+void
+fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+{
+	int64_t deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
+	/* Pipelined only where the route is known now; anything else runs alone. */
+	int direct = idx >= 0 && idx < r->nscripts && r->script[idx].sha[0] != '\0' &&
+	    r->cluster >= 0 && !r->stale && r->multi == 0;
+	uint64_t nodes = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fs_redis_call *call = &calls[i];
+		const char *args[EVAL_ARGS_MAX + 3];
+		char nk[12];
+
+		call->reply = NULL;
+		call->err = FS_REDIS_OK;
+		call->errstr[0] = '\0';
+		call->cmd = NULL;
+		call->node = -1;
+		if (!direct || call->argc > EVAL_ARGS_MAX || call->nkeys < 1 ||
+		    call->nkeys > call->argc)
+			continue;
+		call->node = r->cluster == 1 ?
+		    r->slot[fs_redis_key_slot(call->argv[0], strlen(call->argv[0]))] :
+		    r->home;
+		if (call->node == SLOT_UNKNOWN) {
+			call->node = -1;
+			continue;
+		}
+		snprintf(nk, sizeof(nk), "%d", call->nkeys);
+		args[0] = "EVALSHA";
+		args[1] = r->script[idx].sha;
+		args[2] = nk;
+		memcpy(args + 3, call->argv, sizeof(*call->argv) * (size_t)call->argc);
+		if ((call->len = redisFormatCommandArgv(&call->cmd, call->argc + 3, args, NULL)) < 0) {
+			call->cmd = NULL;
+			call->node = -1;
+			continue;
+		}
+		nodes |= (uint64_t)1 << call->node;
+	}
+	for (int node = 0; node < r->nnodes; node++)
+		if (nodes & ((uint64_t)1 << node))
+			pipeline_on(r, node, calls, n, deadline);
+	for (size_t i = 0; i < n; i++) {
+		struct fs_redis_call *call = &calls[i];
+
+		redisFreeCommand(call->cmd);
+		call->cmd = NULL;
+		if (call->node == -1 &&
+		    (call->reply = fs_redis_eval(r, idx, call->nkeys, call->argc, call->argv)) == NULL)
+			call_failed(r, call);
+	}
+}
+
 /* WAIT on node n: how many replicas acknowledged, or -1 with err set. */
 static long
 wait_on(fs_redis *r, int n, int numreplicas, int timeout_ms)

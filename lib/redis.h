@@ -121,6 +121,30 @@ int fs_redis_script_load(fs_redis *, const char *path);
  * (a Redis error reply is returned as NULL too, its text in errstr).
  */
 redisReply *fs_redis_eval(fs_redis *, int script, int nkeys, int argc, const char **argv);
+/* One script call of fs_redis_eval_many, and what came of it. */
+struct fs_redis_call {
+	int nkeys, argc;
+	const char **argv; /* argc arguments, the keys first (as fs_redis_eval) */
+	/* out: the reply as fs_redis_eval returns it; when NULL, err and errstr */
+	redisReply *reply;
+	int err; /* enum fs_redis_err */
+	char errstr[128];
+	/* the driver's own */
+	int node;
+	char *cmd;
+	long long len;
+};
+/*
+ * Runs n calls of one loaded script, pipelined: the calls bound for one
+ * node are written to it at once and their replies read in turn, one round
+ * trip per node instead of one per call. A call that did not run where it
+ * was sent (MOVED, ASK, NOSCRIPT, TRYAGAIN, CLUSTERDOWN, LOADING), or that
+ * could not be sent (the node unreachable, its slot not known yet, a
+ * transaction open), is then run alone as fs_redis_eval runs it; a call
+ * that was sent and got no answer fails with FS_REDIS_ERR_IO and is never
+ * sent again (it may have run). Each call's keys share one slot.
+ */
+void fs_redis_eval_many(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
 /* Runs one command (hiredis format); NULL on failure or error reply. */
 redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
 /* Runs one command given as arguments; NULL on failure or error reply. */

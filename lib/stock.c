@@ -212,6 +212,7 @@ fs_stock_free(fs_stock *s)
 		return;
 	fs_redis_free(s->redis);
 	free(s->layouts);
+	free(s->batch);
 	free(s);
 }
 
@@ -432,36 +433,36 @@ struct attempt {
 	char rec[FS_STOCK_RECORD_MAX], now[24], window[24], deadline[24];
 };
 
-/*
- * One reserve.lua call at the place of tag: mode "guard" checks and sets
- * the shopper's guard there too (the place is the shopper's home), "take"
- * only takes the unit and records the hold.
- */
-static enum take
-take(fs_stock *s, const char *tag, const struct attempt *a, const char *mode,
-    struct fs_stock_hold *out)
-{
+/* The keys and arguments of one reserve.lua call, in one piece. */
+struct take_call {
 	char keys[KEY__MAX][KEY_MAX];
 	const char *argv[KEY__MAX + 7];
+};
+
+/* Fills the call of reserve.lua at the place of tag (mode: see take). */
+static void
+take_args(struct take_call *tc, const char *tag, const struct attempt *a, const char *mode)
+{
+	for (int k = 0; k < KEY__MAX; k++) {
+		key(tc->keys[k], (enum key_kind)k, tag, a->item);
+		tc->argv[k] = tc->keys[k];
+	}
+	tc->argv[KEY__MAX] = a->user;
+	tc->argv[KEY__MAX + 1] = a->order_id;
+	tc->argv[KEY__MAX + 2] = a->rec;
+	tc->argv[KEY__MAX + 3] = a->now;
+	tc->argv[KEY__MAX + 4] = a->window;
+	tc->argv[KEY__MAX + 5] = a->deadline;
+	tc->argv[KEY__MAX + 6] = mode;
+}
+
+/* Reads reserve.lua's reply (freed here) into out; TAKE_ERROR with err set when bad. */
+static enum take
+take_reply(fs_stock *s, redisReply *r, struct fs_stock_hold *out)
+{
 	enum take t;
-	redisReply *r;
 	long long code;
 
-	for (int k = 0; k < KEY__MAX; k++) {
-		key(keys[k], (enum key_kind)k, tag, a->item);
-		argv[k] = keys[k];
-	}
-	argv[KEY__MAX] = a->user;
-	argv[KEY__MAX + 1] = a->order_id;
-	argv[KEY__MAX + 2] = a->rec;
-	argv[KEY__MAX + 3] = a->now;
-	argv[KEY__MAX + 4] = a->window;
-	argv[KEY__MAX + 5] = a->deadline;
-	argv[KEY__MAX + 6] = mode;
-	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 7, argv)) == NULL) {
-		redis_err(s, "reserve");
-		return TAKE_ERROR;
-	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER)
 		goto bad;
@@ -506,6 +507,26 @@ bad:
 	set_err(s, FS_STOCK_ERR_REPLY, "reserve");
 	freeReplyObject(r);
 	return TAKE_ERROR;
+}
+
+/*
+ * One reserve.lua call at the place of tag: mode "guard" checks and sets
+ * the shopper's guard there too (the place is the shopper's home), "take"
+ * only takes the unit and records the hold.
+ */
+static enum take
+take(fs_stock *s, const char *tag, const struct attempt *a, const char *mode,
+    struct fs_stock_hold *out)
+{
+	struct take_call tc;
+	redisReply *r;
+
+	take_args(&tc, tag, a, mode);
+	if ((r = fs_redis_eval(s->redis, s->reserve, KEY__MAX, KEY__MAX + 7, tc.argv)) == NULL) {
+		redis_err(s, "reserve");
+		return TAKE_ERROR;
+	}
+	return take_reply(s, r, out);
 }
 
 /*
@@ -633,52 +654,177 @@ reserve_elsewhere(fs_stock *s, const struct fs_stock_layout *l, const struct att
 	return FS_STOCK_SOLD_OUT;
 }
 
-enum fs_stock_result
-fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, const char *order_id,
-    int64_t now_ms, struct fs_stock_hold *out)
+/*
+ * The first step of a reservation: its arguments in a, and its sale's
+ * layout; NULL with err set when neither can be had.
+ */
+static const struct fs_stock_layout *
+reserve_prepare(fs_stock *s, struct attempt *a, uint64_t sale, int64_t now_ms)
 {
 	const struct fs_stock_layout *l;
-	struct attempt a = { .user = user, .order_id = order_id, .item = item };
-	int shards, home;
 
-	memset(out, 0, sizeof(*out));
-	if (fs_stock_record_format(a.rec, sizeof(a.rec), user, item, now_ms) < 0) {
+	if (fs_stock_record_format(a->rec, sizeof(a->rec), a->user, a->item, now_ms) < 0) {
 		set_err(s, FS_STOCK_ERR_REPLY, "reserve: shopper id too long");
-		return FS_STOCK_ERROR;
+		return NULL;
 	}
 	if ((l = layout_get(s, sale)) == NULL)
-		return FS_STOCK_ERROR;
-	snprintf(a.now, sizeof(a.now), "%" PRId64, now_ms);
-	snprintf(a.window, sizeof(a.window), "%d", FS_STOCK_WINDOW_DEFAULT);
+		return NULL;
+	snprintf(a->now, sizeof(a->now), "%" PRId64, now_ms);
+	snprintf(a->window, sizeof(a->window), "%d", FS_STOCK_WINDOW_DEFAULT);
 	/*
 	 * Half the driver's timeout: a caller who gave up (and released the
 	 * order id) did so after the deadline even across a clock skew of up to
 	 * that half, so a late script refuses instead of leaving a ghost. Every
 	 * step of a reservation keeps the first step's deadline.
 	 */
-	snprintf(a.deadline, sizeof(a.deadline), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
-	shards = shards_of(l, item);
-	home = fs_stock_home(user, l->nplaces);
-	if (home < shards) {
-		/* The common path: guard and unit in one script at home. */
-		enum take t = take(s, l->tags[home], &a, "guard", out);
+	snprintf(a->deadline, sizeof(a->deadline), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
+	return l;
+}
 
-		if (t == TAKE_RESERVED && out->left == 0 && shards > 1)
-			out->left = left_over_shards(s, l, item, shards);
-		if (t != TAKE_DRY || shards == 1)
-			return verdict(t);
-	} else {
-		/* The item has no shard at home: a shopper who holds one stops here. */
-		switch (guard_held(s, l->tags[home], user, out->order_id)) {
-		case 1:
-			return FS_STOCK_ALREADY;
-		case 0:
-			break;
-		default:
-			return FS_STOCK_ERROR;
-		}
+/*
+ * The rest of a reservation after the home place answered t (the common
+ * path: guard and unit in one script there).
+ */
+static enum fs_stock_result
+reserve_after_home(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
+    enum take t, struct fs_stock_hold *out)
+{
+	int shards = shards_of(l, a->item), home = fs_stock_home(a->user, l->nplaces);
+
+	if (t == TAKE_RESERVED && out->left == 0 && shards > 1)
+		out->left = left_over_shards(s, l, a->item, shards);
+	if (t != TAKE_DRY || shards == 1)
+		return verdict(t);
+	return reserve_elsewhere(s, l, a, home, shards, out);
+}
+
+/* A reservation whose home place holds no shard of the item. */
+static enum fs_stock_result
+reserve_from_afar(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
+    struct fs_stock_hold *out)
+{
+	int shards = shards_of(l, a->item), home = fs_stock_home(a->user, l->nplaces);
+
+	/* A shopper who holds one stops here. */
+	switch (guard_held(s, l->tags[home], a->user, out->order_id)) {
+	case 1:
+		return FS_STOCK_ALREADY;
+	case 0:
+		return reserve_elsewhere(s, l, a, home, shards, out);
+	default:
+		return FS_STOCK_ERROR;
 	}
-	return reserve_elsewhere(s, l, &a, home, shards, out);
+}
+
+/* True when the shopper's home place holds a shard of the item (the common path). */
+static int
+home_has_shard(const struct fs_stock_layout *l, const struct attempt *a)
+{
+	return fs_stock_home(a->user, l->nplaces) < shards_of(l, a->item);
+}
+
+enum fs_stock_result
+fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, const char *order_id,
+    int64_t now_ms, struct fs_stock_hold *out)
+{
+	const struct fs_stock_layout *l;
+	struct attempt a = { .user = user, .order_id = order_id, .item = item };
+
+	memset(out, 0, sizeof(*out));
+	if ((l = reserve_prepare(s, &a, sale, now_ms)) == NULL)
+		return FS_STOCK_ERROR;
+	if (!home_has_shard(l, &a))
+		return reserve_from_afar(s, l, &a, out);
+	return reserve_after_home(s, l, &a,
+	    take(s, l->tags[fs_stock_home(user, l->nplaces)], &a, "guard", out), out);
+}
+
+/* What fs_stock_reserve_many keeps of one reservation while its batch runs. */
+struct batch_entry {
+	struct attempt a;
+	struct take_call tc;
+	uint64_t sale;
+	int pipelined;
+};
+
+/* The outcome of one reservation of a batch, with the stock's error when it failed. */
+static void
+ask_done(fs_stock *s, struct fs_stock_ask *ask, enum fs_stock_result res)
+{
+	ask->result = res;
+	ask->errstr[0] = '\0';
+	if (res == FS_STOCK_ERROR)
+		snprintf(ask->errstr, sizeof(ask->errstr), "%s", s->errstr);
+}
+
+void
+fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
+{
+	struct batch_entry *e;
+	struct fs_redis_call *calls;
+	size_t ncalls = 0;
+
+	while (n > FS_STOCK_BATCH_MAX) {
+		fs_stock_reserve_many(s, asks, FS_STOCK_BATCH_MAX);
+		asks += FS_STOCK_BATCH_MAX;
+		n -= FS_STOCK_BATCH_MAX;
+	}
+	if (s->batch == NULL && (s->batch = calloc(FS_STOCK_BATCH_MAX,
+				     sizeof(*e) + sizeof(*calls))) == NULL) {
+		/* No room to pipeline: one at a time. */
+		for (size_t i = 0; i < n; i++)
+			ask_done(s, &asks[i], fs_stock_reserve(s, asks[i].sale, asks[i].item,
+			    asks[i].user, asks[i].order_id, asks[i].now_ms, &asks[i].hold));
+		return;
+	}
+	e = s->batch;
+	calls = (struct fs_redis_call *)(e + FS_STOCK_BATCH_MAX);
+	/* The common path of each (its home place's script) goes in one pipeline. */
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_stock_layout *l;
+
+		memset(&asks[i].hold, 0, sizeof(asks[i].hold));
+		e[i] = (struct batch_entry){ .a = { .user = asks[i].user,
+			.order_id = asks[i].order_id, .item = asks[i].item }, .sale = asks[i].sale };
+		if ((l = reserve_prepare(s, &e[i].a, asks[i].sale, asks[i].now_ms)) == NULL ||
+		    !home_has_shard(l, &e[i].a))
+			continue;
+		take_args(&e[i].tc, l->tags[fs_stock_home(asks[i].user, l->nplaces)], &e[i].a,
+		    "guard");
+		calls[ncalls] = (struct fs_redis_call){ .nkeys = KEY__MAX, .argc = KEY__MAX + 7,
+			.argv = e[i].tc.argv };
+		e[i].pipelined = 1;
+		ncalls++;
+	}
+	fs_redis_eval_many(s->redis, s->reserve, calls, ncalls);
+	/* Then each goes on as fs_stock_reserve would, in order. */
+	for (size_t i = 0, c = 0; i < n; i++) {
+		struct fs_stock_ask *ask = &asks[i];
+		const struct fs_stock_layout *l;
+		enum take t;
+
+		if ((l = layout_get(s, e[i].sale)) == NULL) {
+			if (e[i].pipelined && calls[c].reply != NULL)
+				freeReplyObject(calls[c].reply);
+			c += e[i].pipelined;
+			ask_done(s, ask, FS_STOCK_ERROR);
+			continue;
+		}
+		if (!e[i].pipelined) {
+			ask_done(s, ask, fs_stock_reserve(s, ask->sale, ask->item, ask->user,
+			    ask->order_id, ask->now_ms, &ask->hold));
+			continue;
+		}
+		if (calls[c].reply == NULL) {
+			s->err = calls[c].err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
+			snprintf(s->errstr, sizeof(s->errstr), "reserve: %s", calls[c].errstr);
+			t = TAKE_ERROR;
+		} else {
+			t = take_reply(s, calls[c].reply, &ask->hold);
+		}
+		c++;
+		ask_done(s, ask, reserve_after_home(s, l, &e[i].a, t, &ask->hold));
+	}
 }
 
 int

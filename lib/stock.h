@@ -146,6 +146,7 @@ struct fs_stock_layout;
 typedef struct fs_stock {
 	struct fs_redis *redis; /* owned */
 	struct fs_stock_layout *layouts; /* owned: the layouts read lately */
+	void *batch;                     /* owned: fs_stock_reserve_many's room, made when first needed */
 	int reserve;
 	int release;
 	int forget;
@@ -178,6 +179,24 @@ int fs_stock_unit_place(int home, int shards);
  */
 enum fs_stock_result fs_stock_reserve(fs_stock *, uint64_t sale, uint64_t item, const char *user,
     const char *order_id, int64_t now_ms, struct fs_stock_hold *out);
+/* One reservation of fs_stock_reserve_many: its arguments, then its outcome. */
+struct fs_stock_ask {
+	uint64_t sale, item;
+	const char *user, *order_id;
+	int64_t now_ms;
+	enum fs_stock_result result; /* out: as fs_stock_reserve returns it */
+	struct fs_stock_hold hold;   /* out */
+	char errstr[128];            /* out: why, when result is FS_STOCK_ERROR */
+};
+#define FS_STOCK_BATCH_MAX 64 /* reservations in one pipeline (more: several) */
+/*
+ * fs_stock_reserve for each of n reservations, with the first script of
+ * each (the common path) pipelined: one Redis round trip per node for the
+ * lot instead of one per reservation. The rest (another shard, a guard
+ * elsewhere) runs after it, one at a time, as fs_stock_reserve runs it: the
+ * outcomes are those of fs_stock_reserve called for each in turn.
+ */
+void fs_stock_reserve_many(fs_stock *, struct fs_stock_ask *asks, size_t n);
 /*
  * After a reservation: waits up to timeout_ms until a replica of each Redis
  * master it wrote to (its shard, the shopper's guard) has it too (WAIT 1),

@@ -104,7 +104,7 @@ ready(void *ctx, char *why, size_t whylen)
 }
 
 static const struct fs_fcgi_service service = { "fuzz-fcgi", NULL, NULL, NULL, NULL, handle,
-	ready, 0 };
+	ready, 0, NULL };
 
 /* A name-value length at p: one byte, or four with the top bit set (*n: how many). */
 static uint64_t

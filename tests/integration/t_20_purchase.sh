@@ -6,7 +6,14 @@ topic_count_for_sale() {
 	topic_messages | grep -c "\"saleId\":$1[,}]"
 }
 
+# The purchase handlers' Redis pipelines so far (GET /metrics sums the processes).
+reserve_rounds() {
+	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
+		awk '$1 ~ /^flashsale_purchase_reserve_rounds_total\{program="flashsale-purchase"/ { n += $2 } END { print n + 0 }'
+}
+
 # --- Contention: 1,000 shoppers, 100 units, 4 handler processes.
+rounds0=$(reserve_rounds)
 set -- $(new_sale -5 100)
 sale=$1 item=$2
 path=$(purchase_path "$sale")
@@ -17,6 +24,12 @@ fire_all "$path" "$FLASHSALE_STATE/tokens-$sale" "$FLASHSALE_STATE/out-$sale"
 is "$(count_of 202 "$FLASHSALE_STATE/out-$sale")" "100" "contention: exactly 100 shoppers get 202"
 is "$(count_of 410 "$FLASHSALE_STATE/out-$sale")" "900" "contention: the other 900 get 410"
 is "$(redis GET "fs:{$sale}:stock:$item")" "0" "contention: Redis shows 0 units left"
+rounds=$(($(reserve_rounds) - rounds0))
+if [ "$rounds" -ge 1 ] && [ "$rounds" -le 1000 ]; then
+	ok "contention: the reservations went to Redis in $rounds pipelines (1 to 1,000)"
+else
+	not_ok "contention: the reservations went to Redis in 1 to 1,000 pipelines" "counted: $rounds"
+fi
 msgs=$(topic_messages | grep "\"saleId\":$sale[,}]")
 is "$(printf '%s\n' "$msgs" | grep -c .)" "100" "contention: the topic holds exactly 100 messages"
 is "$(json_get "$msgs" userId | sort -u | wc -l | tr -d ' ')" \

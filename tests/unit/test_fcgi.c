@@ -1,7 +1,8 @@
 /*
  * lib/fcgi's event loops, served on a real listening socket (as spawn-fcgi
  * hands it over on fd 0) to a client that speaks FastCGI as nginx does:
- * answers now and answers later (posted from another thread), several
+ * answers now, at the end of the loop's round and later (posted from
+ * another thread), several
  * requests on one kept connection, a request written a byte at a time, a
  * connection that goes away while its request is in hand, the probes, a
  * second answer dropped, and a stop (SIGTERM) that still answers the
@@ -61,6 +62,24 @@ answer_later(void *arg)
 	fs_fcgi_answer(f, FS_HTTP_ACCEPTED, NULL, "{\"later\":true}", 14);
 }
 
+/* What /round leaves for the end of its loop's round (each loop is a thread). */
+static __thread fs_fcgi *round_held[64];
+static __thread int round_n;
+
+static void
+round_end(void *ctx)
+{
+	char out[64];
+	int n;
+
+	(void)ctx;
+	for (int i = 0; i < round_n; i++) {
+		n = snprintf(out, sizeof(out), "{\"round\":%d}", round_n);
+		fs_fcgi_answer(round_held[i], FS_HTTP_OK, NULL, out, (size_t)n);
+	}
+	round_n = 0;
+}
+
 static void
 handle(fs_fcgi *f, void *ctx)
 {
@@ -76,6 +95,10 @@ handle(fs_fcgi *f, void *ctx)
 		pthread_cond_signal(&later.cv);
 		pthread_mutex_unlock(&later.mu);
 		return; /* left open */
+	}
+	if (uri != NULL && strcmp(uri, "/round") == 0 && round_n < 64) {
+		round_held[round_n++] = f;
+		return; /* answered by round_end */
 	}
 	if (uri != NULL && strcmp(uri, "/twice") == 0) {
 		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"n\":1}", 7);
@@ -107,7 +130,7 @@ post_one_later(void)
 }
 
 static const struct fs_fcgi_service service = { "test-fcgi", setup, teardown, NULL, NULL, handle,
-	NULL, 1 };
+	NULL, 1, round_end };
 
 static int serve_rc = -1;
 
@@ -305,6 +328,17 @@ main(void)
 	check(answer_of(b, 7, ans, sizeof(ans)) == 0 && contains(ans, "Status: 202 Accepted\r\n") &&
 		contains(ans, "{\"later\":true}"),
 	    "the open request is answered by the task posted to its loop");
+
+	/* Left for the end of the loop's round, whole or a byte at a time. */
+	n = request(req, 8, 1, "/round", "", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 8, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
+		contains(ans, "{\"round\":1}"),
+	    "a request left for the round's end is answered there");
+	n = request(req, 9, 1, "/round", "", "");
+	send_all(a, req, n, 1);
+	check(answer_of(a, 9, ans, sizeof(ans)) == 0 && contains(ans, "{\"round\":1}"),
+	    "... also when it came a byte at a time over many rounds");
 
 	/* A second answer is dropped: one END_REQUEST, the first body. */
 	n = request(req, 4, 1, "/twice", "", "");

@@ -5,13 +5,17 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "redis.h"
 #include "expect.h"
 #include "redis_cluster.h"
 #include "redis_server.h"
+#include "relay.h"
 
 /* A script file in the server's directory; its path in path. */
 static int
@@ -24,6 +28,104 @@ write_script(const struct test_redis *srv, char *path, size_t len, const char *b
 		return -1;
 	fputs(body, f);
 	return fclose(f);
+}
+
+/* A GET of key on r: its integer value, or -1. */
+static long
+value_of(fs_redis *r, const char *key)
+{
+	redisReply *x = fs_redis_command(r, "GET %s", key);
+	long v = x != NULL && x->type == REDIS_REPLY_STRING ? strtol(x->str, NULL, 10) : -1;
+
+	if (x != NULL)
+		freeReplyObject(x);
+	return v;
+}
+
+/* Frees the replies of a pipeline. */
+static void
+calls_free(struct fs_redis_call *calls, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (calls[i].reply != NULL)
+			freeReplyObject(calls[i].reply);
+}
+
+/*
+ * fs_redis_eval_many on one Redis: each reply to its call, in order, an
+ * error reply to its call only, NOSCRIPT healed; behind a frozen relay,
+ * every call written before the first reply is awaited (they all run once
+ * the relay thaws) and none is sent again after the timeout.
+ */
+static void
+pipeline_tests(struct test_redis *srv, fs_redis *r)
+{
+	static const char body[] = "redis.call('INCR', KEYS[1]) "
+				   "if ARGV[1] == 'bad' then return redis.error_reply('ERR bad call') end "
+				   "return redis.call('GET', KEYS[1])";
+	const char *good[2] = { "pipe", "ok" }, *bad[2] = { "pipe", "bad" };
+	struct fs_redis_call calls[5];
+	struct test_relay relay = { -1, 0 };
+	char path[192], addr[64];
+	int script, far_script = -1, order = 1, ran = 0;
+	fs_redis *far = NULL;
+	struct timespec t0, t1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/pipe.lua", srv->dir);
+	if ((f = fopen(path, "w")) == NULL || fputs(body, f) < 0 || fclose(f) != 0 ||
+	    (script = fs_redis_script_load(r, path)) < 0) {
+		check(0, "the pipeline's script");
+		return;
+	}
+	for (int i = 0; i < 5; i++)
+		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = i == 2 ? bad : good };
+	fs_redis_eval_many(r, script, calls, 5);
+	for (int i = 0; i < 5; i++)
+		order &= i == 2 ? calls[i].reply == NULL : calls[i].reply != NULL &&
+		    calls[i].reply->type == REDIS_REPLY_STRING && strtol(calls[i].reply->str, NULL, 10) == i + 1;
+	check(order && calls[2].err == FS_REDIS_ERR_REPLY && strstr(calls[2].errstr, "bad call") != NULL,
+	    "a pipeline: each reply to its call in order; an error reply fails its call only");
+	calls_free(calls, 5);
+	freeReplyObject(fs_redis_command(r, "SCRIPT FLUSH"));
+	calls[2].argv = good;
+	fs_redis_eval_many(r, script, calls, 3);
+	check(calls[0].reply != NULL && calls[1].reply != NULL && calls[2].reply != NULL &&
+		value_of(r, "pipe") == 8,
+	    "a pipeline after SCRIPT FLUSH: NOSCRIPT, so each runs again alone, once");
+	calls_free(calls, 3);
+
+	/* Behind a relay that freezes once the script is known there. */
+	if (test_relay_start(&relay, srv->sock) == 0)
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", relay.port);
+	if (relay.pid < 0 || (far = fs_redis_new(addr, NULL, NULL)) == NULL ||
+	    (far_script = fs_redis_script_load(far, path)) < 0) {
+		check(0, "a driver behind the relay");
+		goto out;
+	}
+	fs_redis_eval_many(far, far_script, calls, 1);
+	calls_free(calls, 1);
+	kill(relay.pid, SIGSTOP);
+	fs_redis_eval_many(far, far_script, calls, 3);
+	check(calls[0].reply == NULL && calls[0].err == FS_REDIS_ERR_IO &&
+		calls[1].reply == NULL && calls[1].err == FS_REDIS_ERR_IO &&
+		calls[2].reply == NULL && calls[2].err == FS_REDIS_ERR_IO,
+	    "a silent server: every call of the pipeline fails as I/O (it may have run)");
+	kill(relay.pid, SIGCONT);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ran = value_of(r, "pipe") == 12;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while (!ran && t1.tv_sec - t0.tv_sec < 5);
+	check(ran, "the three were all written before a reply was awaited: they ran once the relay thawed");
+	fs_redis_eval_many(far, far_script, calls, 1);
+	check(calls[0].reply != NULL && value_of(r, "pipe") == 13,
+	    "none was sent again; the next pipeline reconnects");
+	calls_free(calls, 1);
+out:
+	fs_redis_free(far);
+	test_relay_stop(&relay);
+	unlink(path);
 }
 
 /* CRC16 and slots against the reference values of Redis's cluster spec and cluster.c. */
@@ -116,6 +218,36 @@ static int
 setslot(const struct test_cluster *tc, int i, unsigned slot, const char *what, const char *id)
 {
 	return done(test_cluster_cmd(tc->port[i], "CLUSTER SETSLOT %u %s %s", slot, what, id));
+}
+
+/*
+ * get.lua over fs:{1..12}:sale (spread over the masters) and extra, in one
+ * pipeline: true when each reply is its key's value (extra's: want).
+ */
+static int
+pipeline_of_sales(fs_redis *r, int script, const char *extra, const char *want)
+{
+	static char keys[13][32];
+	const char *argv[13][1];
+	struct fs_redis_call calls[13];
+	int ok = 1;
+
+	for (int i = 0; i < 13; i++) {
+		if (i < 12)
+			snprintf(keys[i], sizeof(keys[i]), "fs:{%d}:sale", i + 1);
+		argv[i][0] = i < 12 ? keys[i] : extra;
+		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 1, .argv = argv[i] };
+	}
+	fs_redis_eval_many(r, script, calls, 13);
+	for (int i = 0; i < 13; i++) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", i + 1);
+		ok &= calls[i].reply != NULL && calls[i].reply->type == REDIS_REPLY_STRING &&
+		    strcmp(calls[i].reply->str, i < 12 ? v : want) == 0;
+	}
+	calls_free(calls, 13);
+	return ok;
 }
 
 /*
@@ -236,8 +368,13 @@ cluster_tests(void)
 	check(get_is(r, key, "m") && r->last == drv_node(r, &tc, dst) &&
 		r->slot[slot] == drv_node(r, &tc, src),
 	    "ASK: read on the importing node after ASKING; the map still says the old owner");
+	check(script >= 0 && pipeline_of_sales(r, script, key, "m"),
+	    "a pipeline over the three masters: each reply its key's; the migrating key's after ASK");
 	for (int i = 0; i < 3; i++)
 		setslot(&tc, i == 0 ? dst : i == dst ? 0 : i, slot, "NODE", id_dst);
+	check(script >= 0 && pipeline_of_sales(r, script, key, "m") &&
+		r->slot[slot] == drv_node(r, &tc, dst),
+	    "... and after MOVED, which the driver's map then follows");
 	check(get_is(r, key, "m") && r->slot[slot] == drv_node(r, &tc, dst),
 	    "MOVED: once the slot moved the driver follows and its map says the new owner");
 
@@ -365,6 +502,8 @@ main(void)
 	    "after SCRIPT FLUSH the script is sent again (NOSCRIPT)");
 	if (reply != NULL)
 		freeReplyObject(reply);
+
+	pipeline_tests(&srv, r);
 
 	test_redis_stop(&srv);
 	check(fs_redis_command(r, "PING") == NULL && r->err == FS_REDIS_ERR_IO && r->node[0].ctx == NULL,

@@ -3,7 +3,8 @@
  * real scripts of lua/ (top_srcdir): the hold record, warm, reserve,
  * release, the scans and the snapshot; then an item spread over three
  * shards: the home place of a shopper, the guard across shards (also
- * under concurrent purchases of one shopper), no unit left in a dry shard.
+ * under concurrent purchases of one shopper), no unit left in a dry shard;
+ * reservations in one pipeline give what they give one by one.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "redis.h"
 #include "stock.h"
 #include "expect.h"
 #include "stock_load.h"
@@ -298,6 +300,97 @@ check_sharded(fs_stock *st, int cluster)
 	check(fs_stock_forget_sale(st, 9, items, 2) == 0, "holds on their way keep the sale");
 }
 
+/* SCRIPT FLUSH on every master: the next EVALSHA there answers NOSCRIPT. */
+static int
+flush_scripts(fs_stock *st)
+{
+	const char *argv[] = { "SCRIPT", "FLUSH" };
+	int masters = fs_redis_masters(st->redis);
+
+	for (int i = 0; i < masters; i++) {
+		redisReply *r = fs_redis_master_argv(st->redis, i, 2, argv, NULL);
+
+		if (r == NULL)
+			return -1;
+		freeReplyObject(r);
+	}
+	return masters > 0 ? 0 : -1;
+}
+
+/*
+ * fs_stock_reserve_many on sale 5 (item 21: 6 units over 3 shards, item
+ * 22: 2 units): the outcomes of fs_stock_reserve one by one, whichever
+ * step serves each, with the scripts gone from Redis before the first
+ * batch and more reservations than one pipeline holds in the last.
+ */
+static void
+check_batch(fs_stock *st)
+{
+	static char users[80][32], ids[80][FS_UUID_STRLEN + 1];
+	struct fs_stock_ask asks[80];
+	uint64_t items[2] = { 21, 22 };
+	long left[2];
+	int64_t now = fs_clock_now_ms();
+	int reserved = 0, sold_out = 0, zero_left = 0, next = 0, distinct = 1;
+
+	if (warm_sharded(st, 5, 6) != 0 || flush_scripts(st) != 0) {
+		check(0, "sale 5 loaded and the scripts flushed");
+		return;
+	}
+	/* Eight shoppers of item 21, all at home 0 (one shard of two units). */
+	for (int i = 0; i < 8; i++) {
+		shopper_at(users[i], "p", &next, 0);
+		order_id(ids[i], 500 + i);
+		asks[i] = (struct fs_stock_ask){ .sale = 5, .item = 21, .user = users[i],
+			.order_id = ids[i], .now_ms = now };
+	}
+	/* One shopper twice for item 22, and an item the sale lacks. */
+	snprintf(users[8], sizeof(users[8]), "q1");
+	order_id(ids[8], 508);
+	order_id(ids[9], 509);
+	order_id(ids[10], 510);
+	asks[8] = (struct fs_stock_ask){ .sale = 5, .item = 22, .user = users[8], .order_id = ids[8],
+		.now_ms = now };
+	asks[9] = asks[8];
+	asks[9].order_id = ids[9];
+	asks[10] = (struct fs_stock_ask){ .sale = 5, .item = 23, .user = "q2", .order_id = ids[10],
+		.now_ms = now };
+	fs_stock_reserve_many(st, asks, 11);
+	for (int i = 0; i < 8; i++) {
+		reserved += asks[i].result == FS_STOCK_RESERVED;
+		sold_out += asks[i].result == FS_STOCK_SOLD_OUT;
+		zero_left += asks[i].result == FS_STOCK_RESERVED && asks[i].hold.left == 0;
+		for (int j = 0; j < i; j++)
+			distinct &= asks[i].result != FS_STOCK_RESERVED ||
+			    strcmp(asks[i].hold.order_id, asks[j].hold.order_id) != 0;
+	}
+	check(reserved == 6 && sold_out == 2 && zero_left == 1 && distinct &&
+		fs_stock_left(st, 5, items, 2, left) == 0 && left[0] == 0,
+	    "a batch sells exactly the units of a sharded item: the home shard's, then the others'");
+	check(asks[8].result == FS_STOCK_RESERVED && asks[8].hold.left == 1 &&
+		asks[8].hold.window_s == 30 && asks[9].result == FS_STOCK_ALREADY &&
+		strcmp(asks[9].hold.order_id, ids[8]) == 0 && left[1] == 1,
+	    "one shopper twice in a batch: the first holds, the second names it");
+	check(asks[10].result == FS_STOCK_UNKNOWN_ITEM, "an item not loaded is unknown in a batch too");
+	/* 70 new shoppers for the 1 unit left of item 22: two pipelines. */
+	for (int i = 0; i < 70; i++) {
+		snprintf(users[i], sizeof(users[i]), "r%d", i);
+		order_id(ids[i], 600 + i);
+		asks[i] = (struct fs_stock_ask){ .sale = 5, .item = 22, .user = users[i],
+			.order_id = ids[i], .now_ms = now };
+	}
+	fs_stock_reserve_many(st, asks, 70);
+	reserved = sold_out = 0;
+	for (int i = 0; i < 70; i++) {
+		reserved += asks[i].result == FS_STOCK_RESERVED;
+		sold_out += asks[i].result == FS_STOCK_SOLD_OUT;
+	}
+	check(reserved == 1 && sold_out == 69 && asks[0].result == FS_STOCK_RESERVED &&
+		asks[0].hold.left == 0 && fs_stock_left(st, 5, items, 2, left) == 0 && left[1] == 0,
+	    "more than FS_STOCK_BATCH_MAX: exactly the unit left, to the first in line");
+	check(fs_stock_set_end(st, 5, 1) == 1, "sale 5 ends");
+}
+
 /* Keys named fs:{9...} left on the Redis of sock, or on the nodes of ports; -1 unknown. */
 static long
 keys_of_sale_9(const char *sock, const int *ports, int nports)
@@ -441,6 +534,7 @@ check_cluster(const char *top)
 	}
 	check_sharded(st, 1);
 	check_sharded_forget(st, NULL, tc.port, 3); /* the masters */
+	check_batch(st);
 	check_concurrent(st, &cfg, top);
 out:
 	fs_stock_free(st);
@@ -485,6 +579,7 @@ main(void)
 	check_home();
 	check_sharded(st, 0);
 	check_sharded_forget(st, srv.sock, NULL, 0);
+	check_batch(st);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 2, &n) == 0 &&
