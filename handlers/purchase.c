@@ -6,8 +6,10 @@
  * reservation, and the broker's acknowledgement of the order message. 202
  * only once the broker has the order; when it certainly does not, the unit
  * goes back and the shopper is asked to retry. Its workers are event loops
- * (lib/fcgi): a request that waits for the broker holds no thread, and one
- * loop answers the acknowledgements of many orders at a time.
+ * (lib/fcgi): a request that waits for the broker holds no thread, one
+ * loop answers the acknowledgements of many orders at a time, and the
+ * purchases one round of a loop admitted are reserved in one Redis
+ * pipeline when the round ends.
  */
 #include "config.h"
 
