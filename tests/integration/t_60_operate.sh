@@ -55,6 +55,8 @@ esac
 is "$(redis HGET "fs:{$o_sale}:sale" ends)" "$o_ends" "Redis has the new end PostgreSQL has"
 is "$(psql_q "SELECT ends_at <= now() FROM sales WHERE id = $o_sale")" "t" "the sale has ended"
 is "$(o_buy "$o_path" "oc2-$o_sale")" "410" "a purchase with the earlier URL is sold out"
+# The first order reaches PostgreSQL through the consumer: wait for it.
+consumer_caught_up 20
 is "$(redis GET "fs:{$o_sale}:stock:$o_item") $(psql_q "SELECT sold FROM items WHERE id = $o_item")" \
 	"9 1" "nothing sold after the close"
 case $(admin sale close "$o_sale") in
