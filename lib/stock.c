@@ -430,6 +430,7 @@ verdict(enum take t)
 struct attempt {
 	const char *user, *order_id;
 	uint64_t item;
+	int home, shards; /* the shopper's home place; the item's shards */
 	char rec[FS_STOCK_RECORD_MAX], now[24], window[24], deadline[24];
 };
 
@@ -621,8 +622,9 @@ static int release_at(fs_stock *, const char *tag, uint64_t sale, uint64_t item,
  */
 static enum fs_stock_result
 reserve_elsewhere(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
-    int home, int shards, struct fs_stock_hold *out)
+    struct fs_stock_hold *out)
 {
+	int home = a->home, shards = a->shards;
 	char held[FS_UUID_STRLEN + 1];
 
 	for (int j = home < shards ? 1 : 0; j < shards; j++) {
@@ -669,6 +671,8 @@ reserve_prepare(fs_stock *s, struct attempt *a, uint64_t sale, int64_t now_ms)
 	}
 	if ((l = layout_get(s, sale)) == NULL)
 		return NULL;
+	a->home = fs_stock_home(a->user, l->nplaces);
+	a->shards = shards_of(l, a->item);
 	snprintf(a->now, sizeof(a->now), "%" PRId64, now_ms);
 	snprintf(a->window, sizeof(a->window), "%d", FS_STOCK_WINDOW_DEFAULT);
 	/*
@@ -681,6 +685,13 @@ reserve_prepare(fs_stock *s, struct attempt *a, uint64_t sale, int64_t now_ms)
 	return l;
 }
 
+/* True when the shopper's home place holds a shard of the item (the common path). */
+static int
+home_has_shard(const struct attempt *a)
+{
+	return a->home < a->shards;
+}
+
 /*
  * The rest of a reservation after the home place answered t (the common
  * path: guard and unit in one script there).
@@ -689,13 +700,11 @@ static enum fs_stock_result
 reserve_after_home(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
     enum take t, struct fs_stock_hold *out)
 {
-	int shards = shards_of(l, a->item), home = fs_stock_home(a->user, l->nplaces);
-
-	if (t == TAKE_RESERVED && out->left == 0 && shards > 1)
-		out->left = left_over_shards(s, l, a->item, shards);
-	if (t != TAKE_DRY || shards == 1)
+	if (t == TAKE_RESERVED && out->left == 0 && a->shards > 1)
+		out->left = left_over_shards(s, l, a->item, a->shards);
+	if (t != TAKE_DRY || a->shards == 1)
 		return verdict(t);
-	return reserve_elsewhere(s, l, a, home, shards, out);
+	return reserve_elsewhere(s, l, a, out);
 }
 
 /* A reservation whose home place holds no shard of the item. */
@@ -703,24 +712,15 @@ static enum fs_stock_result
 reserve_from_afar(fs_stock *s, const struct fs_stock_layout *l, const struct attempt *a,
     struct fs_stock_hold *out)
 {
-	int shards = shards_of(l, a->item), home = fs_stock_home(a->user, l->nplaces);
-
 	/* A shopper who holds one stops here. */
-	switch (guard_held(s, l->tags[home], a->user, out->order_id)) {
+	switch (guard_held(s, l->tags[a->home], a->user, out->order_id)) {
 	case 1:
 		return FS_STOCK_ALREADY;
 	case 0:
-		return reserve_elsewhere(s, l, a, home, shards, out);
+		return reserve_elsewhere(s, l, a, out);
 	default:
 		return FS_STOCK_ERROR;
 	}
-}
-
-/* True when the shopper's home place holds a shard of the item (the common path). */
-static int
-home_has_shard(const struct fs_stock_layout *l, const struct attempt *a)
-{
-	return fs_stock_home(a->user, l->nplaces) < shards_of(l, a->item);
 }
 
 enum fs_stock_result
@@ -733,18 +733,23 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 	memset(out, 0, sizeof(*out));
 	if ((l = reserve_prepare(s, &a, sale, now_ms)) == NULL)
 		return FS_STOCK_ERROR;
-	if (!home_has_shard(l, &a))
+	if (!home_has_shard(&a))
 		return reserve_from_afar(s, l, &a, out);
-	return reserve_after_home(s, l, &a,
-	    take(s, l->tags[fs_stock_home(user, l->nplaces)], &a, "guard", out), out);
+	return reserve_after_home(s, l, &a, take(s, l->tags[a.home], &a, "guard", out), out);
 }
+
+/* Where one reservation of fs_stock_reserve_many stands while its batch runs. */
+enum batch_state {
+	BATCH_DONE,      /* its outcome is known (it failed before Redis) */
+	BATCH_PIPELINED, /* its home place's script is in the pipeline */
+	BATCH_AFAR       /* its home place has no shard: after the pipeline */
+};
 
 /* What fs_stock_reserve_many keeps of one reservation while its batch runs. */
 struct batch_entry {
 	struct attempt a;
 	struct take_call tc;
-	uint64_t sale;
-	int pipelined;
+	enum batch_state state;
 };
 
 /* The outcome of one reservation of a batch, with the stock's error when it failed. */
@@ -784,45 +789,50 @@ fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 		const struct fs_stock_layout *l;
 
 		memset(&asks[i].hold, 0, sizeof(asks[i].hold));
-		e[i] = (struct batch_entry){ .a = { .user = asks[i].user,
-			.order_id = asks[i].order_id, .item = asks[i].item }, .sale = asks[i].sale };
-		if ((l = reserve_prepare(s, &e[i].a, asks[i].sale, asks[i].now_ms)) == NULL ||
-		    !home_has_shard(l, &e[i].a))
+		e[i].a = (struct attempt){ .user = asks[i].user, .order_id = asks[i].order_id,
+			.item = asks[i].item };
+		if ((l = reserve_prepare(s, &e[i].a, asks[i].sale, asks[i].now_ms)) == NULL) {
+			e[i].state = BATCH_DONE;
+			ask_done(s, &asks[i], FS_STOCK_ERROR);
 			continue;
-		take_args(&e[i].tc, l->tags[fs_stock_home(asks[i].user, l->nplaces)], &e[i].a,
-		    "guard");
-		calls[ncalls] = (struct fs_redis_call){ .nkeys = KEY__MAX, .argc = KEY__MAX + 7,
+		}
+		if (!home_has_shard(&e[i].a)) {
+			e[i].state = BATCH_AFAR;
+			continue;
+		}
+		take_args(&e[i].tc, l->tags[e[i].a.home], &e[i].a, "guard");
+		calls[ncalls++] = (struct fs_redis_call){ .nkeys = KEY__MAX, .argc = KEY__MAX + 7,
 			.argv = e[i].tc.argv };
-		e[i].pipelined = 1;
-		ncalls++;
+		e[i].state = BATCH_PIPELINED;
 	}
 	fs_redis_eval_many(s->redis, s->reserve, calls, ncalls);
 	/* Then each goes on as fs_stock_reserve would, in order. */
 	for (size_t i = 0, c = 0; i < n; i++) {
 		struct fs_stock_ask *ask = &asks[i];
+		struct fs_redis_call *call = e[i].state == BATCH_PIPELINED ? &calls[c++] : NULL;
 		const struct fs_stock_layout *l;
 		enum take t;
 
-		if ((l = layout_get(s, e[i].sale)) == NULL) {
-			if (e[i].pipelined && calls[c].reply != NULL)
-				freeReplyObject(calls[c].reply);
-			c += e[i].pipelined;
+		if (e[i].state == BATCH_DONE)
+			continue;
+		/* The layout again: another sale of the batch may have taken its cache slot. */
+		if ((l = layout_get(s, ask->sale)) == NULL) {
+			if (call != NULL && call->reply != NULL)
+				freeReplyObject(call->reply);
 			ask_done(s, ask, FS_STOCK_ERROR);
 			continue;
 		}
-		if (!e[i].pipelined) {
-			ask_done(s, ask, fs_stock_reserve(s, ask->sale, ask->item, ask->user,
-			    ask->order_id, ask->now_ms, &ask->hold));
+		if (call == NULL) {
+			ask_done(s, ask, reserve_from_afar(s, l, &e[i].a, &ask->hold));
 			continue;
 		}
-		if (calls[c].reply == NULL) {
-			s->err = calls[c].err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
-			snprintf(s->errstr, sizeof(s->errstr), "reserve: %s", calls[c].errstr);
+		if (call->reply == NULL) {
+			s->err = call->err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
+			snprintf(s->errstr, sizeof(s->errstr), "reserve: %s", call->errstr);
 			t = TAKE_ERROR;
 		} else {
-			t = take_reply(s, calls[c].reply, &ask->hold);
+			t = take_reply(s, call->reply, &ask->hold);
 		}
-		c++;
 		ask_done(s, ask, reserve_after_home(s, l, &e[i].a, t, &ask->hold));
 	}
 }
