@@ -547,6 +547,21 @@ ok_reply(fs_redis *r)
 	return reply;
 }
 
+/*
+ * A command was sent to node n and no answer came: it may have run, so it
+ * is never sent again. The connection goes; in a cluster the map gets a
+ * fresh look.
+ */
+static void
+answer_lost(fs_redis *r, int n, redisContext *c)
+{
+	set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
+	node_drop(r, n);
+	fs_metrics_count(FS_M_REDIS_RECONNECTS);
+	r->stale = r->cluster == 1;
+	r->last = r->cluster == 1 ? -1 : r->last;
+}
+
 /* Waits before the next try; the next pause doubles. -1 when past the deadline. */
 static int
 pause_before_retry(int64_t deadline, int *pause_ms)
@@ -661,12 +676,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 		r->last = n;
 		r->touched |= (uint64_t)1 << n;
 		if ((reply = send_cmd(c, ask >= 0, cmd, len)) == NULL) {
-			/* It may have run: never sent twice. The map gets a fresh look. */
-			set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
-			node_drop(r, n);
-			fs_metrics_count(FS_M_REDIS_RECONNECTS);
-			r->stale = r->cluster == 1;
-			r->last = r->cluster == 1 ? -1 : r->last;
+			answer_lost(r, n, c);
 			r->multi = 0;
 			return NULL;
 		}
@@ -865,6 +875,18 @@ script_send(fs_redis *r, int idx, const char *key)
 
 #define EVAL_ARGS_MAX 16
 
+/* EVALSHA <sha> <nkeys> argv...: a loaded script's call, argc + 3 words in args. */
+static void
+evalsha_args(const fs_redis *r, int idx, int nkeys, int argc, const char **argv,
+    const char *args[EVAL_ARGS_MAX + 3], char nk[12])
+{
+	snprintf(nk, 12, "%d", nkeys);
+	args[0] = "EVALSHA";
+	args[1] = r->script[idx].sha;
+	args[2] = nk;
+	memcpy(args + 3, argv, sizeof(*argv) * (size_t)argc);
+}
+
 redisReply *
 fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 {
@@ -877,11 +899,7 @@ fs_redis_eval(fs_redis *r, int idx, int nkeys, int argc, const char **argv)
 	}
 	if (r->script[idx].sha[0] == '\0' && script_send(r, idx, nkeys > 0 ? argv[0] : NULL) != 0)
 		return NULL;
-	snprintf(nk, sizeof(nk), "%d", nkeys);
-	args[0] = "EVALSHA";
-	args[1] = r->script[idx].sha;
-	args[2] = nk;
-	memcpy(args + 3, argv, sizeof(*argv) * (size_t)argc);
+	evalsha_args(r, idx, nkeys, argc, argv, args, nk);
 	return run_argv(r, argc + 3, args, NULL, idx);
 }
 
@@ -941,11 +959,10 @@ pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int6
 		if (calls[i].node != n)
 			continue;
 		if (lost || redisGetReply(c, &reply) != REDIS_OK) {
-			/* Sent, no answer: it may have run, so it is never sent again. */
-			if (!lost) {
-				set_err(r, FS_REDIS_ERR_IO, "redis", c->err ? c->errstr : "no reply");
-				lost = 1;
-			}
+			/* Sent, no answer: this call and the rest may have run. */
+			if (!lost)
+				answer_lost(r, n, c);
+			lost = 1;
 			call_failed(r, &calls[i]);
 			calls[i].node = -2;
 			continue;
@@ -964,12 +981,6 @@ pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int6
 			freeReplyObject(x);
 			calls[i].node = -2;
 		}
-	}
-	if (lost) {
-		node_drop(r, n);
-		fs_metrics_count(FS_M_REDIS_RECONNECTS);
-		r->stale = r->cluster == 1;
-		r->last = r->cluster == 1 ? -1 : r->last;
 	}
 }
 
@@ -1002,11 +1013,7 @@ fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 			call->node = -1;
 			continue;
 		}
-		snprintf(nk, sizeof(nk), "%d", call->nkeys);
-		args[0] = "EVALSHA";
-		args[1] = r->script[idx].sha;
-		args[2] = nk;
-		memcpy(args + 3, call->argv, sizeof(*call->argv) * (size_t)call->argc);
+		evalsha_args(r, idx, call->nkeys, call->argc, call->argv, args, nk);
 		if ((call->len = redisFormatCommandArgv(&call->cmd, call->argc + 3, args, NULL)) < 0) {
 			call->cmd = NULL;
 			call->node = -1;

@@ -96,12 +96,22 @@ node_of(const fs_stock *s, const char *tag, unsigned *slot, char *addr, size_t a
 	return fs_redis_node_of(s->redis, *slot, addr, addrlen);
 }
 
-/* The driver failed: Redis away or silent (may heal), or an error reply (will not). */
+/*
+ * The driver failed with err (enum fs_redis_err): Redis away or silent (may
+ * heal), or an error reply (will not).
+ */
+static void
+driver_err(fs_stock *s, const char *what, int err, const char *errstr)
+{
+	s->err = err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
+	snprintf(s->errstr, sizeof(s->errstr), "%s: %s", what, errstr);
+}
+
+/* The driver's last command failed. */
 static void
 redis_err(fs_stock *s, const char *what)
 {
-	s->err = s->redis->err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
-	snprintf(s->errstr, sizeof(s->errstr), "%s: %s", what, s->redis->errstr);
+	driver_err(s, what, s->redis->err, s->redis->errstr);
 }
 
 static void
@@ -827,8 +837,7 @@ fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 			continue;
 		}
 		if (call->reply == NULL) {
-			s->err = call->err == FS_REDIS_ERR_IO ? FS_STOCK_ERR_IO : FS_STOCK_ERR_REPLY;
-			snprintf(s->errstr, sizeof(s->errstr), "reserve: %s", call->errstr);
+			driver_err(s, "reserve", call->err, call->errstr);
 			t = TAKE_ERROR;
 		} else {
 			t = take_reply(s, call->reply, &ask->hold);

@@ -130,6 +130,13 @@ topic_messages() {
 	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
 }
 
+# metric_total NAME: counter NAME summed over every program and process
+# (GET /metrics on the origin).
+metric_total() {
+	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
+		awk -v m="$1" '$1 == m || index($1, m "{") == 1 { n += $2 } END { print n + 0 }'
+}
+
 # The value of one JSON string or number member in a flat document.
 json_get() {
 	printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"

@@ -6,11 +6,8 @@ topic_count_for_sale() {
 	topic_messages | grep -c "\"saleId\":$1[,}]"
 }
 
-# The purchase handlers' Redis pipelines so far (GET /metrics sums the processes).
-reserve_rounds() {
-	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
-		awk '$1 ~ /^flashsale_purchase_reserve_rounds_total\{program="flashsale-purchase"/ { n += $2 } END { print n + 0 }'
-}
+# The purchase handlers' Redis pipelines so far.
+reserve_rounds() { metric_total flashsale_purchase_reserve_rounds_total; }
 
 # --- Contention: 1,000 shoppers, 100 units, 4 handler processes.
 rounds0=$(reserve_rounds)

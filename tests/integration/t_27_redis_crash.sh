@@ -43,7 +43,7 @@ refuse "sale warm refuses while the sale's orders are on the topic" admin sale w
 # Before the repair the sale is live in PostgreSQL but unknown to Redis: a
 # genuine purchase URL gets 503 and Retry-After (try again), never 404, and
 # is counted.
-missing() { curl -s "$FLASHSALE_ORIGIN_URL/metrics" | awk '$1 ~ /^flashsale_purchase_sale_missing_total({|$)/ { n += $2 } END { print n + 0 }'; }
+missing() { metric_total flashsale_purchase_sale_missing_total; }
 missing0=$(missing)
 late=$(admin token mint --user "crash-late-$sale")
 curl -s -D "$FLASHSALE_STATE/crash-late-$sale.h" -o "$FLASHSALE_STATE/crash-late-$sale.b" -X POST \

@@ -91,10 +91,7 @@ home_of() { # USER PLACES
 	done
 	echo $((ho_h % $2))
 }
-other_shard_total() {
-	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
-		awk '$1 ~ /^flashsale_reservations_other_shard_total/ { s += $2 } END { print s + 0 }'
-}
+other_shard_total() { metric_total flashsale_reservations_other_shard_total; }
 cat >"$sh_file" <<JSON
 {"name":"dry shards","startsInSeconds":-5,"durationSeconds":3600,
  "items":[{"name":"Hotphone","priceMinor":1990000,"currency":"VND","quantity":3,"shards":3}]}
