@@ -307,13 +307,13 @@ start_kafka_cluster() {
 
 # --- origin hosts ------------------------------------------------------------
 
-# The live PIDs of origin host X: its nginx (the workers too: a host that
+# The live PIDs of origin host X: its nginx and push server (the workers too: a host that
 # dies takes them along, and an orphaned worker would keep the port) and
 # every handler process.
 origin_pids() {
 	(
 		use_origin "$1"
-		for master in $(part_pids nginx); do
+		for master in $(part_pids nginx) $(part_pids nginx-push); do
 			echo "$master"
 			ps -o pid= --ppid "$master" | tr -d ' '
 		done

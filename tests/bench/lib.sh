@@ -236,8 +236,11 @@ component_pids() {
 		[ -d "$run" ] || continue
 		case $1 in
 		nginx | varnish)
-			master=$(cat "$run/$1.pid" 2>/dev/null)
-			[ -n "$master" ] && echo "$master" && pgrep -P "$master"
+			# nginx: the origin's and the push server beside it.
+			for master in $(cat "$run/$1.pid" 2>/dev/null) \
+				$([ "$1" = nginx ] && cat "$run/nginx-push.pid" 2>/dev/null); do
+				echo "$master" && pgrep -P "$master"
+			done
 			;;
 		redis | kafka) cat "$run/$1.pid" "$run/$1"-*.pid 2>/dev/null ;;
 		consumer) cat "$run"/flashsale-consumer*.pid 2>/dev/null ;;

@@ -76,10 +76,12 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	share/flashsale/sql/001_schema.sql share/flashsale/sql/002_orders.sql share/flashsale/sql/003_payments.sql \
 	share/flashsale/static/index.html share/flashsale/static/app.js \
 	share/flashsale/examples/flashsale.env share/flashsale/examples/nginx.conf \
+	share/flashsale/examples/nginx-push.conf \
 	share/flashsale/examples/varnish.vcl share/man/man5/flashsale.conf.5 \
 	$(for p in $programs; do echo "share/man/man8/$p.8"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
 	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
+	lib/systemd/system/flashsale-push.service \
 	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf; do
 	[ -s "$dest$prefix/$f" ] || missing="$missing $f"
 done
@@ -94,6 +96,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	# be anything (make distcheck's), so they are copied to /etc's.
 	mkdir -p "$dest/usr/lib/systemd" "$dest/etc/systemd/system"
 	cp -a /usr/lib/systemd/system "$dest/usr/lib/systemd/"
+	# flashsale-push.service runs the host's nginx (deploy/install-deps).
+	mkdir -p "$dest/usr/sbin"
+	cp /usr/sbin/nginx "$dest/usr/sbin/"
 	cp "$dest$prefix"/lib/systemd/system/flashsale* "$dest/etc/systemd/system/"
 	# Every unit installed; a template as its first instance.
 	units=$(cd "$dest/etc/systemd/system" && ls flashsale* | sed 's/@\.service$/@1.service/')
@@ -117,6 +122,12 @@ sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
 mkdir -p "$tmp/nginx"
 check "nginx -t accepts deploy/production/nginx.conf" \
 	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx.conf"
+sed -e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
+	-e "s|listen unix:/run/flashsale/push/|listen unix:$tmp/|" \
+	-e "s|/run/flashsale-push.pid|$tmp/nginx-push.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
+	"$top_srcdir/deploy/production/nginx-push.conf" >"$tmp/nginx-push.conf"
+check "nginx -t accepts deploy/production/nginx-push.conf" \
+	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx-push.conf"
 # The nchan publisher listens on a unix socket only (nginx makes it 0666),
 # in a directory that only root and the handlers' group enter, and the
 # example environment points the handlers there.
@@ -127,9 +138,14 @@ publisher_listens() {
 		{ depth += gsub(/\{/, "{"); depth -= gsub(/\}/, "}") }
 		in_server && depth == 1 { if (pub) print listens; in_server = 0 }' "$1"
 }
-is "$(publisher_listens "$top_srcdir/deploy/production/nginx.conf")" \
+is "$(publisher_listens "$top_srcdir/deploy/production/nginx-push.conf")" \
 	" unix:/run/flashsale/nchan/pub.sock;" \
-	"deploy/production/nginx.conf: the nchan publisher listens on a unix socket only"
+	"deploy/production/nginx-push.conf: the nchan publisher listens on a unix socket only"
+is "$(grep -c 'nchan_' "$top_srcdir/deploy/production/nginx.conf")" "0" \
+	"deploy/production/nginx.conf leaves nchan to the push server"
+is "$(grep '/run/flashsale/push ' "$top_srcdir/deploy/systemd/flashsale.tmpfiles")" \
+	"d /run/flashsale/push 0750 root www-data -" \
+	"tmpfiles makes the push server's subscriber directory 0750 root:www-data"
 is "$(sed -n 's/^FLASHSALE_NCHAN_PUB=//p' "$env") $(grep '/run/flashsale/nchan ' \
 	"$top_srcdir/deploy/systemd/flashsale.tmpfiles")" \
 	"unix:/run/flashsale/nchan/pub.sock:/pub d /run/flashsale/nchan 0750 root flashsale -" \
@@ -141,7 +157,7 @@ else
 fi
 
 # 6. The production examples follow the local templates: every location of
-# deploy/nginx.conf.in and every URL pattern of deploy/varnish.vcl (the
+# deploy/nginx.conf.in (and of deploy/push.conf.in) and every URL pattern of deploy/varnish.vcl (the
 # benchmarks' parts aside) is in them too. Change both in one commit.
 locations() {
 	sed '/@BENCH_BEGIN@/,/@BENCH_END@/d' "$1" |
@@ -154,6 +170,10 @@ locations "$top_srcdir/deploy/nginx.conf.in" >"$tmp/loc.local"
 locations "$top_srcdir/deploy/production/nginx.conf" >"$tmp/loc.prod"
 is "$(comm -23 "$tmp/loc.local" "$tmp/loc.prod")" "" \
 	"deploy/production/nginx.conf has every location of deploy/nginx.conf.in"
+locations "$top_srcdir/deploy/push.conf.in" >"$tmp/loc.push.local"
+locations "$top_srcdir/deploy/production/nginx-push.conf" >"$tmp/loc.push.prod"
+is "$(comm -23 "$tmp/loc.push.local" "$tmp/loc.push.prod")" "" \
+	"deploy/production/nginx-push.conf has every location of deploy/push.conf.in"
 patterns "$top_srcdir/deploy/varnish.vcl" >"$tmp/vcl.local"
 patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
 is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
