@@ -48,7 +48,7 @@ static const struct {
 	    "1 enables the demo sign-in endpoint" },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { "FLASHSALE_KAFKA_TIMEOUT_MS", "3000",
 	    "how long a purchase waits for the broker's acknowledgement" },
-	[FS_CFG_KAFKA_LINGER_MS] = { "FLASHSALE_KAFKA_LINGER_MS", "3",
+	[FS_CFG_KAFKA_LINGER_MS] = { "FLASHSALE_KAFKA_LINGER_MS", "2",
 	    "how long the producer gathers concurrent orders into one batch" },
 	[FS_CFG_PURCHASE_THREADS] = { "FLASHSALE_PURCHASE_THREADS", "2",
 	    "event loops per purchase process (each holds any number of requests)" },
