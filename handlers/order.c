@@ -131,17 +131,6 @@ find_order(struct app *app, struct fs_order *o)
 	return found ? FS_ORDERS_OK : FS_ORDERS_NOT_FOUND;
 }
 
-/* 409 with the order's id and status, so the page can show why. */
-static void
-answer_conflict(fs_fcgi *fcgi, enum fs_http_error e, const struct fs_order *o)
-{
-	char extra[128];
-
-	snprintf(extra, sizeof(extra), "\"orderId\":\"%s\",\"status\":\"%s\"", o->id,
-	    fs_orders_status_name(o->status));
-	fs_fcgi_error(fcgi, e, extra, NULL);
-}
-
 static void
 answer_failure(struct app *app, fs_fcgi *fcgi, enum fs_orders_result r)
 {
@@ -174,7 +163,7 @@ change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action act
 	if (r == FS_ORDERS_NOT_FOUND) {
 		r = find_order(app, o);
 		if (r == FS_ORDERS_OK) {
-			answer_conflict(fcgi, FS_ERR_ORDER_PROCESSING, o);
+			fs_answer_order_conflict(fcgi, FS_ERR_ORDER_PROCESSING, o);
 			return;
 		}
 	}
@@ -184,7 +173,7 @@ change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action act
 	}
 	if (o->status != actions[action].after) {
 		/* No longer PENDING, or PENDING past its window. */
-		answer_conflict(fcgi, FS_ERR_ORDER_NOT_PENDING, o);
+		fs_answer_order_conflict(fcgi, FS_ERR_ORDER_NOT_PENDING, o);
 		return;
 	}
 	/*

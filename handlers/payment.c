@@ -6,6 +6,10 @@
  *   POST /api/flash-sales/payments/webhook            the provider (signed event):
  *        200 {"received":true,"verdict"}; 400/401 and nothing changed otherwise
  *
+ * A checkout finds the order in PostgreSQL; one that Redis holds but the
+ * consumer has not recorded yet answers 409 ORDER_PROCESSING (the page
+ * tries again in a moment), as the order's other actions do.
+ *
  * The webhook records first (one transaction applies the event once),
  * then acts: the status push for a PAID order, or the refund of a payment
  * the order could not take. A refund the provider did not make answers
@@ -19,6 +23,7 @@
 
 #include <sodium.h>
 
+#include "answer.h"
 #include "cfg.h"
 #include "clock.h"
 #include "fcgi.h"
@@ -26,7 +31,8 @@
 #include "log.h"
 #include "payments.h"
 #include "provider.h"
-#include "push.h"
+#include "sales.h"
+#include "stores.h"
 #include "uuid.h"
 
 #define ORDERS_PREFIX	"/api/flash-sales/orders/"
@@ -36,8 +42,7 @@
 struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
-	fs_pg *pg;
-	fs_push *push;
+	struct fs_stores stores;	/* Redis only for a checkout the database does not know */
 	fs_provider *provider;
 	char secret[FS_PROVIDER_SECRET_MAX + 1];
 	size_t secretlen;
@@ -64,33 +69,43 @@ checkout(struct app *app, fs_fcgi *fcgi, const char *id)
 {
 	const char *auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION");
 	char user[FS_TOKEN_SUB_MAX + 1], url[FS_PROVIDER_URL_MAX + 1], body[FS_PROVIDER_URL_MAX + 32];
-	enum fs_order_status status = FS_ORDER_STATUS__MAX;
+	struct fs_order o = { .status = FS_ORDER_STATUS__MAX };
 	enum fs_payments_result r;
-	int n;
+	int n, held;
 
 	if (auth == NULL || fs_token_verify_bearer(app->keys, auth, strlen(auth), time(NULL), user,
 				sizeof(user)) != FS_TOKEN_OK) {
 		fs_fcgi_error(fcgi, FS_ERR_UNAUTHENTICATED, NULL, FS_HTTP_BEARER_CHALLENGE);
 		return;
 	}
-	r = fs_payments_checkout(app->pg, app->provider, id, user, fs_cfg_get(&app->cfg, FS_CFG_SHOP_URL),
-	    url, &status);
+	r = fs_payments_checkout(app->stores.pg, app->provider, id, user,
+	    fs_cfg_get(&app->cfg, FS_CFG_SHOP_URL), url, &o.status);
 	switch (r) {
 	case FS_PAYMENTS_OK:
 		n = snprintf(body, sizeof(body), "{\"redirectUrl\":\"%s\"}", url);
 		fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
 		break;
 	case FS_PAYMENTS_NOT_FOUND:
-		fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		/* Held in Redis, on its way to the database: not yet payable. */
+		snprintf(o.id, sizeof(o.id), "%s", id);
+		snprintf(o.user, sizeof(o.user), "%s", user);
+		if ((held = fs_sales_find_processing(app->stores.pg, app->stores.stock, &o)) > 0)
+			fs_answer_order_conflict(fcgi, FS_ERR_ORDER_PROCESSING, &o);
+		else if (held == 0)
+			fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
+		else {
+			fs_log_warn("checkout of %s: order lookup failed (%s%s)", id,
+			    app->stores.pg->errstr, app->stores.stock->errstr);
+			fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		}
 		break;
 	case FS_PAYMENTS_NOT_PENDING:
-		snprintf(body, sizeof(body), "\"orderId\":\"%s\",\"status\":\"%s\"", id,
-		    fs_orders_status_name(status));
-		fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_PENDING, body, NULL);
+		snprintf(o.id, sizeof(o.id), "%s", id);
+		fs_answer_order_conflict(fcgi, FS_ERR_ORDER_NOT_PENDING, &o);
 		break;
 	default:
-		fs_log_warn("checkout of %s: %s (%s%s)", id, fs_payments_strerror(r), app->pg->errstr,
-		    app->provider->errstr);
+		fs_log_warn("checkout of %s: %s (%s%s)", id, fs_payments_strerror(r),
+		    app->stores.pg->errstr, app->provider->errstr);
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 	}
 }
@@ -100,8 +115,8 @@ publish(struct app *app, const struct fs_order *o)
 {
 	const struct fs_order *list[1] = { o };
 
-	if (fs_orders_publish(app->push, list, 1) != 0)
-		fs_log_warn("status push for %s failed: %s", o->id, app->push->errstr);
+	if (fs_orders_publish(app->stores.push, list, 1) != 0)
+		fs_log_warn("status push for %s failed: %s", o->id, app->stores.push->errstr);
 }
 
 static void
@@ -132,9 +147,9 @@ webhook(struct app *app, fs_fcgi *fcgi)
 		fs_fcgi_error(fcgi, FS_ERR_BAD_EVENT, NULL, NULL);
 		return;
 	}
-	r = fs_payments_apply(app->pg, &ev, &v, &o);
+	r = fs_payments_apply(app->stores.pg, &ev, &v, &o);
 	if (r == FS_PAYMENTS_OK && v == FS_PAYMENT_REFUND)
-		r = fs_payments_refund(app->pg, app->provider, &ev);
+		r = fs_payments_refund(app->stores.pg, app->provider, &ev);
 	switch (r) {
 	case FS_PAYMENTS_OK:
 		break;
@@ -148,7 +163,7 @@ webhook(struct app *app, fs_fcgi *fcgi)
 		return;
 	default:
 		fs_log_warn("webhook %s (%s of %s): %s (%s%s)", ev.id, fs_payments_verdict_name(v),
-		    ev.payment, fs_payments_strerror(r), app->pg->errstr, app->provider->errstr);
+		    ev.payment, fs_payments_strerror(r), app->stores.pg->errstr, app->provider->errstr);
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
@@ -192,7 +207,8 @@ setup(void *arg)
 	const char *secret;
 	char err[512];
 
-	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_KEYS_DIR) |
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_REDIS) |
+		    FS_CFG_NEED(FS_CFG_KEYS_DIR) |
 		    FS_CFG_NEED(FS_CFG_PAYMENT_URL) | FS_CFG_NEED(FS_CFG_PAYMENT_API_KEY) |
 		    FS_CFG_NEED(FS_CFG_PAYMENT_WEBHOOK_SECRET) | FS_CFG_NEED(FS_CFG_SHOP_URL)) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
@@ -210,11 +226,10 @@ setup(void *arg)
 		fs_log_error("keys: %s", err);
 		return -1;
 	}
-	if ((app->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
-	    (app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err, sizeof(err))) == NULL ||
+	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0 ||
 	    (app->provider = fs_provider_new(fs_cfg_get(&app->cfg, FS_CFG_PAYMENT_URL),
 		 fs_cfg_get(&app->cfg, FS_CFG_PAYMENT_API_KEY), err, sizeof(err))) == NULL) {
-		fs_log_error("%s", app->pg == NULL ? "out of memory" : err);
+		fs_log_error("%s", err);
 		return -1;
 	}
 	/* The secrets live in app from here on, not in the configuration copy. */
@@ -231,20 +246,22 @@ teardown(void *arg)
 	struct app *app = arg;
 
 	fs_provider_free(app->provider);
-	fs_push_free(app->push);
-	fs_pg_free(app->pg);
+	fs_stores_close(&app->stores);
 	fs_token_keys_free(app->keys);
 	sodium_memzero(app->secret, sizeof(app->secret));
 }
 
-/* GET /readyz: PostgreSQL answers. */
+/*
+ * GET /readyz: PostgreSQL answers. Not Redis: the webhook never needs it,
+ * and a checkout without it answers 503 only for an order not yet recorded.
+ */
 static int
 ready(void *arg, char *why, size_t whylen)
 {
 	struct app *app = arg;
 
-	if (fs_pg_ping(app->pg) != 0) {
-		snprintf(why, whylen, "postgresql: %s", app->pg->errstr);
+	if (fs_pg_ping(app->stores.pg) != 0) {
+		snprintf(why, whylen, "postgresql: %s", app->stores.pg->errstr);
 		return -1;
 	}
 	return 0;

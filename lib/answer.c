@@ -68,3 +68,13 @@ fs_answer_purchase_already(fs_fcgi *fcgi, const char *order_id)
 	snprintf(extra, sizeof(extra), "\"orderId\":\"%s\"", order_id);
 	fs_fcgi_error(fcgi, FS_ERR_ALREADY_PURCHASED, extra, NULL);
 }
+
+void
+fs_answer_order_conflict(fs_fcgi *fcgi, enum fs_http_error e, const struct fs_order *o)
+{
+	char extra[128];
+
+	snprintf(extra, sizeof(extra), "\"orderId\":\"%s\",\"status\":\"%s\"", o->id,
+	    fs_orders_status_name(o->status));
+	fs_fcgi_error(fcgi, e, extra, NULL);
+}

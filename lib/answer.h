@@ -26,5 +26,10 @@ void fs_answer_purchase_accepted(fs_fcgi *, const struct fs_order *);
 void fs_answer_order(fs_fcgi *, const struct fs_order *);
 /* 409 ALREADY_PURCHASED naming the shopper's live order in the sale. */
 void fs_answer_purchase_already(fs_fcgi *, const char *order_id);
+/*
+ * 409 e (ORDER_PROCESSING, ORDER_NOT_PENDING) with the order's id and
+ * status, so that the page can show why.
+ */
+void fs_answer_order_conflict(fs_fcgi *, enum fs_http_error e, const struct fs_order *);
 
 #endif

@@ -23,3 +23,36 @@ is "$(psql_q "SELECT count(*) - count(DISTINCT id) FROM orders WHERE sale_id = $
     "no order id twice"
 k_report "consumer killed" 1 "$requests"
 check "consumer-1 starts again and joins the group" "$stack" start consumer-1
+
+# --- With every consumer stopped, an order is held but not recorded: the
+# shopper's view of it reads the hold from Redis Cluster. Checkout and
+# cancel answer 409 ORDER_PROCESSING (not 404), another shopper 404; once
+# the consumers are back, the order is PENDING and payable.
+set -- $(new_sale -5 5)
+sale=$1
+shopper=$(admin token mint --user "early-$sale")
+other=$(admin token mint --user "other-$sale")
+"$stack" stop consumer-1 >/dev/null
+"$stack" stop consumer-2 >/dev/null
+ans=$(http POST "$(purchase_path "$sale")" "$shopper")
+is "${ans%% *}" "202" "a purchase with both consumers stopped answers 202"
+oid=$(json_get "${ans#* }" orderId)
+is "$(json_get "$(http GET "/api/flash-sales/orders/$oid" "$shopper")" status)" "PROCESSING" \
+    "held, not recorded: GET answers PROCESSING"
+ans=$(http POST "/api/flash-sales/orders/$oid/checkout" "$shopper")
+is "${ans%% *} $(json_get "${ans#* }" error) $(json_get "${ans#* }" status)" "409 ORDER_PROCESSING PROCESSING" \
+    "checkout of a PROCESSING order answers 409 ORDER_PROCESSING"
+ans=$(http POST "/api/flash-sales/orders/$oid/checkout" "$other")
+is "${ans%% *} $(json_get "${ans#* }" error)" "404 ORDER_NOT_FOUND" "another shopper's checkout of it answers 404"
+ans=$(http POST "/api/flash-sales/orders/$oid/cancel" "$shopper")
+is "${ans%% *} $(json_get "${ans#* }" error)" "409 ORDER_PROCESSING" "cancelling it answers 409 ORDER_PROCESSING"
+check "consumer-1 starts again" "$stack" start consumer-1
+check "consumer-2 starts again" "$stack" start consumer-2
+if consumer_caught_up 60; then ok "the consumers record the waiting order"; else
+	not_ok "the consumers record the waiting order" "lag: $("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>&1)"; fi
+is "$(json_get "$(http GET "/api/flash-sales/orders/$oid" "$shopper")" status)" "PENDING" "then GET answers PENDING"
+ans=$(http POST "/api/flash-sales/orders/$oid/checkout" "$shopper")
+case "${ans%% *} $(json_get "${ans#* }" redirectUrl)" in
+"200 http"*) ok "then its checkout answers 200 with the provider's page" ;;
+*) not_ok "then its checkout answers 200 with the provider's page" "$ans" ;;
+esac

@@ -18,10 +18,16 @@ expires=$(json_get "${ans#* }" expiresAt)
 ans=$(http GET "/api/flash-sales/orders/$oid" "$alice")
 is "$ans" "200 {\"orderId\":\"$oid\",\"itemId\":$item,\"status\":\"PROCESSING\",\"expiresAt\":\"$expires\"}" \
     "held but not recorded: GET answers PROCESSING with the 202's expiresAt"
-# XXX checkout sees PostgreSQL only: a PROCESSING order is not found yet
-# (the page offers "Pay now" from PENDING on).
+# Not payable until it is recorded (the page offers "Pay now" from PENDING
+# on): 409 with the status, not 404, so that a page that asks early knows
+# to wait; another shopper's still hears 404.
 ans=$(p_checkout "$oid" "$alice")
-is "${ans%% *} $(json_get "${ans#* }" error)" "404 ORDER_NOT_FOUND" "checkout of a PROCESSING order answers 404 until it is recorded"
+is "${ans%% *} $(json_get "${ans#* }" error) $(json_get "${ans#* }" orderId) $(json_get "${ans#* }" status)" \
+    "409 ORDER_PROCESSING $oid PROCESSING" "checkout of a PROCESSING order answers 409 ORDER_PROCESSING until it is recorded"
+ans=$(p_checkout "$oid" "$mallory")
+is "${ans%% *} $(json_get "${ans#* }" error)" "404 ORDER_NOT_FOUND" "checkout of another shopper's PROCESSING order answers 404"
+ans=$(p_checkout "$(p_uuid)" "$alice")
+is "${ans%% *} $(json_get "${ans#* }" error)" "404 ORDER_NOT_FOUND" "checkout of an unknown order answers 404"
 ans=$(http POST "/api/flash-sales/orders/$oid/cancel" "$alice")
 is "${ans%% *} $(json_get "${ans#* }" error)" "409 ORDER_PROCESSING" "cancelling a PROCESSING order answers 409 ORDER_PROCESSING"
 is "$(p_count "id = '$oid'")" "0" "no row while the consumer is stopped"
