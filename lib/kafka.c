@@ -77,9 +77,31 @@ on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 }
 
 /*
+ * Adds one of a broker's latency windows (librdkafka's "sum" and "cnt" of
+ * the microseconds seen since the last statistics) to two counters.
+ */
+static void
+add_window(json_object *broker, const char *window, enum fs_metric sum, enum fs_metric count)
+{
+	json_object *w, *s, *c;
+	int64_t vs, vc;
+
+	if (!json_object_object_get_ex(broker, window, &w) || !json_object_object_get_ex(w, "sum", &s) ||
+	    !json_object_object_get_ex(w, "cnt", &c))
+		return;
+	vs = json_object_get_int64(s);
+	vc = json_object_get_int64(c);
+	if (vs < 0 || vc <= 0)
+		return;
+	fs_metrics_add(sum, (uint64_t)vs);
+	fs_metrics_add(count, (uint64_t)vc);
+}
+
+/*
  * librdkafka's statistics, every second on the report thread: the Produce
  * requests sent to every broker since rk was made, counted as they grow
- * (a replaced rk starts from 0 again).
+ * (a replaced rk starts from 0 again); and the second's waits of messages
+ * in the queue (the linger) and of requests for the brokers' answers.
  */
 static int
 on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
@@ -99,6 +121,8 @@ on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 			if (json_object_object_get_ex(b, "req", &req) &&
 			    json_object_object_get_ex(req, "Produce", &n))
 				sum += json_object_get_int64(n);
+			add_window(b, "int_latency", FS_M_KAFKA_QUEUE_WAIT_US, FS_M_KAFKA_QUEUE_WAITS);
+			add_window(b, "rtt", FS_M_KAFKA_BROKER_RTT_US, FS_M_KAFKA_BROKER_RTTS);
 		}
 		fs_metrics_add(FS_M_KAFKA_PRODUCE_REQUESTS,
 		    (uint64_t)(sum >= p->produce_seen ? sum - p->produce_seen : sum));

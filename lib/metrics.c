@@ -41,11 +41,16 @@ struct block {
 static const uint64_t bucket_us[FS_METRICS_BUCKETS] = { 100, 250, 500, 1000, 2500, 5000, 10000,
 	25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000 };
 
-/* One series: its family's name, its labels, and the family's help. */
+/*
+ * One series: its family's name, its labels, the family's help, and
+ * whether it counts microseconds that are shown in seconds (the unit
+ * Prometheus expects).
+ */
 static const struct {
 	const char *name;
 	const char *labels;
 	const char *help;
+	int us_as_seconds;
 } metric_table[FS_M__MAX] = {
 	[FS_M_PURCHASE_SOLD_OUT_MEMORY] = { "flashsale_purchase_sold_out_total", "from=\"memory\"",
 	    "Purchases the handler answered 410 SOLD_OUT, from its in-memory flag or from Redis." },
@@ -70,6 +75,16 @@ static const struct {
 	[FS_M_KAFKA_PRODUCE_REQUESTS] = { "flashsale_kafka_produce_requests_total", NULL,
 	    "Produce requests the producers sent to the brokers (librdkafka's statistics, each "
 	    "second): messages delivered per request is how well concurrent orders batch." },
+	[FS_M_KAFKA_QUEUE_WAIT_US] = { "flashsale_kafka_queue_wait_seconds_total", NULL,
+	    "Seconds the produced messages waited in the producers' queues before their "
+	    "request left (the linger): divided by flashsale_kafka_queue_waits_total, the mean.", 1 },
+	[FS_M_KAFKA_QUEUE_WAITS] = { "flashsale_kafka_queue_waits_total", NULL,
+	    "Messages counted in flashsale_kafka_queue_wait_seconds_total." },
+	[FS_M_KAFKA_BROKER_RTT_US] = { "flashsale_kafka_broker_rtt_seconds_total", NULL,
+	    "Seconds the brokers took to answer the producers' requests (round trips): "
+	    "divided by flashsale_kafka_broker_rtts_total, the mean.", 1 },
+	[FS_M_KAFKA_BROKER_RTTS] = { "flashsale_kafka_broker_rtts_total", NULL,
+	    "Requests counted in flashsale_kafka_broker_rtt_seconds_total." },
 	[FS_M_KAFKA_CONSUMER_ERRORS] = { "flashsale_kafka_consumer_errors_total", NULL,
 	    "Errors the Kafka consumer reported while polling or committing." },
 	[FS_M_PG_ERRORS] = { "flashsale_pg_errors_total", NULL,
@@ -412,6 +427,9 @@ write_counters(FILE *out, const struct sums *s)
 			    labels != NULL ? "," : "", labels != NULL ? labels : "");
 			if (m >= FS_M_GAUGE_FIRST_)
 				fprintf(out, "%" PRId64 "\n", (int64_t)b->v[m]);
+			else if (metric_table[m].us_as_seconds)
+				fprintf(out, "%" PRIu64 ".%06" PRIu64 "\n", b->v[m] / 1000000,
+				    b->v[m] % 1000000);
 			else
 				fprintf(out, "%" PRIu64 "\n", b->v[m]);
 		}

@@ -84,6 +84,20 @@ is "$(delta m1 m2 "$(answers 425)")" 1 "metrics: one 425 counted"
 is "$(handler_sold_out m2)" 3 "metrics: three 410, by the handler or by nginx's marker"
 is "$(delta m1 m2 "flashsale_kafka_deliveries_total{$P,outcome=\"delivered\"}")" 5 \
     "metrics: five order messages delivered to Kafka"
+# librdkafka's statistics come each second: the five messages' waits in
+# the producer's queue, and the round trips of the requests that took them.
+waits="flashsale_kafka_queue_waits_total{$P}"
+rtts="flashsale_kafka_broker_rtts_total{$P}"
+deadline=$(($(date +%s) + 10))
+until [ "$(scrape m2k)" = 200 ] && [ "$(delta m1 m2k "$waits")" -ge 5 ] && [ "$(delta m1 m2k "$rtts")" -ge 1 ]; do
+	[ "$(date +%s)" -ge "$deadline" ] && break
+	sleep 0.2
+done
+is "$(delta m1 m2k "$waits")" 5 "metrics: the five messages' waits in the producer's queue counted"
+rtt_s="flashsale_kafka_broker_rtt_seconds_total{$P}"
+check "metrics: the brokers' round trips counted, with their seconds" \
+    awk -v n="$(delta m1 m2k "$rtts")" -v a="$(metric m1 "$rtt_s")" -v b="$(metric m2k "$rtt_s")" \
+    'BEGIN { exit !(n >= 1 && b > a) }'
 handled=0
 for code in 202 409 401 403 425 410; do
 	handled=$((handled + $(delta m1 m2 "$(answers "$code")")))

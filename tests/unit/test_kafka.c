@@ -143,6 +143,15 @@ main(void)
 	    "the produce requests are counted (at least the three answered)");
 	printf("# produce requests counted: %llu\n",
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_PRODUCE_REQUESTS));
+	/* With them, the messages' waits in the queue and the requests' round trips. */
+	check(fs_metrics_value(FS_M_KAFKA_QUEUE_WAITS) >= 3 && fs_metrics_value(FS_M_KAFKA_BROKER_RTTS) >= 3 &&
+		fs_metrics_value(FS_M_KAFKA_BROKER_RTT_US) > 0,
+	    "the queue waits and the brokers' round trips are counted (at least the three answered)");
+	printf("# queue waits %llu (%llu us), round trips %llu (%llu us)\n",
+	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_QUEUE_WAITS),
+	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_QUEUE_WAIT_US),
+	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTTS),
+	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTT_US));
 	fs_kafka_producer_free(p);
 	check(t1.times == 1 && t3.times == 1, "no teller is told twice, not even at the flush");
 	rd_kafka_mock_cluster_destroy(mc);

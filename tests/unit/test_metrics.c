@@ -116,6 +116,7 @@ main(void)
 	fs_metrics_gauge_set(FS_M_WORKERS, 4);
 	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
 	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, -1);
+	fs_metrics_add(FS_M_KAFKA_QUEUE_WAIT_US, 2000123);
 
 	run_child();
 	run_child();
@@ -151,6 +152,8 @@ main(void)
 		    "count");
 		check(has_line(text, "flashsale_http_request_duration_seconds_sum{program=\"test-child\"} 14.000600"),
 		    "sum in seconds");
+		check(has_line(text, "flashsale_kafka_queue_wait_seconds_total{program=\"test-parent\"} 2.000123"),
+		    "microseconds counted, shown in seconds");
 		check(has_line(text, "flashsale_workers{program=\"test-parent\"} 4") &&
 			strstr(text, "flashsale_workers{program=\"test-child\"}") == NULL,
 		    "gauges of live processes only");
