@@ -89,11 +89,12 @@ checkout(struct app *app, fs_fcgi *fcgi, const char *id)
 		/* Held in Redis, on its way to the database: not yet payable. */
 		snprintf(o.id, sizeof(o.id), "%s", id);
 		snprintf(o.user, sizeof(o.user), "%s", user);
-		if ((held = fs_sales_find_processing(app->stores.pg, app->stores.stock, &o)) > 0)
+		held = fs_sales_find_processing(app->stores.pg, app->stores.stock, &o);
+		if (held > 0) {
 			fs_answer_order_conflict(fcgi, FS_ERR_ORDER_PROCESSING, &o);
-		else if (held == 0)
+		} else if (held == 0) {
 			fs_fcgi_error(fcgi, FS_ERR_ORDER_NOT_FOUND, NULL, NULL);
-		else {
+		} else {
 			fs_log_warn("checkout of %s: order lookup failed (%s%s)", id,
 			    app->stores.pg->errstr, app->stores.stock->errstr);
 			fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
