@@ -307,9 +307,9 @@ start_kafka_cluster() {
 
 # --- origin hosts ------------------------------------------------------------
 
-# The live PIDs of origin host X: its nginx and push server (the workers too: a host that
-# dies takes them along, and an orphaned worker would keep the port) and
-# every handler process.
+# The live PIDs of origin host X: its nginx and push server (the workers
+# too: a host that dies takes them along, and an orphaned worker would keep
+# the port) and every handler process.
 origin_pids() {
 	(
 		use_origin "$1"

@@ -158,8 +158,9 @@ else
 fi
 
 # 6. The production examples follow the local templates: every location of
-# deploy/nginx.conf.in (and of deploy/push.conf.in) and every URL pattern of deploy/varnish.vcl (the
-# benchmarks' parts aside) is in them too. Change both in one commit.
+# deploy/nginx.conf.in (and of deploy/push.conf.in) and every URL pattern
+# of deploy/varnish.vcl (the benchmarks' parts aside) is in them too.
+# Change both in one commit.
 locations() {
 	sed '/@BENCH_BEGIN@/,/@BENCH_END@/d' "$1" |
 		sed -n 's/^[[:space:]]*\(location [^{]*\){.*/\1/p' | sed 's/[[:space:]]*$//' | sort -u
