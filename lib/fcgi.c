@@ -19,6 +19,7 @@
 
 #include <fcgiapp.h>
 
+#include "clock.h"
 #include "fcgi.h"
 #include "fcgiproto.h"
 #include "log.h"
@@ -265,10 +266,19 @@ struct loop {
 	int full;		/* CONNS_MAX reached: not listening for now */
 	pthread_mutex_t mu;	/* guards the tasks */
 	struct fs_fcgi_task *tasks, **tail;
+	struct watch {		/* the worker's own descriptors (fs_fcgi_watch) */
+		int fd;		/* -1: a free slot; -2: unwatched this round (freed by loop_bury) */
+		int64_t deadline_ms; /* monotonic; 0: none */
+		void (*ready)(void *ctx);
+		void *ctx;
+	} watch[FS_FCGI_WATCH_MAX];
 };
 
 /* epoll's tags for the two descriptors that are not connections. */
 static char listen_tag, wake_tag;
+
+/* The event loop of this thread, if it runs one. */
+static __thread struct loop *this_loop;
 
 /* Watches the listening socket (one waiter woken per connection), or stops. */
 static void
@@ -313,6 +323,10 @@ loop_bury(struct loop *l)
 		free(c->out);
 		free(c);
 	}
+	/* An event of this round may still name an unwatched slot: reused from now on. */
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++)
+		if (l->watch[i].fd == -2)
+			l->watch[i].fd = -1;
 }
 
 /* Closes the socket; a request in hand keeps the memory until it is answered. */
@@ -573,6 +587,91 @@ fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *t)
 		fs_log_error("fastcgi: cannot wake a loop: %s", strerror(errno));
 }
 
+static struct watch *
+watch_of(struct loop *l, void *tag)
+{
+	char *p = tag, *first = (char *)l->watch;
+
+	if (p < first || p >= (char *)(l->watch + FS_FCGI_WATCH_MAX))
+		return NULL;
+	return &l->watch[(size_t)(p - first) / sizeof(l->watch[0])];
+}
+
+int
+fs_fcgi_watch(int fd, int64_t deadline_ms, void (*ready)(void *ctx), void *ctx)
+{
+	struct loop *l = this_loop;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (l == NULL || fd < 0)
+		return -1;
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++) {
+		if (l->watch[i].fd != -1)
+			continue;
+		ev.data.ptr = &l->watch[i];
+		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			fs_log_warn("fastcgi: epoll_ctl (watch): %s", strerror(errno));
+			return -1;
+		}
+		l->watch[i] = (struct watch){ .fd = fd, .deadline_ms = deadline_ms, .ready = ready,
+			.ctx = ctx };
+		return 0;
+	}
+	return -1;
+}
+
+void
+fs_fcgi_unwatch(int fd)
+{
+	struct loop *l = this_loop;
+
+	if (l == NULL || fd < 0)
+		return;
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++) {
+		if (l->watch[i].fd != fd)
+			continue;
+		/* Closed meanwhile: epoll dropped it already. */
+		(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+		l->watch[i].fd = -2;
+	}
+}
+
+/* How long the loop may sleep: until its next look at the stop flag, or a watch's deadline. */
+static int
+loop_timeout(const struct loop *l)
+{
+	int64_t now = 0, left, timeout = ACCEPT_WAKE_MS;
+
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++) {
+		if (l->watch[i].fd < 0 || l->watch[i].deadline_ms == 0)
+			continue;
+		if (now == 0)
+			now = fs_clock_mono_ms();
+		left = l->watch[i].deadline_ms - now;
+		if (left < timeout)
+			timeout = left < 0 ? 0 : left;
+	}
+	return (int)timeout;
+}
+
+/* The watches whose deadline passed with their descriptor still silent. */
+static void
+loop_deadlines(struct loop *l)
+{
+	int64_t now = 0;
+
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++) {
+		struct watch *wt = &l->watch[i];
+
+		if (wt->fd < 0 || wt->deadline_ms == 0)
+			continue;
+		if (now == 0)
+			now = fs_clock_mono_ms();
+		if (now >= wt->deadline_ms)
+			wt->ready(wt->ctx); /* may unwatch any of them */
+	}
+}
+
 /* Runs the tasks posted so far, each with its request's log tag. */
 static void
 loop_tasks(struct loop *l)
@@ -626,12 +725,14 @@ loop_main(void *arg)
 	struct worker *w = arg;
 	struct loop *l = w->loop;
 	struct epoll_event ev[EVENTS_MAX];
+	struct watch *wt;
 	int n;
 
+	this_loop = l;
 	while (loop_running(l)) {
 		if (l->listening && fs_fcgi_stopping())
 			loop_stop_accepting(l);
-		if ((n = epoll_wait(l->epfd, ev, EVENTS_MAX, ACCEPT_WAKE_MS)) < 0 && errno != EINTR) {
+		if ((n = epoll_wait(l->epfd, ev, EVENTS_MAX, loop_timeout(l))) < 0 && errno != EINTR) {
 			fs_log_error("fastcgi: epoll_wait: %s", strerror(errno));
 			break;
 		}
@@ -640,6 +741,10 @@ loop_main(void *arg)
 				loop_accept(l);
 			} else if (ev[i].data.ptr == &wake_tag) {
 				loop_tasks(l);
+			} else if ((wt = watch_of(l, ev[i].data.ptr)) != NULL) {
+				/* Unwatched by an earlier callback of this round: not any more. */
+				if (wt->fd >= 0)
+					wt->ready(wt->ctx);
 			} else {
 				struct conn *c = ev[i].data.ptr;
 
@@ -649,6 +754,7 @@ loop_main(void *arg)
 					conn_readable(c);
 			}
 		}
+		loop_deadlines(l);
 		if (w->svc->round_end != NULL)
 			w->svc->round_end(w->ctx);
 		loop_bury(l);
@@ -684,6 +790,8 @@ loop_new(struct worker *w)
 	l->w = w;
 	l->tail = &l->tasks;
 	l->listening = 1;
+	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++)
+		l->watch[i].fd = -1;
 	pthread_mutex_init(&l->mu, NULL);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -12,6 +12,7 @@
 #define FS_FCGI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http.h"
 
@@ -77,6 +78,17 @@ struct fs_fcgi_task {
  */
 void fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *task);
 
+/*
+ * On an event loop's own thread (in handle, round_end, a task or a watch's
+ * ready): calls ready(ctx) on this loop whenever fd is readable (an answer
+ * that the worker waits for without blocking: the purchase handler's Redis
+ * pipeline), and once deadline_ms (fs_clock_mono_ms; 0: none) passed,
+ * until fs_fcgi_unwatch(fd). 0, or -1 when this thread runs no loop or it
+ * watches FS_FCGI_WATCH_MAX already (the caller waits in place).
+ */
+#define FS_FCGI_WATCH_MAX 16
+int fs_fcgi_watch(int fd, int64_t deadline_ms, void (*ready)(void *ctx), void *ctx);
+void fs_fcgi_unwatch(int fd);
 /* Tags this thread's log lines with request f's id from now on (NULL: untagged). */
 void fs_fcgi_log_tag(fs_fcgi *f);
 

@@ -4,13 +4,17 @@
  * answers now, at the end of the loop's round and later (posted from
  * another thread), several
  * requests on one kept connection, a request written a byte at a time, a
- * connection that goes away while its request is in hand, the probes, a
- * second answer dropped, and a stop (SIGTERM) that still answers the
+ * connection that goes away while its request is in hand, a request left
+ * open until a descriptor the loop watches reads (or its deadline), the
+ * probes, a second answer dropped, and a stop (SIGTERM) that still answers the
  * request in hand before serve returns.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,7 +28,11 @@
 #include <sys/un.h>
 
 #include "expect.h"
+#include "clock.h"
 #include "fcgi.h"
+
+/* The deadline test's bound: the loop's own wake is 500 ms later. */
+#define ACCEPT_WAKE_BOUND_MS 450
 
 /* --- the service under test ----------------------------------------------- */
 
@@ -80,6 +88,30 @@ round_end(void *ctx)
 	round_n = 0;
 }
 
+/* What /watch and /deadline leave open: answered when a pipe reads, or at a deadline. */
+static int watch_pipe[2] = { -1, -1 };	/* the loop's */
+static _Atomic int watch_wfd = -1;		/* its write end, for the test */
+static _Atomic int watch_calls;
+
+static void
+watch_ready(void *ctx)
+{
+	fs_fcgi *f = ctx;
+	char b[8];
+	ssize_t n = read(watch_pipe[0], b, sizeof(b));
+
+	watch_calls++;
+	fs_fcgi_unwatch(watch_pipe[0]);
+	watch_wfd = -1;
+	close(watch_pipe[0]);
+	close(watch_pipe[1]);
+	watch_pipe[0] = watch_pipe[1] = -1;
+	if (n > 0)
+		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"watch\":\"readable\"}", 21);
+	else
+		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"watch\":\"deadline\"}", 21);
+}
+
 static void
 handle(fs_fcgi *f, void *ctx)
 {
@@ -99,6 +131,16 @@ handle(fs_fcgi *f, void *ctx)
 	if (uri != NULL && strcmp(uri, "/round") == 0 && round_n < 64) {
 		round_held[round_n++] = f;
 		return; /* answered by round_end */
+	}
+	if (uri != NULL && (strcmp(uri, "/watch") == 0 || strcmp(uri, "/deadline") == 0)) {
+		int64_t deadline = strcmp(uri, "/deadline") == 0 ? fs_clock_mono_ms() + 50 : 0;
+
+		if (pipe2(watch_pipe, O_NONBLOCK | O_CLOEXEC) != 0 ||
+		    fs_fcgi_watch(watch_pipe[0], deadline, watch_ready, f) != 0)
+			fs_fcgi_answer(f, FS_HTTP_INTERNAL_ERROR, NULL, "{}", 2);
+		else
+			watch_wfd = watch_pipe[1];
+		return; /* answered by watch_ready */
 	}
 	if (uri != NULL && strcmp(uri, "/twice") == 0) {
 		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"n\":1}", 7);
@@ -339,6 +381,31 @@ main(void)
 	send_all(a, req, n, 1);
 	check(answer_of(a, 9, ans, sizeof(ans)) == 0 && contains(ans, "{\"round\":1}"),
 	    "... also when it came a byte at a time over many rounds");
+
+	/* Left open until a descriptor the worker watches reads, or its deadline. */
+	{
+		struct pollfd pfd = { .fd = a, .events = POLLIN };
+		int64_t t0;
+
+		check(fs_fcgi_watch(0, 0, watch_ready, NULL) == -1,
+		    "a thread that runs no loop cannot watch a descriptor");
+		n = request(req, 13, 1, "/watch", "", "");
+		send_all(a, req, n, 0);
+		while (watch_wfd < 0)
+			sched_yield();
+		check(poll(&pfd, 1, 100) == 0, "a watched request stays open while the pipe is silent");
+		check(write(watch_wfd, "x", 1) == 1, "the pipe written");
+		check(answer_of(a, 13, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"readable\"}") &&
+			watch_calls == 1,
+		    "... and is answered by ready once the descriptor reads, called once");
+		t0 = fs_clock_mono_ms();
+		n = request(req, 14, 1, "/deadline", "", "");
+		send_all(a, req, n, 0);
+		check(answer_of(a, 14, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"deadline\"}") &&
+			fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS &&
+			watch_calls == 2,
+		    "a silent descriptor's ready runs at its deadline, before the loop's own wake");
+	}
 
 	/* A second answer is dropped: one END_REQUEST, the first body. */
 	n = request(req, 4, 1, "/twice", "", "");
