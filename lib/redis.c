@@ -19,6 +19,9 @@
 static const struct timeval redis_timeout = { FS_REDIS_TIMEOUT_MS / 1000,
 	(FS_REDIS_TIMEOUT_MS % 1000) * 1000 };
 
+/* A pipeline's replies read after its deadline: only those already there. */
+static const struct timeval late_timeout = { 0, 1000 };
+
 #define SLOT_UNKNOWN 0xff
 #define PAUSE_FIRST_MS 5 /* the first pause before a retry (TRYAGAIN, unreachable) */
 #define PAUSE_MAX_MS 100 /* pauses double up to this */
@@ -30,6 +33,8 @@ enum cmd_kind {
 	CMD_MULTI,
 	CMD_ENDTX,   /* EXEC, DISCARD */
 };
+
+static void settle(fs_redis *);
 
 static void
 set_err(fs_redis *r, enum fs_redis_err e, const char *what, const char *detail)
@@ -631,6 +636,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 	int ask = -1, was_ask, pause_ms = PAUSE_FIRST_MS, loaded = 0;
 	unsigned slot;
 
+	settle(r);
 	r->err = FS_REDIS_OK;
 	r->errstr[0] = '\0';
 	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && fs_clock_mono_ms() < deadline;
@@ -923,20 +929,27 @@ did_not_run(const fs_redis *r, int n, const char *err)
 	    redirect_of(r, n, err, &slot, addr, sizeof(addr)) != FS_REDIS_NO_REDIRECT;
 }
 
+/* The calls of node n that were not sent after all: alone, with their retries. */
+static void
+unsent_on(struct fs_redis_call *calls, size_t ncalls, int n)
+{
+	for (size_t i = 0; i < ncalls; i++)
+		if (calls[i].node == n)
+			calls[i].node = -1;
+}
+
 /*
- * The pipelined calls of node n, written there at once, then their replies
- * read in turn; a call that must run alone after all gets node -1.
+ * The pipelined calls of node n, written there at once (their replies are
+ * read by pipeline_recv); a call that could not be written gets node -1.
  */
 static void
-pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int64_t deadline)
+pipeline_send(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int64_t deadline)
 {
 	redisContext *c;
-	int lost = 0;
+	int done = 0;
 
 	if ((c = node_ctx(r, n, deadline)) == NULL) {
-		for (size_t i = 0; i < ncalls; i++)
-			if (calls[i].node == n)
-				calls[i].node = -1; /* nothing sent: alone, with its retries */
+		unsent_on(calls, ncalls, n);
 		return;
 	}
 	r->last = n;
@@ -945,23 +958,38 @@ pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int6
 		if (calls[i].node == n &&
 		    redisAppendFormattedCommand(c, calls[i].cmd, (size_t)calls[i].len) != REDIS_OK) {
 			/* Out of memory: the context is spent, nothing was written yet. */
-			for (size_t j = 0; j < ncalls; j++)
-				if (calls[j].node == n)
-					calls[j].node = -1;
+			unsent_on(calls, ncalls, n);
 			node_drop(r, n);
 			return;
 		}
 	}
+	while (!done) {
+		if (redisBufferWrite(c, &done) != REDIS_OK) {
+			/* Part of it may have gone: read what comes, fail the rest. */
+			break;
+		}
+	}
+}
+
+/* The replies of node n's pipelined calls, read in turn. */
+static void
+pipeline_recv(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls)
+{
+	redisContext *c = r->node[n].ctx;
+	int lost = c == NULL;
+
 	for (size_t i = 0; i < ncalls; i++) {
 		void *reply = NULL;
 		redisReply *x;
 
 		if (calls[i].node != n)
 			continue;
-		if (lost || redisGetReply(c, &reply) != REDIS_OK) {
+		if (lost || redisGetReply(c, &reply) != REDIS_OK || reply == NULL) {
 			/* Sent, no answer: this call and the rest may have run. */
-			if (!lost)
+			if (!lost && c != NULL)
 				answer_lost(r, n, c);
+			else
+				set_err(r, FS_REDIS_ERR_IO, "redis", "the connection of the pipeline is gone");
 			lost = 1;
 			call_failed(r, &calls[i]);
 			calls[i].node = -2;
@@ -984,15 +1012,26 @@ pipeline_on(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, int6
 	}
 }
 
-void
-fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+/* Any command but the pipeline's own replies first: they come first on its connections. */
+static void
+settle(fs_redis *r)
 {
-	int64_t deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
+	if (r->sent.calls != NULL)
+		fs_redis_eval_recv(r);
+}
+
+int
+fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+{
+	int64_t deadline;
 	/* Pipelined only where the route is known now; anything else runs alone. */
-	int direct = idx >= 0 && idx < r->nscripts && r->script[idx].sha[0] != '\0' &&
-	    r->cluster >= 0 && !r->stale && r->multi == 0;
+	int direct;
 	uint64_t nodes = 0;
 
+	settle(r);
+	deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
+	direct = idx >= 0 && idx < r->nscripts && r->script[idx].sha[0] != '\0' &&
+	    r->cluster >= 0 && !r->stale && r->multi == 0;
 	for (size_t i = 0; i < n; i++) {
 		struct fs_redis_call *call = &calls[i];
 		const char *args[EVAL_ARGS_MAX + 3];
@@ -1023,16 +1062,83 @@ fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 	}
 	for (int node = 0; node < r->nnodes; node++)
 		if (nodes & ((uint64_t)1 << node))
-			pipeline_on(r, node, calls, n, deadline);
+			pipeline_send(r, node, calls, n, deadline);
+	for (size_t i = 0; i < n; i++) {
+		redisFreeCommand(calls[i].cmd);
+		calls[i].cmd = NULL;
+	}
+	r->sent.calls = calls;
+	r->sent.n = n;
+	r->sent.idx = idx;
+	r->sent.nodes = nodes;
+	r->sent.deadline = deadline;
+	return 0;
+}
+
+int
+fs_redis_eval_fds(const fs_redis *r, int *fds, int max)
+{
+	int k = 0;
+
+	if (r->sent.calls == NULL)
+		return 0;
+	for (int node = 0; node < r->nnodes && k < max; node++)
+		if ((r->sent.nodes & ((uint64_t)1 << node)) && r->node[node].ctx != NULL &&
+		    r->node[node].ctx->err == 0)
+			fds[k++] = r->node[node].ctx->fd;
+	return k;
+}
+
+int64_t
+fs_redis_eval_deadline(const fs_redis *r)
+{
+	return r->sent.calls != NULL ? r->sent.deadline : 0;
+}
+
+int
+fs_redis_eval_pending(const fs_redis *r)
+{
+	return r->sent.calls != NULL;
+}
+
+void
+fs_redis_eval_recv(fs_redis *r)
+{
+	struct fs_redis_call *calls = r->sent.calls;
+	size_t n = r->sent.n;
+	int idx = r->sent.idx;
+	uint64_t nodes = r->sent.nodes;
+
+	if (calls == NULL)
+		return;
+	r->sent.calls = NULL; /* what follows may run commands of its own */
+	for (int node = 0; node < r->nnodes; node++) {
+		redisContext *c = r->node[node].ctx;
+		/* Past the deadline, replies that are not in yet are lost: no second wait. */
+		int late = c != NULL && fs_clock_mono_ms() >= r->sent.deadline;
+
+		if ((nodes & ((uint64_t)1 << node)) == 0)
+			continue;
+		if (late)
+			redisSetTimeout(c, late_timeout);
+		pipeline_recv(r, node, calls, n);
+		if (late && r->node[node].ctx == c)
+			redisSetTimeout(c, redis_timeout);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct fs_redis_call *call = &calls[i];
 
-		redisFreeCommand(call->cmd);
-		call->cmd = NULL;
 		if (call->node == -1 &&
 		    (call->reply = fs_redis_eval(r, idx, call->nkeys, call->argc, call->argv)) == NULL)
 			call_failed(r, call);
 	}
+}
+
+void
+fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+{
+	fs_redis_eval_send(r, idx, calls, n);
+	fs_redis_eval_recv(r);
 }
 
 /* WAIT on node n: how many replicas acknowledged, or -1 with err set. */
@@ -1065,9 +1171,11 @@ wait_on(fs_redis *r, int n, int numreplicas, int timeout_ms)
 long
 fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 {
-	uint64_t touched = r->touched;
+	uint64_t touched;
 	long fewest = -1;
 
+	settle(r);
+	touched = r->touched;
 	/* The answer must come before the connection's own timeout. */
 	if (timeout_ms > FS_REDIS_WAIT_MAX_MS)
 		timeout_ms = FS_REDIS_WAIT_MAX_MS;
@@ -1090,6 +1198,7 @@ fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 int
 fs_redis_masters(fs_redis *r)
 {
+	settle(r);
 	/* One socket path is one Redis for good (a MOVED would say otherwise). */
 	if ((r->cluster != 0 || r->nseeds > 1) &&
 	    refresh(r, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 && r->cluster < 0)
@@ -1100,10 +1209,12 @@ fs_redis_masters(fs_redis *r)
 redisReply *
 fs_redis_master_argv(fs_redis *r, int master, int argc, const char **argv, const size_t *argvlen)
 {
-	int n = r->cluster != 1 ? r->home : master < r->nmasters ? r->master[master] : -1;
+	int n;
 	redisContext *c;
 	redisReply *x;
 
+	settle(r);
+	n = r->cluster != 1 ? r->home : master < r->nmasters ? r->master[master] : -1;
 	if (n < 0 || master < 0) {
 		set_err(r, FS_REDIS_ERR_REPLY, "redis", "no such master");
 		return NULL;

@@ -84,6 +84,13 @@ typedef struct fs_redis {
 	int nscripts;
 	int err; /* enum fs_redis_err */
 	char errstr[128];
+	struct {                /* the pipeline of fs_redis_eval_send, until received */
+		struct fs_redis_call *calls;
+		size_t n;
+		int idx;
+		uint64_t nodes;
+		int64_t deadline;
+	} sent;
 } fs_redis;
 
 /*
@@ -145,6 +152,21 @@ struct fs_redis_call {
  * sent again (it may have run). Each call's keys share one slot.
  */
 void fs_redis_eval_many(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
+/*
+ * fs_redis_eval_many in two halves, for a caller that does other work
+ * while Redis runs the calls (an event loop): _send writes the pipelines
+ * (calls must stay valid until received); _fds gives the descriptors whose
+ * replies are awaited (up to max; 0: nothing to wait for); _recv reads the
+ * replies and runs the calls that must run alone, as fs_redis_eval_many
+ * does. Any other command of the driver receives the pipeline's replies
+ * first (they come first on its connections); _pending says whether they
+ * are still awaited, and _deadline (monotonic ms) until when.
+ */
+int fs_redis_eval_send(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
+int fs_redis_eval_fds(const fs_redis *, int *fds, int max);
+int fs_redis_eval_pending(const fs_redis *);
+int64_t fs_redis_eval_deadline(const fs_redis *);
+void fs_redis_eval_recv(fs_redis *);
 /* Runs one command (hiredis format); NULL on failure or error reply. */
 redisReply *fs_redis_command(fs_redis *, const char *fmt, ...);
 /* Runs one command given as arguments; NULL on failure or error reply. */

@@ -773,20 +773,16 @@ ask_done(fs_stock *s, struct fs_stock_ask *ask, enum fs_stock_result res)
 }
 
 void
-fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
+fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 {
 	struct batch_entry *e;
 	struct fs_redis_call *calls;
 	size_t ncalls = 0;
 
-	while (n > FS_STOCK_BATCH_MAX) {
-		fs_stock_reserve_many(s, asks, FS_STOCK_BATCH_MAX);
-		asks += FS_STOCK_BATCH_MAX;
-		n -= FS_STOCK_BATCH_MAX;
-	}
-	if (s->batch == NULL && (s->batch = calloc(FS_STOCK_BATCH_MAX,
-				     sizeof(*e) + sizeof(*calls))) == NULL) {
-		/* No room to pipeline: one at a time. */
+	fs_stock_reserve_end(s); /* one batch at a time */
+	if (n > FS_STOCK_BATCH_MAX || (s->batch == NULL && (s->batch = calloc(FS_STOCK_BATCH_MAX,
+							    sizeof(*e) + sizeof(*calls))) == NULL)) {
+		/* Too many, or no room to pipeline: one at a time, now. */
 		for (size_t i = 0; i < n; i++)
 			ask_done(s, &asks[i], fs_stock_reserve(s, asks[i].sale, asks[i].item,
 			    asks[i].user, asks[i].order_id, asks[i].now_ms, &asks[i].hold));
@@ -815,7 +811,36 @@ fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 			.argv = e[i].tc.argv };
 		e[i].state = BATCH_PIPELINED;
 	}
-	fs_redis_eval_many(s->redis, s->reserve, calls, ncalls);
+	fs_redis_eval_send(s->redis, s->reserve, calls, ncalls);
+	s->batch_asks = asks;
+	s->batch_n = n;
+}
+
+int
+fs_stock_reserve_fds(const fs_stock *s, int *fds, int max)
+{
+	return s->batch_asks != NULL ? fs_redis_eval_fds(s->redis, fds, max) : 0;
+}
+
+int64_t
+fs_stock_reserve_deadline(const fs_stock *s)
+{
+	return fs_redis_eval_deadline(s->redis);
+}
+
+void
+fs_stock_reserve_end(fs_stock *s)
+{
+	struct fs_stock_ask *asks = s->batch_asks;
+	size_t n = s->batch_n;
+	struct batch_entry *e = s->batch;
+	struct fs_redis_call *calls;
+
+	if (asks == NULL)
+		return;
+	s->batch_asks = NULL;
+	calls = (struct fs_redis_call *)(e + FS_STOCK_BATCH_MAX);
+	fs_redis_eval_recv(s->redis);
 	/* Then each goes on as fs_stock_reserve would, in order. */
 	for (size_t i = 0, c = 0; i < n; i++) {
 		struct fs_stock_ask *ask = &asks[i];
@@ -843,6 +868,19 @@ fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 			t = take_reply(s, call->reply, &ask->hold);
 		}
 		ask_done(s, ask, reserve_after_home(s, l, &e[i].a, t, &ask->hold));
+	}
+}
+
+void
+fs_stock_reserve_many(fs_stock *s, struct fs_stock_ask *asks, size_t n)
+{
+	while (n > 0) {
+		size_t k = n < FS_STOCK_BATCH_MAX ? n : FS_STOCK_BATCH_MAX;
+
+		fs_stock_reserve_begin(s, asks, k);
+		fs_stock_reserve_end(s);
+		asks += k;
+		n -= k;
 	}
 }
 

@@ -147,6 +147,8 @@ typedef struct fs_stock {
 	struct fs_redis *redis; /* owned */
 	struct fs_stock_layout *layouts; /* owned: the layouts read lately */
 	void *batch;                     /* owned: fs_stock_reserve_many's room, made when first needed */
+	struct fs_stock_ask *batch_asks; /* the batch of fs_stock_reserve_begin until its end */
+	size_t batch_n;
 	int reserve;
 	int release;
 	int forget;
@@ -197,6 +199,20 @@ struct fs_stock_ask {
  * outcomes are those of fs_stock_reserve called for each in turn.
  */
 void fs_stock_reserve_many(fs_stock *, struct fs_stock_ask *asks, size_t n);
+/*
+ * fs_stock_reserve_many of at most FS_STOCK_BATCH_MAX in two halves, for an
+ * event loop that does other work while Redis runs the pipeline: _begin
+ * sends it (asks must stay valid until the end); _fds gives the
+ * descriptors to wait on for readability (0: none, end at once); _end
+ * reads the replies (waiting, if they are not there yet, at most until
+ * _deadline, monotonic ms) and completes every ask. Any other call of this
+ * stock first receives the pipeline's replies; _end completes the asks
+ * then. A second _begin ends the first batch.
+ */
+void fs_stock_reserve_begin(fs_stock *, struct fs_stock_ask *asks, size_t n);
+int fs_stock_reserve_fds(const fs_stock *, int *fds, int max);
+int64_t fs_stock_reserve_deadline(const fs_stock *);
+void fs_stock_reserve_end(fs_stock *);
 /*
  * After a reservation: waits up to timeout_ms until a replica of each Redis
  * master it wrote to (its shard, the shopper's guard) has it too (WAIT 1),

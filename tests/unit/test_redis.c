@@ -5,12 +5,14 @@
  */
 #include "config.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "redis.h"
 #include "expect.h"
 #include "redis_cluster.h"
@@ -49,6 +51,77 @@ calls_free(struct fs_redis_call *calls, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (calls[i].reply != NULL)
 			freeReplyObject(calls[i].reply);
+}
+
+/* The value of a script call's reply, or -1. */
+static long
+reply_value(const struct fs_redis_call *call)
+{
+	return call->reply != NULL && call->reply->type == REDIS_REPLY_STRING ?
+	    strtol(call->reply->str, NULL, 10) : -1;
+}
+
+/*
+ * fs_redis_eval_many in halves on one Redis: the replies come while the
+ * caller waits on the descriptors the driver names; another command
+ * between the halves gets its own reply (the pipeline's are taken first).
+ */
+static void
+halves(fs_redis *r, int script, struct fs_redis_call *calls)
+{
+	static const char *argv[2] = { "half", "ok" };
+	struct pollfd pfd;
+	int fd = -1, n;
+
+	for (int i = 0; i < 3; i++)
+		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = argv };
+	fs_redis_eval_send(r, script, calls, 3);
+	n = fs_redis_eval_fds(r, &fd, 1);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	check(n == 1 && fs_redis_eval_pending(r) && poll(&pfd, 1, 5000) == 1,
+	    "a pipeline sent: its replies come while the caller waits on the driver's descriptor");
+	fs_redis_eval_recv(r);
+	check(!fs_redis_eval_pending(r) && reply_value(&calls[0]) == 1 && reply_value(&calls[1]) == 2 &&
+		reply_value(&calls[2]) == 3 && fs_redis_eval_fds(r, &fd, 1) == 0,
+	    "then received: each reply to its call, in order");
+	calls_free(calls, 3);
+	fs_redis_eval_send(r, script, calls, 2);
+	check(value_of(r, "half") == 5 && !fs_redis_eval_pending(r) && reply_value(&calls[0]) == 4 &&
+		reply_value(&calls[1]) == 5,
+	    "a command between the halves gets its own reply; the pipeline's were taken first");
+	fs_redis_eval_recv(r);
+	check(reply_value(&calls[0]) == 4 && reply_value(&calls[1]) == 5,
+	    "the receiving half then has nothing left to do");
+	calls_free(calls, 2);
+}
+
+/*
+ * Behind a frozen relay, received after the deadline: the replies not in
+ * yet are lost at once (no second wait), and the next call reconnects.
+ */
+static void
+halves_late(fs_redis *far, int script, struct test_relay *relay, struct fs_redis_call *calls)
+{
+	static const char *argv[2] = { "late", "ok" };
+	struct timespec t0, t1, pause = { 0, 20 * 1000 * 1000 };
+	long ms;
+
+	calls[0] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = argv };
+	kill(relay->pid, SIGSTOP);
+	fs_redis_eval_send(far, script, calls, 1);
+	/* The caller's deadline passes (the event loop wakes for it). */
+	while (fs_clock_mono_ms() < fs_redis_eval_deadline(far))
+		nanosleep(&pause, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fs_redis_eval_recv(far);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	check(calls[0].reply == NULL && calls[0].err == FS_REDIS_ERR_IO && ms < 500,
+	    "received past its deadline with no reply in: lost at once, as I/O (it may have run)");
+	kill(relay->pid, SIGCONT);
+	fs_redis_eval_many(far, script, calls, 1);
+	check(calls[0].reply != NULL, "the next pipeline reconnects");
+	calls_free(calls, 1);
 }
 
 /*
@@ -94,6 +167,9 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 		value_of(r, "pipe") == 8,
 	    "a pipeline after SCRIPT FLUSH: NOSCRIPT, so each runs again alone, once");
 	calls_free(calls, 3);
+	halves(r, script, calls);
+	for (int i = 0; i < 3; i++)
+		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = good };
 
 	/* Behind a relay that freezes once the script is known there. */
 	if (test_relay_start(&relay, srv->sock) == 0)
@@ -122,6 +198,7 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 	check(calls[0].reply != NULL && value_of(r, "pipe") == 13,
 	    "none was sent again; the next pipeline reconnects");
 	calls_free(calls, 1);
+	halves_late(far, far_script, &relay, calls);
 out:
 	fs_redis_free(far);
 	test_relay_stop(&relay);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -391,6 +392,55 @@ check_batch(fs_stock *st)
 	check(fs_stock_set_end(st, 5, 1) == 1, "sale 5 ends");
 }
 
+/*
+ * fs_stock_reserve_many in halves on sale 6 (item 22: 2 units): the
+ * replies come while the caller waits on the descriptors the stock names;
+ * another call of the stock between the halves takes them first, and the
+ * end still completes every ask.
+ */
+static void
+check_halves(fs_stock *st)
+{
+	static char ids[3][FS_UUID_STRLEN + 1];
+	static const char *users[3] = { "half-a", "half-b", "half-c" };
+	struct fs_stock_ask asks[3];
+	struct pollfd pfd[16];
+	int fds[16], nfds, ready = 0;
+	int64_t now = fs_clock_now_ms();
+
+	if (warm_sharded(st, 6, 6) != 0) {
+		check(0, "sale 6 loaded");
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		order_id(ids[i], 900 + i);
+		asks[i] = (struct fs_stock_ask){ .sale = 6, .item = 22, .user = users[i],
+			.order_id = ids[i], .now_ms = now };
+	}
+	fs_stock_reserve_begin(st, asks, 2);
+	nfds = fs_stock_reserve_fds(st, fds, 16);
+	for (int i = 0; i < nfds; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	if (nfds > 0)
+		ready = poll(pfd, (nfds_t)nfds, 5000) > 0;
+	check(nfds >= 1 && ready && fs_stock_reserve_deadline(st) > fs_clock_mono_ms(),
+	    "a batch begun: its replies come while the caller waits on the stock's descriptors");
+	fs_stock_reserve_end(st);
+	check(asks[0].result == FS_STOCK_RESERVED && asks[1].result == FS_STOCK_RESERVED &&
+		asks[1].hold.left == 0 && strcmp(asks[1].hold.order_id, ids[1]) == 0,
+	    "its end completes each ask as fs_stock_reserve would");
+	asks[0].result = FS_STOCK_ERROR;
+	fs_stock_reserve_end(st);
+	check(asks[0].result == FS_STOCK_ERROR && fs_stock_reserve_fds(st, fds, 16) == 0,
+	    "a second end is a no-op");
+	fs_stock_reserve_begin(st, &asks[2], 1);
+	check(fs_stock_ping(st) == 0 && fs_stock_reserve_deadline(st) == 0,
+	    "another call between the halves gets its own reply: the batch's came first");
+	fs_stock_reserve_end(st);
+	check(asks[2].result == FS_STOCK_SOLD_OUT, "the end then completes the batch's ask");
+	check(fs_stock_set_end(st, 6, 1) == 1, "sale 6 ends");
+}
+
 /* Keys named fs:{9...} left on the Redis of sock, or on the nodes of ports; -1 unknown. */
 static long
 keys_of_sale_9(const char *sock, const int *ports, int nports)
@@ -535,6 +585,7 @@ check_cluster(const char *top)
 	check_sharded(st, 1);
 	check_sharded_forget(st, NULL, tc.port, 3); /* the masters */
 	check_batch(st);
+	check_halves(st);
 	check_concurrent(st, &cfg, top);
 out:
 	fs_stock_free(st);
@@ -580,6 +631,7 @@ main(void)
 	check_sharded(st, 0);
 	check_sharded_forget(st, srv.sock, NULL, 0);
 	check_batch(st);
+	check_halves(st);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 2, &n) == 0 &&
