@@ -8,8 +8,9 @@
  * goes back and the shopper is asked to retry. Its workers are event loops
  * (lib/fcgi): a request that waits for the broker holds no thread, one
  * loop answers the acknowledgements of many orders at a time, and the
- * purchases one round of a loop admitted are reserved in one Redis
- * pipeline when the round ends.
+ * purchases a loop admitted are reserved in one Redis pipeline when its
+ * round ends; the loop serves other requests while Redis runs it, and
+ * the purchases admitted meanwhile go in the next one.
  */
 #include "config.h"
 
@@ -45,22 +46,30 @@ struct app {
 struct pending;
 
 /*
- * What one event loop owns: hiredis connections are not shared, and the
- * admitted requests of the loop's current round, whose reservations go to
- * Redis together when the round ends.
+ * What one event loop owns: hiredis connections are not shared; the
+ * requests admitted since the last batch went to Redis, which go together
+ * when the loop's round ends and no batch is out; and the batch that Redis
+ * runs now, whose replies the loop waits for while it serves other events.
  */
 struct worker {
 	struct app *app;
 	fs_stock *stock;
 	struct pending *queued[FS_STOCK_BATCH_MAX];
-	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
 	size_t nqueued;
+	struct pending *flight[FS_STOCK_BATCH_MAX];
+	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
+	size_t nflight;
+	int fds[FS_FCGI_WATCH_MAX]; /* watched for the batch's replies */
+	int nfds;
 };
+
+static void batch_end(struct worker *);
 
 /* Gives an order's unit back; when Redis fails too, the sweeper will. */
 static void
 give_back(struct worker *w, const struct fs_order *o)
 {
+	batch_end(w); /* the connection answers the batch first */
 	if (fs_stock_release(w->stock, o->sale, o->item, o->id) < 0)
 		fs_log_error("release of %s failed (%s); the sweeper will release it", o->id,
 		    w->stock->errstr);
@@ -199,43 +208,90 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 }
 
 /*
- * The round's reservations, in one Redis pipeline (one round trip per
- * node), then one WAIT for all of them when replicas must have the holds.
+ * The batch's replies: each request is answered or its order sent on;
+ * then one WAIT for all of them when replicas must have the holds.
  */
 static void
-reserve_queued(struct worker *w)
+batch_end(struct worker *w)
 {
-	size_t n = w->nqueued;
+	size_t n = w->nflight;
 	int replicated = 1, any = 0;
 
-	w->nqueued = 0;
-	fs_metrics_count(FS_M_PURCHASE_RESERVE_ROUNDS);
-	for (size_t i = 0; i < n; i++) {
-		const struct fs_order *o = &w->queued[i]->o;
-
-		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
-			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
-	}
-	fs_stock_reserve_many(w->stock, w->asks, n);
+	if (n == 0)
+		return;
+	for (int i = 0; i < w->nfds; i++)
+		fs_fcgi_unwatch(w->fds[i]);
+	w->nfds = 0;
+	w->nflight = 0;
+	fs_stock_reserve_end(w->stock);
 	for (size_t i = 0; i < n; i++)
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
 	if (any && w->app->redis_wait_ms > 0)
 		replicated = fs_stock_replicate(w->stock, w->app->redis_wait_ms) == 0;
 	for (size_t i = 0; i < n; i++) {
-		fs_fcgi_log_tag(w->queued[i]->fcgi);
-		reserved(w->queued[i], &w->asks[i], replicated);
+		fs_fcgi_log_tag(w->flight[i]->fcgi);
+		reserved(w->flight[i], &w->asks[i], replicated);
 		fs_fcgi_log_tag(NULL);
 	}
 }
 
-/* The end of a loop's round: what it admitted is reserved now. */
+/* A batch's replies are readable (or overdue): done with it; the next goes out at the round's end. */
+static void
+replies_ready(void *ctx)
+{
+	batch_end(ctx);
+}
+
+/*
+ * The requests admitted so far, reserved in one Redis pipeline (one round
+ * trip per node); the loop serves other events until the replies come.
+ */
+static void
+batch_start(struct worker *w)
+{
+	size_t n = w->nqueued;
+	int64_t deadline;
+
+	batch_end(w); /* one batch out at a time */
+	memcpy(w->flight, w->queued, n * sizeof(w->queued[0]));
+	w->nflight = n;
+	w->nqueued = 0;
+	fs_metrics_count(FS_M_PURCHASE_RESERVE_ROUNDS);
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_order *o = &w->flight[i]->o;
+
+		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
+			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
+	}
+	fs_stock_reserve_begin(w->stock, w->asks, n);
+	w->nfds = fs_stock_reserve_fds(w->stock, w->fds, FS_FCGI_WATCH_MAX);
+	deadline = fs_stock_reserve_deadline(w->stock);
+	for (int i = 0; i < w->nfds; i++) {
+		if (fs_fcgi_watch(w->fds[i], deadline, replies_ready, w) != 0) {
+			w->nfds = i; /* cannot wait in the loop: in place */
+			batch_end(w);
+			return;
+		}
+	}
+	if (w->nfds == 0)
+		batch_end(w);
+}
+
+/*
+ * The end of a loop's round: what it admitted goes to Redis now, unless a
+ * batch is out (it goes when that one's replies come). A batch whose
+ * replies another command of the connection took, or that is past its
+ * deadline, ends here.
+ */
 static void
 round_end(void *ctx)
 {
 	struct worker *w = ctx;
 
-	if (w->nqueued > 0)
-		reserve_queued(w);
+	if (w->nflight > 0 && fs_clock_mono_ms() >= fs_stock_reserve_deadline(w->stock))
+		batch_end(w);
+	if (w->nflight == 0 && w->nqueued > 0)
+		batch_start(w);
 }
 
 static void
@@ -273,7 +329,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	/* Reserved with the round's others when the loop's round ends (round_end). */
 	w->queued[w->nqueued++] = p;
 	if (w->nqueued == FS_STOCK_BATCH_MAX)
-		reserve_queued(w);
+		batch_start(w);
 }
 
 /* GET /readyz: this worker's Redis and a Kafka broker answer. */
@@ -282,6 +338,7 @@ ready(void *arg, char *why, size_t whylen)
 {
 	struct worker *w = arg;
 
+	batch_end(w); /* the connection answers the batch first */
 	if (fs_stock_ping(w->stock) != 0) {
 		snprintf(why, whylen, "redis %s", w->stock->errstr);
 		return -1;
