@@ -10,7 +10,8 @@
  * loop answers the acknowledgements of many orders at a time, and the
  * purchases a loop admitted are reserved in one Redis pipeline when its
  * round ends; the loop serves other requests while Redis runs it, and
- * the purchases admitted meanwhile go in the next one.
+ * the purchases admitted meanwhile go in the next one. The loops serve
+ * the producer's delivery reports themselves, woken by librdkafka.
  */
 #include "config.h"
 
@@ -40,6 +41,7 @@ struct app {
 	fs_ordertopic topic; /* its producer is shared by the loops; concurrent orders batch */
 	fs_soldout *soldout;
 	int threads; /* event loops */
+	int reports_fd; /* the producer's delivery reports wait (the loops serve them), or -1 */
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 };
 
@@ -61,6 +63,7 @@ struct worker {
 	size_t nflight;
 	int fds[FS_FCGI_WATCH_MAX]; /* watched for the batch's replies */
 	int nfds;
+	int reports_watched;
 };
 
 static void batch_end(struct worker *);
@@ -119,7 +122,7 @@ finish(void *arg)
 	free(p);
 }
 
-/* On the producer's report thread: hands the verdict to the request's loop. */
+/* Where the producer's reports are served (a loop): hands the verdict to the request's loop. */
 static void
 on_sent(void *arg, enum fs_kafka_delivery verdict, const char *err)
 {
@@ -277,6 +280,15 @@ batch_start(struct worker *w)
 		batch_end(w);
 }
 
+/* The producer's delivery reports wait: served here, each answered on its request's loop. */
+static void
+reports_ready(void *ctx)
+{
+	struct app *app = ctx;
+
+	fs_kafka_producer_serve(app->topic.producer);
+}
+
 /*
  * The end of a loop's round: what it admitted goes to Redis now, unless a
  * batch is out (it goes when that one's replies come). A batch whose
@@ -288,6 +300,8 @@ round_end(void *ctx)
 {
 	struct worker *w = ctx;
 
+	if (!w->reports_watched && w->app->reports_fd >= 0)
+		w->reports_watched = fs_fcgi_watch(w->app->reports_fd, 0, reports_ready, w->app) == 0;
 	if (w->nflight > 0 && fs_clock_mono_ms() >= fs_stock_reserve_deadline(w->stock))
 		batch_end(w);
 	if (w->nflight == 0 && w->nqueued > 0)
@@ -375,6 +389,9 @@ setup(void *arg)
 		fs_log_error("kafka: %s", err);
 		return -1;
 	}
+	/* The loops serve the delivery reports: no thread between the broker's answer and them. */
+	if ((app->reports_fd = fs_kafka_producer_reports_fd(app->topic.producer, err, sizeof(err))) < 0)
+		fs_log_warn("kafka: %s; its report thread serves the reports", err);
 	if ((app->soldout = fs_soldout_new(fs_cfg_get(&app->cfg, FS_CFG_SOLDOUT_DIR), &app->cfg,
 		 err, sizeof(err))) == NULL) {
 		fs_log_error("soldout: %s", err);

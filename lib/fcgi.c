@@ -601,7 +601,8 @@ int
 fs_fcgi_watch(int fd, int64_t deadline_ms, void (*ready)(void *ctx), void *ctx)
 {
 	struct loop *l = this_loop;
-	struct epoll_event ev = { .events = EPOLLIN };
+	/* One loop woken, when several watch one descriptor. */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
 
 	if (l == NULL || fd < 0)
 		return -1;

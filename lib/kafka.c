@@ -1,11 +1,14 @@
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -52,7 +55,7 @@ verdict(rd_kafka_resp_err_t err, rd_kafka_msg_status_t status)
 	return FS_KAFKA_NOT_DELIVERED;
 }
 
-/* Runs on the poller thread (or in a flush): wakes the caller of the batch. */
+/* Runs where the reports are served (or in a flush): wakes the caller of the batch. */
 static void
 on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -98,10 +101,11 @@ add_window(json_object *broker, const char *window, enum fs_metric sum, enum fs_
 }
 
 /*
- * librdkafka's statistics, every second on the report thread: the Produce
- * requests sent to every broker since rk was made, counted as they grow
- * (a replaced rk starts from 0 again); and the second's waits of messages
- * in the queue (the linger) and of requests for the brokers' answers.
+ * librdkafka's statistics, every second, where the reports are served:
+ * the Produce requests sent to every broker since rk was made, counted as
+ * they grow (a replaced rk starts from 0 again); and the second's waits of
+ * messages in the queue (the linger) and of requests for the brokers'
+ * answers.
  */
 static int
 on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
@@ -190,6 +194,18 @@ producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 	return rk;
 }
 
+/* librdkafka writes to the reports' pipe when rk's reports queue was empty. */
+static void
+reports_wake_on(fs_kafka_producer *p, rd_kafka_t *rk)
+{
+	rd_kafka_queue_t *q;
+
+	if (p->reports[1] < 0 || (q = rd_kafka_queue_get_main(rk)) == NULL)
+		return;
+	rd_kafka_queue_io_event_enable(q, p->reports[1], "1", 1);
+	rd_kafka_queue_destroy(q);
+}
+
 /*
  * An idempotent producer that hit a fatal error refuses every later message:
  * replace it. Messages still queued on the old one are purged, so their
@@ -205,6 +221,7 @@ recreate_if_fatal(fs_kafka_producer *p)
 		return;
 	if ((rk = producer_create(p, err, sizeof(err))) == NULL)
 		return;
+	reports_wake_on(p, rk);
 	pthread_rwlock_wrlock(&p->swap);
 	rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	while (rd_kafka_outq_len(p->rk) > 0)
@@ -245,7 +262,9 @@ fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms, char *
 	strcpy(p->brokers, brokers);
 	p->timeout_ms = timeout_ms;
 	p->linger_ms = linger_ms;
+	p->reports[0] = p->reports[1] = -1;
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_mutex_init(&p->serve, NULL);
 	/* Writer-first: the swap after a fatal error must not wait for a lull. */
 	fs_lock_rw_init(&p->swap);
 	if ((p->rk = producer_create(p, err, errlen)) == NULL)
@@ -255,12 +274,47 @@ fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms, char *
 		rd_kafka_destroy(p->rk);
 		goto fail;
 	}
+	p->polling = 1;
 	return p;
 fail:
 	pthread_rwlock_destroy(&p->swap);
+	pthread_mutex_destroy(&p->serve);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 	return NULL;
+}
+
+int
+fs_kafka_producer_reports_fd(fs_kafka_producer *p, char *err, size_t errlen)
+{
+	if (p->reports[0] >= 0)
+		return p->reports[0];
+	if (pipe2(p->reports, O_NONBLOCK | O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "reports pipe: %s", strerror(errno));
+		p->reports[0] = p->reports[1] = -1;
+		return -1;
+	}
+	atomic_store(&p->stop, 1);
+	pthread_join(p->poller, NULL);
+	p->polling = 0;
+	reports_wake_on(p, p->rk);
+	/* What waits already would write nothing: served now, the next write wakes. */
+	rd_kafka_poll(p->rk, 0);
+	return p->reports[0];
+}
+
+void
+fs_kafka_producer_serve(fs_kafka_producer *p)
+{
+	char buf[64];
+
+	pthread_mutex_lock(&p->serve);
+	/* Emptied first: a report that comes after the poll writes again. */
+	while (read(p->reports[0], buf, sizeof(buf)) > 0)
+		;
+	rd_kafka_poll(p->rk, 0);
+	recreate_if_fatal(p);
+	pthread_mutex_unlock(&p->serve);
 }
 
 void
@@ -268,12 +322,18 @@ fs_kafka_producer_free(fs_kafka_producer *p)
 {
 	if (p == NULL)
 		return;
-	atomic_store(&p->stop, 1);
-	pthread_join(p->poller, NULL);
+	if (p->polling) {
+		atomic_store(&p->stop, 1);
+		pthread_join(p->poller, NULL);
+	}
 	/* Whatever is still queued gets its chance; flush serves the reports. */
 	rd_kafka_flush(p->rk, 5000);
 	rd_kafka_destroy(p->rk);
+	for (int i = 0; i < 2; i++)
+		if (p->reports[i] >= 0)
+			close(p->reports[i]);
 	pthread_rwlock_destroy(&p->swap);
+	pthread_mutex_destroy(&p->serve);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

@@ -24,8 +24,11 @@ typedef struct fs_kafka_producer {
 	rd_kafka_t *rk;
 	pthread_rwlock_t swap; /* held to write while rk is replaced after a fatal error */
 	pthread_mutex_t mu;    /* guards the delivery reports */
-	pthread_t poller;      /* serves the delivery reports */
+	pthread_t poller;      /* serves the delivery reports, until handed over */
+	int polling;           /* the poller runs */
 	atomic_int stop;
+	pthread_mutex_t serve; /* one server of the reports at a time, once handed over */
+	int reports[2];        /* the pipe librdkafka writes to when reports wait, or -1 */
 	char brokers[512];
 	int timeout_ms;
 	int linger_ms;
@@ -48,6 +51,16 @@ struct fs_kafka_msg {
  */
 fs_kafka_producer *fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms,
     char *err, size_t errlen);
+/*
+ * Hands the delivery reports over to an event loop: from now on the caller
+ * serves them with fs_kafka_producer_serve whenever the returned
+ * descriptor reads (librdkafka writes to it when reports wait), on any
+ * thread, instead of the report thread, which stops (a wake of a thread
+ * less on the way to every answer). -1 with err when it cannot.
+ */
+int fs_kafka_producer_reports_fd(fs_kafka_producer *, char *err, size_t errlen);
+/* Serves the reports waiting, at once: their fs_kafka_sent run on this thread. */
+void fs_kafka_producer_serve(fs_kafka_producer *);
 /* Flushes what is queued (up to 5 s) and frees. */
 void fs_kafka_producer_free(fs_kafka_producer *);
 /* Fetches the topic's metadata now, so the first message does not wait for it. */
@@ -64,11 +77,14 @@ int fs_kafka_producer_ready(fs_kafka_producer *, const char *topic, int timeout_
 enum fs_kafka_delivery fs_kafka_produce_all(fs_kafka_producer *, const char *topic,
     const struct fs_kafka_msg *msgs, size_t n, char *err, size_t errlen);
 
-/* Told once, on the producer's report thread, what became of one message. */
+/*
+ * Told once, on the producer's report thread (or the thread that serves
+ * the reports, once handed over), what became of one message.
+ */
 typedef void fs_kafka_sent(void *arg, enum fs_kafka_delivery, const char *err);
 /*
  * Sends one message without waiting: 0 when it is on its way, and then
- * sent(arg, ...) runs exactly once, on the producer's report thread, when
+ * sent(arg, ...) runs exactly once, where the reports are served, when
  * the broker answered or message.timeout.ms passed (the same verdicts as
  * fs_kafka_produce_all); -1 with err when it was refused at once (it never
  * left: not delivered, and sent does not run). Thread-safe.

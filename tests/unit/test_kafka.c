@@ -3,10 +3,12 @@
  * cannot be told to fail one produce request on cue): a message waited
  * for and a message told, each delivered; a message refused at once is
  * not told; a produce request the broker refuses for good reaches the
- * teller exactly once, as not delivered, on the report thread.
+ * teller exactly once, as not delivered, on the report thread; reports
+ * handed over to an event loop are told when it serves them.
  */
 #include "config.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +67,54 @@ told_init(struct told *t)
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
+}
+
+/* Serves p's reports whenever fd reads (each wait bounded: 10 s) until t was told. */
+static void
+serve_until_told(fs_kafka_producer *p, int fd, struct told *t)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	for (int i = 0; i < 20 && t->times == 0 && poll(&pfd, 1, 10000) == 1; i++)
+		fs_kafka_producer_serve(p);
+}
+
+/*
+ * Reports handed over to the caller's event loop: the descriptor reads
+ * when a report waits, and the teller runs only when the caller serves,
+ * on its thread (the report thread is gone).
+ */
+static void
+handed_over(const char *brokers, const struct fs_kafka_msg *msg)
+{
+	struct pollfd pfd;
+	fs_kafka_producer *p;
+	struct told t4, t5;
+	char err[256] = "";
+	int fd, rc;
+
+	if ((p = fs_kafka_producer_new(brokers, 3000, 5, err, sizeof(err))) == NULL) {
+		check(0, "a second producer");
+		return;
+	}
+	fd = fs_kafka_producer_reports_fd(p, err, sizeof(err));
+	check(fd >= 0 && fs_kafka_producer_reports_fd(p, err, sizeof(err)) == fd,
+	    "reports handed over: one descriptor, however often asked");
+	told_init(&t4);
+	rc = fs_kafka_produce_async(p, "orders", msg, sent, &t4, err, sizeof(err));
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	check(rc == 0 && poll(&pfd, 1, 10000) == 1 && t4.times == 0,
+	    "the descriptor reads once something waits; nobody else tells");
+	serve_until_told(p, fd, &t4);
+	check(t4.times == 1 && t4.verdict == FS_KAFKA_DELIVERED && pthread_equal(t4.thread, pthread_self()),
+	    "served: the message told once, delivered, on the serving thread");
+	told_init(&t5);
+	rc = fs_kafka_produce_async(p, "orders", msg, sent, &t5, err, sizeof(err));
+	serve_until_told(p, fd, &t5);
+	check(rc == 0 && t5.times == 1 && t5.verdict == FS_KAFKA_DELIVERED,
+	    "the next report wakes the descriptor again");
+	fs_kafka_producer_free(p);
+	check(t4.times == 1 && t5.times == 1, "... and none is told again at the flush");
 }
 
 int
@@ -152,6 +202,7 @@ main(void)
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_QUEUE_WAIT_US),
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTTS),
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTT_US));
+	handed_over(rd_kafka_mock_cluster_bootstraps(mc), &msg);
 	fs_kafka_producer_free(p);
 	check(t1.times == 1 && t3.times == 1, "no teller is told twice, not even at the flush");
 	rd_kafka_mock_cluster_destroy(mc);
