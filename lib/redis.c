@@ -965,7 +965,7 @@ pipeline_send(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, in
 	}
 	while (!done) {
 		if (redisBufferWrite(c, &done) != REDIS_OK) {
-			/* Part of it may have gone: read what comes, fail the rest. */
+			/* Part of it may have gone: each call fails as lost when received. */
 			break;
 		}
 	}
@@ -1020,7 +1020,7 @@ settle(fs_redis *r)
 		fs_redis_eval_recv(r);
 }
 
-int
+void
 fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 {
 	int64_t deadline;
@@ -1072,7 +1072,6 @@ fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 	r->sent.idx = idx;
 	r->sent.nodes = nodes;
 	r->sent.deadline = deadline;
-	return 0;
 }
 
 int
@@ -1093,12 +1092,6 @@ int64_t
 fs_redis_eval_deadline(const fs_redis *r)
 {
 	return r->sent.calls != NULL ? r->sent.deadline : 0;
-}
-
-int
-fs_redis_eval_pending(const fs_redis *r)
-{
-	return r->sent.calls != NULL;
 }
 
 void

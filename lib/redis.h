@@ -159,12 +159,11 @@ void fs_redis_eval_many(fs_redis *, int script, struct fs_redis_call *calls, siz
  * replies are awaited (up to max; 0: nothing to wait for); _recv reads the
  * replies and runs the calls that must run alone, as fs_redis_eval_many
  * does. Any other command of the driver receives the pipeline's replies
- * first (they come first on its connections); _pending says whether they
- * are still awaited, and _deadline (monotonic ms) until when.
+ * first (they come first on its connections); _deadline says until when
+ * (monotonic ms) they are awaited, 0 when they are not (any more).
  */
-int fs_redis_eval_send(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
+void fs_redis_eval_send(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
 int fs_redis_eval_fds(const fs_redis *, int *fds, int max);
-int fs_redis_eval_pending(const fs_redis *);
 int64_t fs_redis_eval_deadline(const fs_redis *);
 void fs_redis_eval_recv(fs_redis *);
 /* Runs one command (hiredis format); NULL on failure or error reply. */

@@ -203,11 +203,12 @@ void fs_stock_reserve_many(fs_stock *, struct fs_stock_ask *asks, size_t n);
  * fs_stock_reserve_many of at most FS_STOCK_BATCH_MAX in two halves, for an
  * event loop that does other work while Redis runs the pipeline: _begin
  * sends it (asks must stay valid until the end); _fds gives the
- * descriptors to wait on for readability (0: none, end at once); _end
- * reads the replies (waiting, if they are not there yet, at most until
- * _deadline, monotonic ms) and completes every ask. Any other call of this
- * stock first receives the pipeline's replies; _end completes the asks
- * then. A second _begin ends the first batch.
+ * descriptors to wait on for readability (0: none, end at once), until
+ * _deadline (monotonic ms; 0 once the replies are in); _end reads the
+ * replies (past the deadline, those not in are lost at once) and
+ * completes every ask. Any other call of this stock first receives the
+ * pipeline's replies; _end completes the asks then. A second _begin ends
+ * the first batch.
  */
 void fs_stock_reserve_begin(fs_stock *, struct fs_stock_ask *asks, size_t n);
 int fs_stock_reserve_fds(const fs_stock *, int *fds, int max);

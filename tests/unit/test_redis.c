@@ -78,15 +78,15 @@ halves(fs_redis *r, int script, struct fs_redis_call *calls)
 	fs_redis_eval_send(r, script, calls, 3);
 	n = fs_redis_eval_fds(r, &fd, 1);
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
-	check(n == 1 && fs_redis_eval_pending(r) && poll(&pfd, 1, 5000) == 1,
+	check(n == 1 && fs_redis_eval_deadline(r) > 0 && poll(&pfd, 1, 5000) == 1,
 	    "a pipeline sent: its replies come while the caller waits on the driver's descriptor");
 	fs_redis_eval_recv(r);
-	check(!fs_redis_eval_pending(r) && reply_value(&calls[0]) == 1 && reply_value(&calls[1]) == 2 &&
+	check(fs_redis_eval_deadline(r) == 0 && reply_value(&calls[0]) == 1 && reply_value(&calls[1]) == 2 &&
 		reply_value(&calls[2]) == 3 && fs_redis_eval_fds(r, &fd, 1) == 0,
 	    "then received: each reply to its call, in order");
 	calls_free(calls, 3);
 	fs_redis_eval_send(r, script, calls, 2);
-	check(value_of(r, "half") == 5 && !fs_redis_eval_pending(r) && reply_value(&calls[0]) == 4 &&
+	check(value_of(r, "half") == 5 && fs_redis_eval_deadline(r) == 0 && reply_value(&calls[0]) == 4 &&
 		reply_value(&calls[1]) == 5,
 	    "a command between the halves gets its own reply; the pipeline's were taken first");
 	fs_redis_eval_recv(r);
