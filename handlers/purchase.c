@@ -291,9 +291,8 @@ reports_ready(void *ctx)
 
 /*
  * The end of a loop's round: what it admitted goes to Redis now, unless a
- * batch is out (it goes when that one's replies come). A batch whose
- * replies another command of the connection took, or that is past its
- * deadline, ends here.
+ * batch is out (it goes once that one ended: its replies came, or its
+ * deadline passed, both told by the batch's watch).
  */
 static void
 round_end(void *ctx)
@@ -302,8 +301,6 @@ round_end(void *ctx)
 
 	if (!w->reports_watched && w->app->reports_fd >= 0)
 		w->reports_watched = fs_fcgi_watch(w->app->reports_fd, 0, reports_ready, w->app) == 0;
-	if (w->nflight > 0 && fs_clock_mono_ms() >= fs_stock_reserve_deadline(w->stock))
-		batch_end(w);
 	if (w->nflight == 0 && w->nqueued > 0)
 		batch_start(w);
 }

@@ -274,7 +274,6 @@ fs_kafka_producer_new(const char *brokers, int timeout_ms, int linger_ms, char *
 		rd_kafka_destroy(p->rk);
 		goto fail;
 	}
-	p->polling = 1;
 	return p;
 fail:
 	pthread_rwlock_destroy(&p->swap);
@@ -296,7 +295,6 @@ fs_kafka_producer_reports_fd(fs_kafka_producer *p, char *err, size_t errlen)
 	}
 	atomic_store(&p->stop, 1);
 	pthread_join(p->poller, NULL);
-	p->polling = 0;
 	reports_wake_on(p, p->rk);
 	/* What waits already would write nothing: served now, the next write wakes. */
 	rd_kafka_poll(p->rk, 0);
@@ -322,7 +320,7 @@ fs_kafka_producer_free(fs_kafka_producer *p)
 {
 	if (p == NULL)
 		return;
-	if (p->polling) {
+	if (p->reports[0] < 0) { /* the poller still serves them */
 		atomic_store(&p->stop, 1);
 		pthread_join(p->poller, NULL);
 	}

@@ -24,8 +24,7 @@ typedef struct fs_kafka_producer {
 	rd_kafka_t *rk;
 	pthread_rwlock_t swap; /* held to write while rk is replaced after a fatal error */
 	pthread_mutex_t mu;    /* guards the delivery reports */
-	pthread_t poller;      /* serves the delivery reports, until handed over */
-	int polling;           /* the poller runs */
+	pthread_t poller;      /* serves the delivery reports, until handed over (reports) */
 	atomic_int stop;
 	pthread_mutex_t serve; /* one server of the reports at a time, once handed over */
 	int reports[2];        /* the pipe librdkafka writes to when reports wait, or -1 */
