@@ -44,6 +44,80 @@ is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $sale AND user_id = 'a
 	AND status IN ('PENDING', 'PAID')")" "1" "exactly one live order remains"
 psql_q "DELETE FROM orders WHERE sale_id = $sale" >/dev/null
 
+# An order names an item of its own sale. The rule is checked once per
+# statement (sql/008_orders_item_check.sql), not by a per-row foreign key;
+# it refuses what the key refused, with the key's SQLSTATE, 23503.
+set -- $(new_sale -5 3)
+sale2=$1 item2=$2
+# fk_refused NAME SQL: passes when the statement fails with 23503.
+fk_refused() {
+	fr_out=$(psql -X -q -A -t -v ON_ERROR_STOP=1 -v VERBOSITY=verbose "$FLASHSALE_PG" -c "$2" 2>&1)
+	case $fr_out in
+	*"ERROR:  23503:"*) ok "$1" ;;
+	*) not_ok "$1" "expected: ERROR:  23503: ..." "     got: $fr_out" ;;
+	esac
+}
+# An order row: ID SALE ITEM USER, CANCELLED (no unit, no live order).
+row() { printf "('%s', %s, %s, '%s', 'CANCELLED', now(), now())" "$@"; }
+cols="INSERT INTO orders (id, sale_id, item_id, user_id, status, reserved_at, expires_at) VALUES"
+o=00000000-0000-7000-8000-0000000001
+fk_refused "an order naming another sale's item is refused" "$cols $(row ${o}01 "$sale" "$item2" bob)"
+fk_refused "an order naming no item at all is refused" "$cols $(row ${o}02 "$sale" 999999999999 bob)"
+fk_refused "a statement with one such order among good ones is refused" \
+    "$cols $(row ${o}03 "$sale" "$item" carol), $(row ${o}04 "$sale2" "$item" dave), $(row ${o}05 "$sale2" "$item2" erin)"
+is "$(psql_q "SELECT count(*) FROM orders WHERE id::text LIKE '${o}%'")" "0" "and none of its orders is written"
+check "a statement whose orders all name items of their sales is accepted" \
+    psql_q "$cols $(row ${o}06 "$sale" "$item" carol), $(row ${o}07 "$sale2" "$item2" dave), $(row ${o}08 "$sale2" "$item2" erin)"
+is "$(psql_q "SELECT count(*) FROM orders WHERE id::text LIKE '${o}%'")" "3" "all three are written"
+fk_refused "an order cannot be moved to another sale's item" "UPDATE orders SET item_id = $item2 WHERE id = '${o}06'"
+check "an order can be moved to an item together with that item's sale" \
+    psql_q "UPDATE orders SET item_id = $item2, sale_id = $sale2 WHERE id = '${o}06'"
+is "$(psql_q "SELECT sale_id || ' ' || item_id FROM orders WHERE id = '${o}06'")" "$sale2 $item2" "and it is moved"
+fk_refused "an item with orders cannot be deleted" "DELETE FROM items WHERE id = $item2"
+fk_refused "nor moved to another sale" "UPDATE items SET sale_id = $sale WHERE id = $item2"
+fk_refused "nor truncated away" "BEGIN; TRUNCATE items; ROLLBACK"
+is "$(psql_q "SELECT count(*) FROM items WHERE id = $item2 AND sale_id = $sale2")" "1" "the item is still there"
+psql_q "DELETE FROM orders WHERE id::text LIKE '${o}%'" >/dev/null
+# (Undone: the sale stays whole for the invariant checks after this file.)
+check "an item without orders can be moved to another sale" \
+    psql_q "BEGIN; UPDATE items SET sale_id = $sale WHERE id = $item2; ROLLBACK"
+check "and deleted" psql_q "BEGIN; DELETE FROM items WHERE id = $item2; ROLLBACK"
+
+# A delete of an item waits for a transaction that is inserting an order
+# of it (the insert locks the item FOR KEY SHARE, as the key did), then
+# sees that order and is refused. Each side waits (bounded: 10 s) for the
+# other to reach its point: the delete for the insert to be past its
+# INSERT (at the wait that follows it), the insert's COMMIT for the delete
+# to wait on a lock.
+set -- $(new_sale -5 3)
+sale3=$1 item3=$2
+waiting_for() { # APP CONDITION: a DO block that polls pg_stat_activity
+	printf "DO \$\$BEGIN FOR i IN 1..1000 LOOP EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
+		WHERE application_name = '%s' AND %s); PERFORM pg_sleep(0.01); END LOOP; END\$\$;" "$1" "$2"
+}
+PGAPPNAME=fs-t10-insert psql -X -q -A -t -v VERBOSITY=verbose "$FLASHSALE_PG" >"$FLASHSALE_STATE/t10-insert.out" 2>&1 <<SQL &
+BEGIN;
+$cols $(row ${o}09 "$sale3" "$item3" gina);
+$(waiting_for fs-t10-delete "wait_event_type = 'Lock'")
+COMMIT;
+SQL
+ins_pid=$!
+PGAPPNAME=fs-t10-delete psql -X -q -A -t -v VERBOSITY=verbose "$FLASHSALE_PG" >"$FLASHSALE_STATE/t10-delete.out" 2>&1 <<SQL &
+$(waiting_for fs-t10-insert "query LIKE 'DO%'")
+DELETE FROM items WHERE id = $item3;
+SQL
+del_pid=$!
+wait "$ins_pid"
+wait "$del_pid"
+is "$(cat "$FLASHSALE_STATE/t10-insert.out")" "" "the inserting transaction commits"
+case $(cat "$FLASHSALE_STATE/t10-delete.out") in
+*"ERROR:  23503:"*) ok "the delete that waited for it is refused" ;;
+*) not_ok "the delete that waited for it is refused" "$(cat "$FLASHSALE_STATE/t10-delete.out")" ;;
+esac
+is "$(psql_q "SELECT count(*) FROM orders o JOIN items i ON i.id = o.item_id AND i.sale_id = o.sale_id
+	WHERE o.id = '${o}09'")" "1" "the order and its item are both there"
+psql_q "DELETE FROM orders WHERE id = '${o}09'" >/dev/null
+
 # Bad input changes nothing.
 before=$(psql_q "SELECT count(*) FROM sales")
 printf '{"name": "broken", "items": [' >"$FLASHSALE_STATE/bad.json"
