@@ -1021,7 +1021,7 @@ settle(fs_redis *r)
 }
 
 void
-fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+fs_redis_eval_send(fs_redis *r, struct fs_redis_call *calls, size_t n)
 {
 	int64_t deadline;
 	/* Pipelined only where the route is known now; anything else runs alone. */
@@ -1030,8 +1030,7 @@ fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 
 	settle(r);
 	deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
-	direct = idx >= 0 && idx < r->nscripts && r->script[idx].sha[0] != '\0' &&
-	    r->cluster >= 0 && !r->stale && r->multi == 0;
+	direct = r->cluster >= 0 && !r->stale && r->multi == 0;
 	for (size_t i = 0; i < n; i++) {
 		struct fs_redis_call *call = &calls[i];
 		const char *args[EVAL_ARGS_MAX + 3];
@@ -1042,8 +1041,9 @@ fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 		call->errstr[0] = '\0';
 		call->cmd = NULL;
 		call->node = -1;
-		if (!direct || call->argc > EVAL_ARGS_MAX || call->nkeys < 1 ||
-		    call->nkeys > call->argc)
+		if (!direct || call->script < 0 || call->script >= r->nscripts ||
+		    r->script[call->script].sha[0] == '\0' || call->argc > EVAL_ARGS_MAX ||
+		    call->nkeys < 1 || call->nkeys > call->argc)
 			continue;
 		call->node = r->cluster == 1 ?
 		    r->slot[fs_redis_key_slot(call->argv[0], strlen(call->argv[0]))] :
@@ -1052,7 +1052,7 @@ fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 			call->node = -1;
 			continue;
 		}
-		evalsha_args(r, idx, call->nkeys, call->argc, call->argv, args, nk);
+		evalsha_args(r, call->script, call->nkeys, call->argc, call->argv, args, nk);
 		if ((call->len = redisFormatCommandArgv(&call->cmd, call->argc + 3, args, NULL)) < 0) {
 			call->cmd = NULL;
 			call->node = -1;
@@ -1069,7 +1069,6 @@ fs_redis_eval_send(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
 	}
 	r->sent.calls = calls;
 	r->sent.n = n;
-	r->sent.idx = idx;
 	r->sent.nodes = nodes;
 	r->sent.deadline = deadline;
 }
@@ -1099,7 +1098,6 @@ fs_redis_eval_recv(fs_redis *r)
 {
 	struct fs_redis_call *calls = r->sent.calls;
 	size_t n = r->sent.n;
-	int idx = r->sent.idx;
 	uint64_t nodes = r->sent.nodes;
 
 	if (calls == NULL)
@@ -1122,15 +1120,16 @@ fs_redis_eval_recv(fs_redis *r)
 		struct fs_redis_call *call = &calls[i];
 
 		if (call->node == -1 &&
-		    (call->reply = fs_redis_eval(r, idx, call->nkeys, call->argc, call->argv)) == NULL)
+		    (call->reply = fs_redis_eval(r, call->script, call->nkeys, call->argc, call->argv)) ==
+			NULL)
 			call_failed(r, call);
 	}
 }
 
 void
-fs_redis_eval_many(fs_redis *r, int idx, struct fs_redis_call *calls, size_t n)
+fs_redis_eval_many(fs_redis *r, struct fs_redis_call *calls, size_t n)
 {
-	fs_redis_eval_send(r, idx, calls, n);
+	fs_redis_eval_send(r, calls, n);
 	fs_redis_eval_recv(r);
 }
 

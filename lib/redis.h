@@ -40,7 +40,7 @@
 #define FS_REDIS_TIMEOUT_MS 1000
 #define FS_REDIS_WAIT_MAX_MS 900 /* the longest WAIT: its answer comes within the timeout */
 #define FS_REDIS_ATTEMPTS_MAX 8 /* tries of one command, redirects included */
-#define FS_REDIS_SCRIPTS_MAX 4
+#define FS_REDIS_SCRIPTS_MAX 8
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)
 #define FS_REDIS_USER_MAX 64      /* bytes in an ACL user name, with the NUL */
 #define FS_REDIS_PASSWORD_MAX 256 /* bytes in its password, with the NUL */
@@ -87,7 +87,6 @@ typedef struct fs_redis {
 	struct {                /* the pipeline of fs_redis_eval_send, until received */
 		struct fs_redis_call *calls;
 		size_t n;
-		int idx;
 		uint64_t nodes;
 		int64_t deadline;
 	} sent;
@@ -130,6 +129,7 @@ int fs_redis_script_load(fs_redis *, const char *path);
 redisReply *fs_redis_eval(fs_redis *, int script, int nkeys, int argc, const char **argv);
 /* One script call of fs_redis_eval_many, and what came of it. */
 struct fs_redis_call {
+	int script; /* the loaded script to run (fs_redis_script_load's index) */
 	int nkeys, argc;
 	const char **argv; /* argc arguments, the keys first (as fs_redis_eval) */
 	/* out: the reply as fs_redis_eval returns it; when NULL, err and errstr */
@@ -142,7 +142,7 @@ struct fs_redis_call {
 	long long len;
 };
 /*
- * Runs n calls of one loaded script, pipelined: the calls bound for one
+ * Runs n calls of loaded scripts, pipelined: the calls bound for one
  * node are written to it at once and their replies read in turn, one round
  * trip per node instead of one per call. A call that did not run where it
  * was sent (MOVED, ASK, NOSCRIPT, TRYAGAIN, CLUSTERDOWN, LOADING), or that
@@ -151,7 +151,7 @@ struct fs_redis_call {
  * that was sent and got no answer fails with FS_REDIS_ERR_IO and is never
  * sent again (it may have run). Each call's keys share one slot.
  */
-void fs_redis_eval_many(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
+void fs_redis_eval_many(fs_redis *, struct fs_redis_call *calls, size_t n);
 /*
  * fs_redis_eval_many in two halves, for a caller that does other work
  * while Redis runs the calls (an event loop): _send writes the pipelines
@@ -162,7 +162,7 @@ void fs_redis_eval_many(fs_redis *, int script, struct fs_redis_call *calls, siz
  * first (they come first on its connections); _deadline says until when
  * (monotonic ms) they are awaited, 0 when they are not (any more).
  */
-void fs_redis_eval_send(fs_redis *, int script, struct fs_redis_call *calls, size_t n);
+void fs_redis_eval_send(fs_redis *, struct fs_redis_call *calls, size_t n);
 int fs_redis_eval_fds(const fs_redis *, int *fds, int max);
 int64_t fs_redis_eval_deadline(const fs_redis *);
 void fs_redis_eval_recv(fs_redis *);

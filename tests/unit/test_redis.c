@@ -74,8 +74,8 @@ halves(fs_redis *r, int script, struct fs_redis_call *calls)
 	int fd = -1, n;
 
 	for (int i = 0; i < 3; i++)
-		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = argv };
-	fs_redis_eval_send(r, script, calls, 3);
+		calls[i] = (struct fs_redis_call){ .script = script, .nkeys = 1, .argc = 2, .argv = argv };
+	fs_redis_eval_send(r, calls, 3);
 	n = fs_redis_eval_fds(r, &fd, 1);
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	check(n == 1 && fs_redis_eval_deadline(r) > 0 && poll(&pfd, 1, 5000) == 1,
@@ -85,7 +85,7 @@ halves(fs_redis *r, int script, struct fs_redis_call *calls)
 		reply_value(&calls[2]) == 3 && fs_redis_eval_fds(r, &fd, 1) == 0,
 	    "then received: each reply to its call, in order");
 	calls_free(calls, 3);
-	fs_redis_eval_send(r, script, calls, 2);
+	fs_redis_eval_send(r, calls, 2);
 	check(value_of(r, "half") == 5 && fs_redis_eval_deadline(r) == 0 && reply_value(&calls[0]) == 4 &&
 		reply_value(&calls[1]) == 5,
 	    "a command between the halves gets its own reply; the pipeline's were taken first");
@@ -106,9 +106,9 @@ halves_late(fs_redis *far, int script, struct test_relay *relay, struct fs_redis
 	struct timespec t0, t1, pause = { 0, 20 * 1000 * 1000 };
 	long ms;
 
-	calls[0] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = argv };
+	calls[0] = (struct fs_redis_call){ .script = script, .nkeys = 1, .argc = 2, .argv = argv };
 	kill(relay->pid, SIGSTOP);
-	fs_redis_eval_send(far, script, calls, 1);
+	fs_redis_eval_send(far, calls, 1);
 	/* The caller's deadline passes (the event loop wakes for it). */
 	while (fs_clock_mono_ms() < fs_redis_eval_deadline(far))
 		nanosleep(&pause, NULL);
@@ -119,9 +119,37 @@ halves_late(fs_redis *far, int script, struct test_relay *relay, struct fs_redis
 	check(calls[0].reply == NULL && calls[0].err == FS_REDIS_ERR_IO && ms < 500,
 	    "received past its deadline with no reply in: lost at once, as I/O (it may have run)");
 	kill(relay->pid, SIGCONT);
-	fs_redis_eval_many(far, script, calls, 1);
+	fs_redis_eval_many(far, calls, 1);
 	check(calls[0].reply != NULL, "the next pipeline reconnects");
 	calls_free(calls, 1);
+}
+
+/* A pipeline of two scripts, interleaved: each call runs its own. */
+static void
+mixed(fs_redis *r, int script, const char *dir, struct fs_redis_call *calls)
+{
+	static const char *argv[2] = { "mixed", "ok" };
+	char path[192];
+	int other = -1, each = 1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/other.lua", dir);
+	if ((f = fopen(path, "w")) == NULL || fputs("return 'other ' .. KEYS[1]", f) < 0 ||
+	    fclose(f) != 0 || (other = fs_redis_script_load(r, path)) < 0) {
+		check(0, "a second script");
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		calls[i] = (struct fs_redis_call){ .script = i % 2 ? other : script, .nkeys = 1,
+			.argc = 2, .argv = argv };
+	fs_redis_eval_many(r, calls, 4);
+	for (int i = 0; i < 4; i++)
+		each &= i % 2 ? calls[i].reply != NULL && calls[i].reply->type == REDIS_REPLY_STRING &&
+			strcmp(calls[i].reply->str, "other mixed") == 0 :
+				reply_value(&calls[i]) == i / 2 + 1;
+	check(each && value_of(r, "mixed") == 2,
+	    "a pipeline of two scripts, interleaved: each call runs its own, in order");
+	calls_free(calls, 4);
 }
 
 /*
@@ -152,8 +180,8 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 		return;
 	}
 	for (int i = 0; i < 5; i++)
-		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = i == 2 ? bad : good };
-	fs_redis_eval_many(r, script, calls, 5);
+		calls[i] = (struct fs_redis_call){ .script = script, .nkeys = 1, .argc = 2, .argv = i == 2 ? bad : good };
+	fs_redis_eval_many(r, calls, 5);
 	for (int i = 0; i < 5; i++)
 		order &= i == 2 ? calls[i].reply == NULL : calls[i].reply != NULL &&
 		    calls[i].reply->type == REDIS_REPLY_STRING && strtol(calls[i].reply->str, NULL, 10) == i + 1;
@@ -162,14 +190,13 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 	calls_free(calls, 5);
 	freeReplyObject(fs_redis_command(r, "SCRIPT FLUSH"));
 	calls[2].argv = good;
-	fs_redis_eval_many(r, script, calls, 3);
+	fs_redis_eval_many(r, calls, 3);
 	check(calls[0].reply != NULL && calls[1].reply != NULL && calls[2].reply != NULL &&
 		value_of(r, "pipe") == 8,
 	    "a pipeline after SCRIPT FLUSH: NOSCRIPT, so each runs again alone, once");
 	calls_free(calls, 3);
+	mixed(r, script, srv->dir, calls);
 	halves(r, script, calls);
-	for (int i = 0; i < 3; i++)
-		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 2, .argv = good };
 
 	/* Behind a relay that freezes once the script is known there. */
 	if (test_relay_start(&relay, srv->sock) == 0)
@@ -179,10 +206,12 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 		check(0, "a driver behind the relay");
 		goto out;
 	}
-	fs_redis_eval_many(far, far_script, calls, 1);
+	for (int i = 0; i < 3; i++)
+		calls[i] = (struct fs_redis_call){ .script = far_script, .nkeys = 1, .argc = 2, .argv = good };
+	fs_redis_eval_many(far, calls, 1);
 	calls_free(calls, 1);
 	kill(relay.pid, SIGSTOP);
-	fs_redis_eval_many(far, far_script, calls, 3);
+	fs_redis_eval_many(far, calls, 3);
 	check(calls[0].reply == NULL && calls[0].err == FS_REDIS_ERR_IO &&
 		calls[1].reply == NULL && calls[1].err == FS_REDIS_ERR_IO &&
 		calls[2].reply == NULL && calls[2].err == FS_REDIS_ERR_IO,
@@ -194,7 +223,7 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 	} while (!ran && t1.tv_sec - t0.tv_sec < 5);
 	check(ran, "the three were all written before a reply was awaited: they ran once the relay thawed");
-	fs_redis_eval_many(far, far_script, calls, 1);
+	fs_redis_eval_many(far, calls, 1);
 	check(calls[0].reply != NULL && value_of(r, "pipe") == 13,
 	    "none was sent again; the next pipeline reconnects");
 	calls_free(calls, 1);
@@ -313,9 +342,9 @@ pipeline_of_sales(fs_redis *r, int script, const char *extra, const char *want)
 		if (i < 12)
 			snprintf(keys[i], sizeof(keys[i]), "fs:{%d}:sale", i + 1);
 		argv[i][0] = i < 12 ? keys[i] : extra;
-		calls[i] = (struct fs_redis_call){ .nkeys = 1, .argc = 1, .argv = argv[i] };
+		calls[i] = (struct fs_redis_call){ .script = script, .nkeys = 1, .argc = 1, .argv = argv[i] };
 	}
-	fs_redis_eval_many(r, script, calls, 13);
+	fs_redis_eval_many(r, calls, 13);
 	for (int i = 0; i < 13; i++) {
 		char v[16];
 
