@@ -186,7 +186,7 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		snprintf(err, errlen, "stock: out of memory");
 		return NULL;
 	}
-	s->reserve = s->release = s->forget = s->guard = -1;
+	s->reserve = s->release = s->forget = s->guard = s->layout = -1;
 	if ((s->layouts = calloc(LAYOUT_CACHE, sizeof(*s->layouts))) == NULL) {
 		snprintf(err, errlen, "stock: out of memory");
 		goto fail;
@@ -206,6 +206,9 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		goto fail_script;
 	snprintf(path, sizeof(path), "%s/lua/guard.lua", datadir);
 	if ((s->guard = fs_redis_script_load(s->redis, path)) < 0)
+		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/layout.lua", datadir);
+	if ((s->layout = fs_redis_script_load(s->redis, path)) < 0)
 		goto fail_script;
 	return s;
 fail_script:
@@ -328,25 +331,37 @@ layout_sharded(struct fs_stock_layout *l, const char *v)
 	return 0;
 }
 
-/*
- * Reads the layout of a sale from its first place's settings: 1 loaded,
- * 0 not loaded (l is then the layout of an unsharded sale), -1 err set.
- */
-static int
-layout_read(fs_stock *s, uint64_t sale, struct fs_stock_layout *l)
+/* A layout before its settings are read: a sale of one place, no sharded item. */
+static void
+layout_init(struct fs_stock_layout *l, uint64_t sale)
 {
-	char k[KEY_MAX];
-	redisReply *r;
-	int rc = -1;
-
 	memset(l, 0, sizeof(*l));
 	l->sale = sale;
 	l->nplaces = 1;
 	place_tag(l->tags[0], sale, 0);
-	key(k, KEY_SALE, l->tags[0], 0);
-	if ((r = cmd(s, "layout", 5,
-		 (const char *[]){ "HMGET", k, "window", "places", "sharded" })) == NULL)
-		return -1;
+}
+
+/* The key that holds the layout of a sale: its first place's settings. */
+static void
+layout_key(char k[KEY_MAX], uint64_t sale)
+{
+	char tag[FS_STOCK_TAG_MAX];
+
+	place_tag(tag, sale, 0);
+	key(k, KEY_SALE, tag, 0);
+}
+
+/*
+ * Takes the reply (freed here) of HMGET <layout_key> window places sharded
+ * into l: 1 loaded, 0 not loaded (l is then the layout of an unsharded
+ * sale), -1 err set.
+ */
+static int
+layout_take(fs_stock *s, uint64_t sale, redisReply *r, struct fs_stock_layout *l)
+{
+	int rc = -1;
+
+	layout_init(l, sale);
 	if (!is_array(s, "layout", r, 3))
 		goto out;
 	if ((r->element[1]->type == REDIS_REPLY_STRING && layout_places(l, r->element[1]->str) != 0) ||
@@ -361,31 +376,83 @@ out:
 	return rc;
 }
 
+/* Reads the layout of a sale now: as layout_take. */
+static int
+layout_read(fs_stock *s, uint64_t sale, struct fs_stock_layout *l)
+{
+	char k[KEY_MAX];
+	redisReply *r;
+
+	layout_key(k, sale);
+	if ((r = cmd(s, "layout", 5, (const char *[]){ "HMGET", k, "window", "places", "sharded" })) ==
+	    NULL) {
+		layout_init(l, sale);
+		return -1;
+	}
+	return layout_take(s, sale, r, l);
+}
+
+/* The cached layout of a sale, of any age (NULL: none); *fresh: read within LAYOUT_TTL_MS. */
+static struct fs_stock_layout *
+layout_cached(fs_stock *s, uint64_t sale, int64_t now, int *fresh)
+{
+	for (int i = 0; i < LAYOUT_CACHE; i++) {
+		struct fs_stock_layout *l = &s->layouts[i];
+
+		if (l->read_ms != 0 && l->sale == sale) {
+			*fresh = now - l->read_ms < LAYOUT_TTL_MS;
+			return l;
+		}
+	}
+	return NULL;
+}
+
+/* The slot a layout of sale goes to: its own, else the one read longest ago. */
+static struct fs_stock_layout *
+layout_slot(fs_stock *s, uint64_t sale)
+{
+	struct fs_stock_layout *slot = &s->layouts[0];
+
+	for (int i = 0; i < LAYOUT_CACHE; i++) {
+		struct fs_stock_layout *l = &s->layouts[i];
+
+		if (l->sale == sale)
+			return l;
+		if (l->read_ms < slot->read_ms)
+			slot = l;
+	}
+	return slot;
+}
+
+/* Caches a layout just read (rc: layout_take's 1 or 0) at now. */
+static const struct fs_stock_layout *
+layout_keep(fs_stock *s, const struct fs_stock_layout *l, int rc, int64_t now)
+{
+	struct fs_stock_layout *slot = layout_slot(s, l->sale);
+
+	*slot = *l;
+	/* A sale not loaded yet is asked again: its warm may be a moment away. */
+	slot->read_ms = rc == 1 ? now : 0;
+	return slot;
+}
+
 /*
  * The layout of a sale, from the cache when read less than LAYOUT_TTL_MS
- * ago (a sale's layout changes only when it is warmed again); valid until
- * the next call. NULL with err set.
+ * ago (a sale's layout changes only when it is warmed again), else read
+ * now; valid until the next call. NULL with err set.
  */
 static const struct fs_stock_layout *
 layout_get(fs_stock *s, uint64_t sale)
 {
 	int64_t now = fs_clock_now_ms();
-	struct fs_stock_layout *slot = &s->layouts[0];
-	int rc;
+	struct fs_stock_layout *l, read;
+	int fresh, rc;
 
-	for (int i = 0; i < LAYOUT_CACHE; i++) {
-		struct fs_stock_layout *l = &s->layouts[i];
-
-		if (l->read_ms != 0 && l->sale == sale && now - l->read_ms < LAYOUT_TTL_MS)
-			return l;
-		if (l->sale == sale || l->read_ms < slot->read_ms)
-			slot = l;
-	}
-	if ((rc = layout_read(s, sale, slot)) < 0)
+	if ((l = layout_cached(s, sale, now, &fresh)) != NULL && fresh)
+		return l;
+	if ((rc = layout_read(s, sale, &read)) < 0)
 		return NULL;
-	/* A sale not loaded yet is asked again: its warm may be a moment away. */
-	slot->read_ms = rc == 1 ? now : 0;
-	return slot;
+	return layout_keep(s, &read, rc, now);
 }
 
 /* Forgets a sale's cached layout: this process just changed it. */
@@ -666,23 +733,14 @@ reserve_elsewhere(fs_stock *s, const struct fs_stock_layout *l, const struct att
 	return FS_STOCK_SOLD_OUT;
 }
 
-/*
- * The first step of a reservation: its arguments in a, and its sale's
- * layout; NULL with err set when neither can be had.
- */
-static const struct fs_stock_layout *
-reserve_prepare(fs_stock *s, struct attempt *a, uint64_t sale, int64_t now_ms)
+/* The arguments of a reservation that do not depend on where it runs; -1 err set. */
+static int
+reserve_args(fs_stock *s, struct attempt *a, int64_t now_ms)
 {
-	const struct fs_stock_layout *l;
-
 	if (fs_stock_record_format(a->rec, sizeof(a->rec), a->user, a->item, now_ms) < 0) {
 		set_err(s, FS_STOCK_ERR_REPLY, "reserve: shopper id too long");
-		return NULL;
+		return -1;
 	}
-	if ((l = layout_get(s, sale)) == NULL)
-		return NULL;
-	a->home = fs_stock_home(a->user, l->nplaces);
-	a->shards = shards_of(l, a->item);
 	snprintf(a->now, sizeof(a->now), "%" PRId64, now_ms);
 	snprintf(a->window, sizeof(a->window), "%d", FS_STOCK_WINDOW_DEFAULT);
 	/*
@@ -692,7 +750,15 @@ reserve_prepare(fs_stock *s, struct attempt *a, uint64_t sale, int64_t now_ms)
 	 * step of a reservation keeps the first step's deadline.
 	 */
 	snprintf(a->deadline, sizeof(a->deadline), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
-	return l;
+	return 0;
+}
+
+/* Where a reservation runs in the sale of layout l: the shopper's home place, the item's shards. */
+static void
+reserve_place(struct attempt *a, const struct fs_stock_layout *l)
+{
+	a->home = fs_stock_home(a->user, l->nplaces);
+	a->shards = shards_of(l, a->item);
 }
 
 /* True when the shopper's home place holds a shard of the item (the common path). */
@@ -733,6 +799,16 @@ reserve_from_afar(fs_stock *s, const struct fs_stock_layout *l, const struct att
 	}
 }
 
+/* A reservation with its arguments in a, in the sale of layout l, one step after the other. */
+static enum fs_stock_result
+reserve_in(fs_stock *s, const struct fs_stock_layout *l, struct attempt *a, struct fs_stock_hold *out)
+{
+	reserve_place(a, l);
+	if (!home_has_shard(a))
+		return reserve_from_afar(s, l, a, out);
+	return reserve_after_home(s, l, a, take(s, l->tags[a->home], a, "guard", out), out);
+}
+
 enum fs_stock_result
 fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, const char *order_id,
     int64_t now_ms, struct fs_stock_hold *out)
@@ -741,18 +817,17 @@ fs_stock_reserve(fs_stock *s, uint64_t sale, uint64_t item, const char *user, co
 	struct attempt a = { .user = user, .order_id = order_id, .item = item };
 
 	memset(out, 0, sizeof(*out));
-	if ((l = reserve_prepare(s, &a, sale, now_ms)) == NULL)
+	if (reserve_args(s, &a, now_ms) != 0 || (l = layout_get(s, sale)) == NULL)
 		return FS_STOCK_ERROR;
-	if (!home_has_shard(&a))
-		return reserve_from_afar(s, l, &a, out);
-	return reserve_after_home(s, l, &a, take(s, l->tags[a.home], &a, "guard", out), out);
+	return reserve_in(s, l, &a, out);
 }
 
 /* Where one reservation of fs_stock_reserve_many stands while its batch runs. */
 enum batch_state {
 	BATCH_DONE,      /* its outcome is known (it failed before Redis) */
 	BATCH_PIPELINED, /* its home place's script is in the pipeline */
-	BATCH_AFAR       /* its home place has no shard: after the pipeline */
+	BATCH_AFAR,      /* its home place has no shard: after the pipeline */
+	BATCH_LAYOUT     /* its sale's layout is not known: read in the pipeline, then the rest */
 };
 
 /* What fs_stock_reserve_many keeps of one reservation while its batch runs. */
@@ -760,6 +835,31 @@ struct batch_entry {
 	struct attempt a;
 	struct take_call tc;
 	enum batch_state state;
+};
+
+/*
+ * A sale's layout read in a batch's pipeline (layout.lua): one that the
+ * process has not cached, or read LAYOUT_TTL_MS ago or more. Until the
+ * reply comes the batch uses the cached one, however old (a layout changes
+ * only when its sale is warmed again); a reservation whose sale has none
+ * waits for the reply.
+ */
+struct batch_read {
+	uint64_t sale;
+	char key[KEY_MAX];
+	const char *argv[1];
+	int rc;  /* layout_take's, once received */
+	struct fs_stock_layout layout;
+	char errstr[128];
+};
+
+/* fs_stock_reserve_many's room: the reservations and calls of one batch. */
+struct batch {
+	struct batch_entry e[FS_STOCK_BATCH_MAX];
+	struct batch_read reads[LAYOUT_CACHE];
+	size_t nreads, ncalls;
+	/* the reservations' scripts, then the layout reads */
+	struct fs_redis_call calls[FS_STOCK_BATCH_MAX + LAYOUT_CACHE];
 };
 
 /* The outcome of one reservation of a batch, with the stock's error when it failed. */
@@ -772,46 +872,117 @@ ask_done(fs_stock *s, struct fs_stock_ask *ask, enum fs_stock_result res)
 		snprintf(ask->errstr, sizeof(ask->errstr), "%s", s->errstr);
 }
 
+/* The layout read of sale in batch b, or NULL. */
+static struct batch_read *
+batch_read_of(struct batch *b, uint64_t sale)
+{
+	for (size_t i = 0; i < b->nreads; i++)
+		if (b->reads[i].sale == sale)
+			return &b->reads[i];
+	return NULL;
+}
+
+/*
+ * The layout a reservation of sale in batch b goes by when the batch is
+ * sent: 1 with *l, the cached one (a read goes in the pipeline when it is
+ * old); 0 when there is none (the read goes in the pipeline: the
+ * reservation waits for it); -1 err set. With the batch's reads all taken
+ * by other sales, the layout is read now, as fs_stock_reserve reads it.
+ */
+static int
+batch_layout(fs_stock *s, struct batch *b, uint64_t sale, int64_t now,
+    const struct fs_stock_layout **l)
+{
+	struct batch_read *rd;
+	int fresh;
+
+	*l = layout_cached(s, sale, now, &fresh);
+	if (*l != NULL && fresh)
+		return 1;
+	if (batch_read_of(b, sale) == NULL) {
+		if (b->nreads == LAYOUT_CACHE)
+			return (*l = layout_get(s, sale)) != NULL ? 1 : -1;
+		rd = &b->reads[b->nreads++];
+		rd->sale = sale;
+		layout_key(rd->key, sale);
+		rd->argv[0] = rd->key;
+	}
+	return *l != NULL;
+}
+
+/*
+ * The layout a reservation of sale goes on with once the batch's replies
+ * are in: the batch's read of it (NULL with err set if that failed and the
+ * reservation had none, want_read), else the cached one of any age, else
+ * read now.
+ */
+static const struct fs_stock_layout *
+batch_layout_after(fs_stock *s, struct batch *b, uint64_t sale, int want_read)
+{
+	struct batch_read *rd = batch_read_of(b, sale);
+	const struct fs_stock_layout *l;
+	int fresh;
+
+	if (rd != NULL && rd->rc >= 0)
+		return &rd->layout;
+	if (want_read) {
+		set_err(s, FS_STOCK_ERR_IO, rd != NULL ? rd->errstr : "layout: not read");
+		return NULL;
+	}
+	if ((l = layout_cached(s, sale, fs_clock_now_ms(), &fresh)) != NULL)
+		return l;
+	return layout_get(s, sale);
+}
+
 void
 fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 {
-	struct batch_entry *e;
-	struct fs_redis_call *calls;
-	size_t ncalls = 0;
+	struct batch *b;
+	int64_t now = fs_clock_now_ms();
 
 	fs_stock_reserve_end(s); /* one batch at a time */
-	if (n > FS_STOCK_BATCH_MAX || (s->batch == NULL && (s->batch = calloc(FS_STOCK_BATCH_MAX,
-							    sizeof(*e) + sizeof(*calls))) == NULL)) {
+	if (n > FS_STOCK_BATCH_MAX || (s->batch == NULL && (s->batch = calloc(1, sizeof(*b))) == NULL)) {
 		/* Too many, or no room to pipeline: one at a time, now. */
 		for (size_t i = 0; i < n; i++)
 			ask_done(s, &asks[i], fs_stock_reserve(s, asks[i].sale, asks[i].item,
 			    asks[i].user, asks[i].order_id, asks[i].now_ms, &asks[i].hold));
 		return;
 	}
-	e = s->batch;
-	calls = (struct fs_redis_call *)(e + FS_STOCK_BATCH_MAX);
+	b = s->batch;
+	b->nreads = b->ncalls = 0;
 	/* The common path of each (its home place's script) goes in one pipeline. */
 	for (size_t i = 0; i < n; i++) {
+		struct batch_entry *e = &b->e[i];
 		const struct fs_stock_layout *l;
+		int known;
 
 		memset(&asks[i].hold, 0, sizeof(asks[i].hold));
-		e[i].a = (struct attempt){ .user = asks[i].user, .order_id = asks[i].order_id,
+		e->a = (struct attempt){ .user = asks[i].user, .order_id = asks[i].order_id,
 			.item = asks[i].item };
-		if ((l = reserve_prepare(s, &e[i].a, asks[i].sale, asks[i].now_ms)) == NULL) {
-			e[i].state = BATCH_DONE;
+		if (reserve_args(s, &e->a, asks[i].now_ms) != 0 ||
+		    (known = batch_layout(s, b, asks[i].sale, now, &l)) < 0) {
+			e->state = BATCH_DONE;
 			ask_done(s, &asks[i], FS_STOCK_ERROR);
 			continue;
 		}
-		if (!home_has_shard(&e[i].a)) {
-			e[i].state = BATCH_AFAR;
+		if (!known) {
+			e->state = BATCH_LAYOUT;
 			continue;
 		}
-		take_args(&e[i].tc, l->tags[e[i].a.home], &e[i].a, "guard");
-		calls[ncalls++] = (struct fs_redis_call){ .nkeys = KEY__MAX, .argc = KEY__MAX + 7,
-			.argv = e[i].tc.argv };
-		e[i].state = BATCH_PIPELINED;
+		reserve_place(&e->a, l);
+		if (!home_has_shard(&e->a)) {
+			e->state = BATCH_AFAR;
+			continue;
+		}
+		take_args(&e->tc, l->tags[e->a.home], &e->a, "guard");
+		b->calls[b->ncalls++] = (struct fs_redis_call){ .script = s->reserve, .nkeys = KEY__MAX,
+			.argc = KEY__MAX + 7, .argv = e->tc.argv };
+		e->state = BATCH_PIPELINED;
 	}
-	fs_redis_eval_send(s->redis, s->reserve, calls, ncalls);
+	for (size_t r = 0; r < b->nreads; r++)
+		b->calls[b->ncalls++] = (struct fs_redis_call){ .script = s->layout, .nkeys = 1,
+			.argc = 1, .argv = b->reads[r].argv };
+	fs_redis_eval_send(s->redis, b->calls, b->ncalls);
 	s->batch_asks = asks;
 	s->batch_n = n;
 }
@@ -828,37 +999,64 @@ fs_stock_reserve_deadline(const fs_stock *s)
 	return fs_redis_eval_deadline(s->redis);
 }
 
+/* Takes the batch's layout reads, and caches those that succeeded. */
+static void
+batch_reads_take(fs_stock *s, struct batch *b)
+{
+	int64_t now = fs_clock_now_ms();
+
+	for (size_t r = 0; r < b->nreads; r++) {
+		struct batch_read *rd = &b->reads[r];
+		struct fs_redis_call *call = &b->calls[b->ncalls - b->nreads + r];
+
+		if (call->reply == NULL) {
+			driver_err(s, "layout", call->err, call->errstr);
+			rd->rc = -1;
+		} else {
+			rd->rc = layout_take(s, rd->sale, call->reply, &rd->layout);
+		}
+		if (rd->rc < 0)
+			snprintf(rd->errstr, sizeof(rd->errstr), "%s", s->errstr);
+		else
+			layout_keep(s, &rd->layout, rd->rc, now);
+	}
+}
+
 void
 fs_stock_reserve_end(fs_stock *s)
 {
 	struct fs_stock_ask *asks = s->batch_asks;
-	size_t n = s->batch_n;
-	struct batch_entry *e = s->batch;
-	struct fs_redis_call *calls;
+	size_t n = s->batch_n, c = 0;
+	struct batch *b = s->batch;
 
 	if (asks == NULL)
 		return;
 	s->batch_asks = NULL;
-	calls = (struct fs_redis_call *)(e + FS_STOCK_BATCH_MAX);
 	fs_redis_eval_recv(s->redis);
+	batch_reads_take(s, b);
 	/* Then each goes on as fs_stock_reserve would, in order. */
-	for (size_t i = 0, c = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct fs_stock_ask *ask = &asks[i];
-		struct fs_redis_call *call = e[i].state == BATCH_PIPELINED ? &calls[c++] : NULL;
+		struct batch_entry *e = &b->e[i];
+		struct fs_redis_call *call = e->state == BATCH_PIPELINED ? &b->calls[c++] : NULL;
 		const struct fs_stock_layout *l;
 		enum take t;
 
-		if (e[i].state == BATCH_DONE)
+		if (e->state == BATCH_DONE)
 			continue;
-		/* The layout again: another sale of the batch may have taken its cache slot. */
-		if ((l = layout_get(s, ask->sale)) == NULL) {
+		/* The batch's read, if any: a reservation that waited for it goes on with it. */
+		if ((l = batch_layout_after(s, b, ask->sale, e->state == BATCH_LAYOUT)) == NULL) {
 			if (call != NULL && call->reply != NULL)
 				freeReplyObject(call->reply);
 			ask_done(s, ask, FS_STOCK_ERROR);
 			continue;
 		}
+		if (e->state == BATCH_LAYOUT) {
+			ask_done(s, ask, reserve_in(s, l, &e->a, &ask->hold));
+			continue;
+		}
 		if (call == NULL) {
-			ask_done(s, ask, reserve_from_afar(s, l, &e[i].a, &ask->hold));
+			ask_done(s, ask, reserve_from_afar(s, l, &e->a, &ask->hold));
 			continue;
 		}
 		if (call->reply == NULL) {
@@ -867,7 +1065,7 @@ fs_stock_reserve_end(fs_stock *s)
 		} else {
 			t = take_reply(s, call->reply, &ask->hold);
 		}
-		ask_done(s, ask, reserve_after_home(s, l, &e[i].a, t, &ask->hold));
+		ask_done(s, ask, reserve_after_home(s, l, &e->a, t, &ask->hold));
 	}
 }
 

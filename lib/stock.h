@@ -1,8 +1,8 @@
 /*
  * The Redis layout of a sale, and its one owner: every key, command,
  * script and record format of the stock lives in stock.c and the scripts
- * it loads (lua/reserve.lua, release.lua, forget.lua, guard.lua). Nobody
- * else sends Redis a command about a sale.
+ * it loads (lua/reserve.lua, release.lua, forget.lua, guard.lua,
+ * layout.lua). Nobody else sends Redis a command about a sale.
  *
  * A sale lives in one or more places; a place is a hash tag, and so one
  * Redis Cluster slot that one script sees whole. The first place's tag is
@@ -153,6 +153,7 @@ typedef struct fs_stock {
 	int release;
 	int forget;
 	int guard;
+	int layout;
 	int err;		/* enum fs_stock_err */
 	char errstr[128];
 } fs_stock;
@@ -208,7 +209,11 @@ void fs_stock_reserve_many(fs_stock *, struct fs_stock_ask *asks, size_t n);
  * replies (past the deadline, those not in are lost at once) and
  * completes every ask. Any other call of this stock first receives the
  * pipeline's replies; _end completes the asks then. A second _begin ends
- * the first batch.
+ * the first batch. _begin sends nothing but the pipeline: a sale's layout
+ * (its places) that this stock has not read within the last second is
+ * read in the pipeline too, the batch going by the layout read before
+ * meanwhile; a reservation of a sale whose layout it never read waits for
+ * that read and goes on in _end, as fs_stock_reserve would.
  */
 void fs_stock_reserve_begin(fs_stock *, struct fs_stock_ask *asks, size_t n);
 int fs_stock_reserve_fds(const fs_stock *, int *fds, int max);

@@ -72,7 +72,7 @@ programs=$( (echo flashsale-admin flashsale-purchase flashsale-order flashsale-s
 	ls "$dest$prefix/bin" 2>/dev/null) | sort -u)
 missing=
 for f in $(for p in $programs; do echo "bin/$p"; done) \
-	share/flashsale/lua/reserve.lua share/flashsale/lua/release.lua \
+	share/flashsale/lua/reserve.lua share/flashsale/lua/release.lua share/flashsale/lua/layout.lua \
 	share/flashsale/sql/001_schema.sql share/flashsale/sql/002_orders.sql share/flashsale/sql/003_payments.sql \
 	share/flashsale/sql/007_place_orders_joins.sql share/flashsale/sql/008_orders_item_check.sql \
 	share/flashsale/static/index.html share/flashsale/static/app.js \

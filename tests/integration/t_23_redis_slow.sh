@@ -4,6 +4,29 @@
 # an order that never was). Meanwhile the handler's loop serves other
 # requests: it does not wait with the reservation.
 
+# rs_stalled PATH TOKEN ROUNDS: with Redis stalled, a purchase of PATH;
+# once its reservation is out (the loop's pipeline counter past ROUNDS;
+# bounded: 5 s) the same loop answers another request before it, and it
+# gets 503 TRY_AGAIN once the handler gives up.
+rs_stalled() {
+	: >"$FLASHSALE_STATE/slow.status"
+	curl -s -o "$FLASHSALE_STATE/slow.body" -w '%{http_code}' -X POST -H "Authorization: Bearer $2" \
+	    "$FLASHSALE_ORIGIN_URL$1" >"$FLASHSALE_STATE/slow.status" &
+	rs_curl=$!
+	n=0
+	while [ "$(metric_total flashsale_purchase_reserve_rounds_total)" -le "$3" ] && [ $n -lt 50 ]; do
+		n=$((n + 1))
+		sleep 0.1
+	done
+	is "$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-purchase")" "200" \
+	    "while a reservation waits on a stalled Redis, the same loop answers another request"
+	[ ! -s "$FLASHSALE_STATE/slow.status" ] && ok "... before the reservation itself is answered" ||
+		not_ok "... before the reservation itself is answered"
+	wait "$rs_curl"
+	is "$(cat "$FLASHSALE_STATE/slow.status") $(json_get "$(cat "$FLASHSALE_STATE/slow.body")" error)" \
+	    "503 TRY_AGAIN" "a reservation Redis answers too late: 503"
+}
+
 set -- $(new_sale -5 5)
 rs_sale=$1 rs_item=$2
 rs_path=$(purchase_path "$rs_sale")
@@ -17,29 +40,10 @@ rs_rounds=$(metric_total flashsale_purchase_reserve_rounds_total)
 ans=$(http POST "$rs_path" "$rs_first")
 # Redis stalls (SIGSTOP, as a frozen VM or a swapped-out server would) and
 # comes back once the handler has given up: what it read meanwhile then
-# runs. It stalls at once: the sale's layout that the first purchase read
-# stays fresh for a second (a loop reads an older one again in place).
+# runs.
 kill -STOP "$rs_pid"
 is "${ans%% *}" "202" "a first purchase loads the script"
-: >"$FLASHSALE_STATE/slow.status"
-curl -s -o "$FLASHSALE_STATE/slow.body" -w '%{http_code}' -X POST -H "Authorization: Bearer $rs_tok" \
-    "$FLASHSALE_ORIGIN_URL$rs_path" >"$FLASHSALE_STATE/slow.status" &
-rs_curl=$!
-# Its reservation is out (the loop's pipeline counter moved; bounded: 5 s).
-n=0
-while [ "$(metric_total flashsale_purchase_reserve_rounds_total)" -le $((rs_rounds + 1)) ] &&
-	[ $n -lt 50 ]; do
-	n=$((n + 1))
-	sleep 0.1
-done
-# The loop does not wait with it: it answers the next request meanwhile.
-is "$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-purchase")" "200" \
-    "while a reservation waits on a stalled Redis, the same loop answers another request"
-[ ! -s "$FLASHSALE_STATE/slow.status" ] && ok "... before the reservation itself is answered" ||
-	not_ok "... before the reservation itself is answered"
-wait "$rs_curl"
-is "$(cat "$FLASHSALE_STATE/slow.status") $(json_get "$(cat "$FLASHSALE_STATE/slow.body")" error)" \
-    "503 TRY_AGAIN" "a reservation Redis answers too late: 503"
+rs_stalled "$rs_path" "$rs_tok" $((rs_rounds + 1))
 kill -CONT "$rs_pid"
 check "Redis answers again" redis PING
 is "$(redis HLEN "fs:{$rs_sale}:holders") $(redis GET "fs:{$rs_sale}:stock:$rs_item")" "1 4" \
@@ -51,4 +55,20 @@ is "$(redis GET "fs:{$rs_sale}:stock:$rs_item")" "3" "one unit taken, once"
 grep -q "releasing order" "$FLASHSALE_STATE/log/flashsale-purchase.log" &&
 	ok "the handler released the order id it could not confirm" ||
 	not_ok "the handler released the order id it could not confirm"
+# A sale whose layout (its places) the loop never read: the layout's read
+# goes out in the reservation's pipeline, so a stalled Redis holds up
+# neither the loop nor, once it answers, the next purchase.
+set -- $(new_sale -5 5)
+rs_sale=$1 rs_item=$2
+rs_path=$(purchase_path "$rs_sale")
+rs_tok=$(admin token mint --user "slow-$rs_sale")
+rs_rounds=$(metric_total flashsale_purchase_reserve_rounds_total)
+kill -STOP "$rs_pid"
+rs_stalled "$rs_path" "$rs_tok" "$rs_rounds"
+kill -CONT "$rs_pid"
+check "Redis answers again" redis PING
+ans=$(http POST "$rs_path" "$rs_tok")
+is "${ans%% *} $(json_get "${ans#* }" status)" "202 PENDING" "the shopper's retry buys the new sale's item"
+is "$(redis HLEN "fs:{$rs_sale}:holders") $(redis GET "fs:{$rs_sale}:stock:$rs_item")" "1 4" \
+    "one hold, one unit taken"
 "$stack" restart handlers >/dev/null

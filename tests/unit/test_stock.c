@@ -27,6 +27,7 @@
 #include "redis_cluster.h"
 #pragma GCC diagnostic pop
 #include "redis_server.h"
+#include "relay.h"
 
 #define ANN "01900000-0000-7000-8000-00000000000a"
 #define BOB "01900000-0000-7000-8000-00000000000b"
@@ -441,6 +442,120 @@ check_halves(fs_stock *st)
 	check(fs_stock_set_end(st, 6, 1) == 1, "sale 6 ends");
 }
 
+/* Milliseconds since t0 (monotonic). */
+static long
+ms_since(int64_t t0)
+{
+	return (long)(fs_clock_mono_ms() - t0);
+}
+
+/* Begins a batch of ask on far, timed: true when _begin took under 100 ms. */
+static int
+begun_at_once(fs_stock *far, struct fs_stock_ask *ask)
+{
+	int64_t t0 = fs_clock_mono_ms();
+
+	fs_stock_reserve_begin(far, ask, 1);
+	return ms_since(t0) < 100 && fs_stock_reserve_deadline(far) > 0;
+}
+
+/* Ends far's batch once its replies are readable (bounded: 5 s). */
+static void
+end_when_ready(fs_stock *far)
+{
+	struct pollfd pfd[16];
+	int fds[16], nfds = fs_stock_reserve_fds(far, fds, 16);
+
+	for (int i = 0; i < nfds; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	if (nfds > 0)
+		poll(pfd, (nfds_t)nfds, 5000);
+	fs_stock_reserve_end(far);
+}
+
+/*
+ * A sale's layout is read in the batch's pipeline, never before it: a
+ * stock behind a frozen relay (a hung Redis) begins a batch at once for a
+ * sale it never read (the reservation waits for the read, then goes on in
+ * the end) and for one whose layout is a second old (the batch goes by
+ * it, the read rides along); past the deadline a reservation that waited
+ * for its layout fails at once, without a second wait. Sale 8 (item 22: 2
+ * units), sale 11 (the same) on the Redis of sock.
+ */
+static void
+check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
+{
+	static char ids[3][FS_UUID_STRLEN + 1];
+	static const char *users[3] = { "lay-a", "lay-b", "lay-c" };
+	struct test_relay relay = { -1, 0 };
+	struct fs_stock_ask ask;
+	struct fs_cfg cfg;
+	char addr[64], err[256];
+	fs_stock *far = NULL;
+	int64_t read_at, t0;
+
+	if (warm_sharded(st, 8, 6) != 0 || warm_sharded(st, 11, 6) != 0 ||
+	    test_relay_start(&relay, sock) != 0) {
+		check(0, "sales 8 and 11 loaded, a relay in front of Redis");
+		return;
+	}
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", relay.port);
+	if (setenv("FLASHSALE_REDIS", addr, 1) != 0 || fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_REDIS)) != 0 ||
+	    (far = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL || fs_stock_ping(far) != 0) {
+		check(0, "a stock behind the relay");
+		goto out;
+	}
+	for (int i = 0; i < 3; i++)
+		order_id(ids[i], 950 + i);
+
+	ask = (struct fs_stock_ask){ .sale = 8, .item = 22, .user = users[0], .order_id = ids[0],
+		.now_ms = fs_clock_now_ms() };
+	kill(relay.pid, SIGSTOP);
+	check(begun_at_once(far, &ask), "a hung Redis: a batch of a sale never read begins at once");
+	kill(relay.pid, SIGCONT);
+	end_when_ready(far);
+	read_at = fs_clock_now_ms();
+	check(ask.result == FS_STOCK_RESERVED && ask.hold.left == 1 && strcmp(ask.hold.order_id, ids[0]) == 0,
+	    "once Redis answers, the end reads the layout's reply and reserves");
+
+	/* The layout this stock read is a second old, no more trusted as it is. */
+	while (fs_clock_now_ms() - read_at < 1000) {
+		struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&pause, NULL);
+	}
+	ask = (struct fs_stock_ask){ .sale = 8, .item = 22, .user = users[1], .order_id = ids[1],
+		.now_ms = fs_clock_now_ms() };
+	kill(relay.pid, SIGSTOP);
+	check(begun_at_once(far, &ask), "a hung Redis: a batch of a sale whose layout is a second old begins at once");
+	kill(relay.pid, SIGCONT);
+	end_when_ready(far);
+	check(ask.result == FS_STOCK_RESERVED && ask.hold.left == 0, "the batch went by that layout and reserved");
+
+	ask = (struct fs_stock_ask){ .sale = 11, .item = 22, .user = users[2], .order_id = ids[2],
+		.now_ms = fs_clock_now_ms() };
+	kill(relay.pid, SIGSTOP);
+	check(begun_at_once(far, &ask), "a hung Redis: a batch of another sale never read begins at once");
+	while (fs_clock_mono_ms() < fs_stock_reserve_deadline(far)) {
+		struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&pause, NULL);
+	}
+	t0 = fs_clock_mono_ms();
+	fs_stock_reserve_end(far);
+	check(ask.result == FS_STOCK_ERROR && ms_since(t0) < 500,
+	    "past the deadline, the reservation that waited for its layout fails at once");
+	kill(relay.pid, SIGCONT);
+	check(fs_stock_reserve(far, 11, 22, users[2], ids[2], fs_clock_now_ms(), &ask.hold) ==
+		FS_STOCK_RESERVED,
+	    "the next call reconnects and reserves");
+	check(fs_stock_set_end(st, 8, 1) == 1 && fs_stock_set_end(st, 11, 1) == 1, "sales 8 and 11 end");
+out:
+	fs_stock_free(far);
+	test_relay_stop(&relay);
+	setenv("FLASHSALE_REDIS", sock, 1);
+}
+
 /* Keys named fs:{9...} left on the Redis of sock, or on the nodes of ports; -1 unknown. */
 static long
 keys_of_sale_9(const char *sock, const int *ports, int nports)
@@ -632,6 +747,7 @@ main(void)
 	check_sharded_forget(st, srv.sock, NULL, 0);
 	check_batch(st);
 	check_halves(st);
+	check_layout_in_pipeline(st, srv.sock, top);
 	check_concurrent(st, &cfg, top);
 	check(fs_stock_confirm(st, 7, ids, 1) == 0 &&
 		fs_stock_unconfirmed_before(st, 7, fs_clock_now_ms() + 1000, 0, recs, 2, &n) == 0 &&

@@ -1,0 +1,10 @@
+-- The layout of a sale (its places and sharded items) and whether it is
+-- loaded, read by lib/stock.c inside a pipeline of reservations: the same
+-- answer as HMGET over the sale settings of its first place.
+--
+-- KEYS[1] fs:{S}:sale   "window" (set by every warm: the sale is loaded),
+--                       "places" and "sharded" (see lib/stock.c)
+--
+-- Returns {window, places, sharded}, each false (nil) when absent.
+
+return redis.call('HMGET', KEYS[1], 'window', 'places', 'sharded')
