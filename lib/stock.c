@@ -850,6 +850,7 @@ struct batch_read {
 	const char *argv[1];
 	int rc;  /* layout_take's, once received */
 	struct fs_stock_layout layout;
+	int err; /* when rc < 0 */
 	char errstr[128];
 };
 
@@ -887,7 +888,8 @@ batch_read_of(struct batch *b, uint64_t sale)
  * sent: 1 with *l, the cached one (a read goes in the pipeline when it is
  * old); 0 when there is none (the read goes in the pipeline: the
  * reservation waits for it); -1 err set. With the batch's reads all taken
- * by other sales, the layout is read now, as fs_stock_reserve reads it.
+ * by other sales, an old layout is used as it is, and a missing one is
+ * read now, as fs_stock_reserve reads it.
  */
 static int
 batch_layout(fs_stock *s, struct batch *b, uint64_t sale, int64_t now,
@@ -900,6 +902,8 @@ batch_layout(fs_stock *s, struct batch *b, uint64_t sale, int64_t now,
 	if (*l != NULL && fresh)
 		return 1;
 	if (batch_read_of(b, sale) == NULL) {
+		if (b->nreads == LAYOUT_CACHE && *l != NULL)
+			return 1; /* read again by a later batch */
 		if (b->nreads == LAYOUT_CACHE)
 			return (*l = layout_get(s, sale)) != NULL ? 1 : -1;
 		rd = &b->reads[b->nreads++];
@@ -926,7 +930,13 @@ batch_layout_after(fs_stock *s, struct batch *b, uint64_t sale, int want_read)
 	if (rd != NULL && rd->rc >= 0)
 		return &rd->layout;
 	if (want_read) {
-		set_err(s, FS_STOCK_ERR_IO, rd != NULL ? rd->errstr : "layout: not read");
+		/* It waited for this batch's read (batch_layout), which failed. */
+		if (rd == NULL) {
+			set_err(s, FS_STOCK_ERR_IO, "layout");
+		} else {
+			s->err = rd->err;
+			snprintf(s->errstr, sizeof(s->errstr), "%s", rd->errstr);
+		}
 		return NULL;
 	}
 	if ((l = layout_cached(s, sale, fs_clock_now_ms(), &fresh)) != NULL)
@@ -1015,8 +1025,10 @@ batch_reads_take(fs_stock *s, struct batch *b)
 		} else {
 			rd->rc = layout_take(s, rd->sale, call->reply, &rd->layout);
 		}
-		if (rd->rc < 0)
+		if (rd->rc < 0) {
+			rd->err = s->err;
 			snprintf(rd->errstr, sizeof(rd->errstr), "%s", s->errstr);
+		}
 		else
 			layout_keep(s, &rd->layout, rd->rc, now);
 	}
