@@ -827,7 +827,8 @@ enum batch_state {
 	BATCH_DONE,      /* its outcome is known (it failed before Redis) */
 	BATCH_PIPELINED, /* its home place's script is in the pipeline */
 	BATCH_AFAR,      /* its home place has no shard: after the pipeline */
-	BATCH_LAYOUT     /* its sale's layout is not known: read in the pipeline, then the rest */
+	BATCH_LAYOUT,    /* its sale's layout is not known: read in the pipeline, then the rest */
+	BATCH_LATE       /* its layout came in the pipeline: its home script in a second one */
 };
 
 /* What fs_stock_reserve_many keeps of one reservation while its batch runs. */
@@ -861,6 +862,8 @@ struct batch {
 	size_t nreads, ncalls;
 	/* the reservations' scripts, then the layout reads */
 	struct fs_redis_call calls[FS_STOCK_BATCH_MAX + LAYOUT_CACHE];
+	/* the home scripts of those that waited for their layout */
+	struct fs_redis_call late[FS_STOCK_BATCH_MAX];
 };
 
 /* The outcome of one reservation of a batch, with the stock's error when it failed. */
@@ -1034,11 +1037,46 @@ batch_reads_take(fs_stock *s, struct batch *b)
 	}
 }
 
+/*
+ * The reservations that waited for their sale's layout: failed with their
+ * read, or their home scripts in one more pipeline, now (Redis has just
+ * answered the first), in order.
+ */
+static void
+batch_late(fs_stock *s, struct batch *b, struct fs_stock_ask *asks, size_t n)
+{
+	size_t nlate = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct batch_entry *e = &b->e[i];
+		const struct fs_stock_layout *l;
+
+		if (e->state != BATCH_LAYOUT)
+			continue;
+		if ((l = batch_layout_after(s, b, asks[i].sale, 1)) == NULL) {
+			e->state = BATCH_DONE;
+			ask_done(s, &asks[i], FS_STOCK_ERROR);
+			continue;
+		}
+		reserve_place(&e->a, l);
+		if (!home_has_shard(&e->a)) {
+			e->state = BATCH_AFAR;
+			continue;
+		}
+		take_args(&e->tc, l->tags[e->a.home], &e->a, "guard");
+		b->late[nlate++] = (struct fs_redis_call){ .script = s->reserve, .nkeys = KEY__MAX,
+			.argc = KEY__MAX + 7, .argv = e->tc.argv };
+		e->state = BATCH_LATE;
+	}
+	if (nlate > 0)
+		fs_redis_eval_many(s->redis, b->late, nlate);
+}
+
 void
 fs_stock_reserve_end(fs_stock *s)
 {
 	struct fs_stock_ask *asks = s->batch_asks;
-	size_t n = s->batch_n, c = 0;
+	size_t n = s->batch_n, c = 0, k = 0;
 	struct batch *b = s->batch;
 
 	if (asks == NULL)
@@ -1046,25 +1084,22 @@ fs_stock_reserve_end(fs_stock *s)
 	s->batch_asks = NULL;
 	fs_redis_eval_recv(s->redis);
 	batch_reads_take(s, b);
+	batch_late(s, b, asks, n);
 	/* Then each goes on as fs_stock_reserve would, in order. */
 	for (size_t i = 0; i < n; i++) {
 		struct fs_stock_ask *ask = &asks[i];
 		struct batch_entry *e = &b->e[i];
-		struct fs_redis_call *call = e->state == BATCH_PIPELINED ? &b->calls[c++] : NULL;
+		struct fs_redis_call *call = e->state == BATCH_PIPELINED ? &b->calls[c++] :
+		    e->state == BATCH_LATE ? &b->late[k++] : NULL;
 		const struct fs_stock_layout *l;
 		enum take t;
 
 		if (e->state == BATCH_DONE)
 			continue;
-		/* The batch's read, if any: a reservation that waited for it goes on with it. */
-		if ((l = batch_layout_after(s, b, ask->sale, e->state == BATCH_LAYOUT)) == NULL) {
+		if ((l = batch_layout_after(s, b, ask->sale, 0)) == NULL) {
 			if (call != NULL && call->reply != NULL)
 				freeReplyObject(call->reply);
 			ask_done(s, ask, FS_STOCK_ERROR);
-			continue;
-		}
-		if (e->state == BATCH_LAYOUT) {
-			ask_done(s, ask, reserve_in(s, l, &e->a, &ask->hold));
 			continue;
 		}
 		if (call == NULL) {

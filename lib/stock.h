@@ -212,8 +212,9 @@ void fs_stock_reserve_many(fs_stock *, struct fs_stock_ask *asks, size_t n);
  * the first batch. _begin sends nothing but the pipeline: a sale's layout
  * (its places) that this stock has not read within the last second is
  * read in the pipeline too, the batch going by the layout read before
- * meanwhile; a reservation of a sale whose layout it never read waits for
- * that read and goes on in _end, as fs_stock_reserve would.
+ * meanwhile; the reservations of a sale whose layout it never read wait
+ * for that read, and _end sends their scripts in one more pipeline (Redis
+ * has just answered) and waits for it.
  */
 void fs_stock_reserve_begin(fs_stock *, struct fs_stock_ask *asks, size_t n);
 int fs_stock_reserve_fds(const fs_stock *, int *fds, int max);

@@ -479,16 +479,21 @@ end_when_ready(fs_stock *far)
  * sale it never read (the reservation waits for the read, then goes on in
  * the end) and for one whose layout is a second old (the batch goes by
  * it, the read rides along); past the deadline a reservation that waited
- * for its layout fails at once, without a second wait. Sale 8 (item 22: 2
- * units), sale 11 (the same) on the Redis of sock.
+ * for its layout fails at once, without a second wait. Sales 8, 11 and 12
+ * (item 21: 6 units over 3 places, item 22: 2 units at the first) on the
+ * Redis of sock.
  */
 static void
 check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 {
 	static char ids[3][FS_UUID_STRLEN + 1];
 	static const char *users[3] = { "lay-a", "lay-b", "lay-c" };
+	static char cold_users[4][32], cold_ids[4][FS_UUID_STRLEN + 1];
+	static const uint64_t items[2] = { 21, 22 };
 	struct test_relay relay = { -1, 0 };
-	struct fs_stock_ask ask;
+	struct fs_stock_ask ask, cold[4];
+	long left[2];
+	int next = 0;
 	struct fs_cfg cfg;
 	char addr[64], err[256];
 	fs_stock *far = NULL;
@@ -517,6 +522,29 @@ check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 	read_at = fs_clock_now_ms();
 	check(ask.result == FS_STOCK_RESERVED && ask.hold.left == 1 && strcmp(ask.hold.order_id, ids[0]) == 0,
 	    "once Redis answers, the end reads the layout's reply and reserves");
+
+	/*
+	 * Four of a sale never read, over its three places: two of item 21 (a
+	 * shard at every place: home scripts, in the second pipeline), two of
+	 * item 22 (one shard) whose homes hold none (guard at home, unit afar).
+	 */
+	if (warm_sharded(st, 12, 6) != 0) {
+		check(0, "sale 12 loaded");
+		goto out;
+	}
+	for (int i = 0; i < 4; i++) {
+		shopper_at(cold_users[i], "cold", &next, i < 2 ? i : i - 1);
+		order_id(cold_ids[i], 960 + i);
+		cold[i] = (struct fs_stock_ask){ .sale = 12, .item = i < 2 ? 21 : 22,
+			.user = cold_users[i], .order_id = cold_ids[i], .now_ms = fs_clock_now_ms() };
+	}
+	fs_stock_reserve_begin(far, cold, 4);
+	end_when_ready(far);
+	check(cold[0].result == FS_STOCK_RESERVED && cold[1].result == FS_STOCK_RESERVED &&
+		cold[2].result == FS_STOCK_RESERVED && cold[3].result == FS_STOCK_RESERVED &&
+		cold[3].hold.left == 0 && fs_stock_left(st, 12, items, 2, left) == 0 && left[0] == 4 &&
+		left[1] == 0,
+	    "a batch of a sale never read, at every place and afar: each reserved as fs_stock_reserve would");
 
 	/* The layout this stock read is a second old, no more trusted as it is. */
 	while (fs_clock_now_ms() - read_at < 1000) {
@@ -549,7 +577,9 @@ check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 	check(fs_stock_reserve(far, 11, 22, users[2], ids[2], fs_clock_now_ms(), &ask.hold) ==
 		FS_STOCK_RESERVED,
 	    "the next call reconnects and reserves");
-	check(fs_stock_set_end(st, 8, 1) == 1 && fs_stock_set_end(st, 11, 1) == 1, "sales 8 and 11 end");
+	check(fs_stock_set_end(st, 8, 1) == 1 && fs_stock_set_end(st, 11, 1) == 1 &&
+		fs_stock_set_end(st, 12, 1) == 1,
+	    "sales 8, 11 and 12 end");
 out:
 	fs_stock_free(far);
 	test_relay_stop(&relay);
