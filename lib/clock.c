@@ -23,6 +23,15 @@ fs_clock_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+uint64_t
+fs_clock_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void
 fs_clock_format(int64_t ms, char out[FS_CLOCK_TIME_LEN])
 {

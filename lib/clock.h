@@ -13,6 +13,8 @@
 int64_t fs_clock_now_ms(void);
 /* Milliseconds of a clock that never jumps (timeouts and deadlines), from an arbitrary start. */
 int64_t fs_clock_mono_ms(void);
+/* The same clock in nanoseconds (durations). */
+uint64_t fs_clock_mono_ns(void);
 /* Writes ms as the API shows times; out of range shows as 1970. */
 void fs_clock_format(int64_t ms, char out[FS_CLOCK_TIME_LEN]);
 

@@ -72,15 +72,6 @@ fs_fcgi_stopping(void)
 	return atomic_load(&fcgi_stop) != 0;
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The REQUEST_ID parameter when it is 1-64 hex digits, else NULL. */
 static const char *
 request_id(fs_fcgi *f)
@@ -133,7 +124,7 @@ answer_probe(struct worker *w, fs_fcgi *f)
 static void
 request_begin(struct worker *w, fs_fcgi *f)
 {
-	f->start_ns = mono_ns();
+	f->start_ns = fs_clock_mono_ns();
 	f->uncounted = 0;
 	f->answered = 0;
 	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
@@ -150,7 +141,7 @@ request_end(fs_fcgi *f)
 {
 	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, -1);
 	if (!f->uncounted)
-		fs_metrics_request_done(mono_ns() - f->start_ns);
+		fs_metrics_request_done(fs_clock_mono_ns() - f->start_ns);
 }
 
 /* --- threads (libfcgi) ---------------------------------------------------- */
@@ -708,7 +699,7 @@ loop_stop_accepting(struct loop *l)
 		loop_listen(l, 0); /* full: already not watched */
 	l->full = 0;
 	l->listening = 0;
-	l->stop_ns = mono_ns();
+	l->stop_ns = fs_clock_mono_ns();
 }
 
 /* True while the loop still has work: it listens, holds requests, or lets nginx finish. */
@@ -717,7 +708,7 @@ loop_running(struct loop *l)
 {
 	if (l->listening || l->busy > 0)
 		return 1;
-	return l->conns != NULL && mono_ns() - l->stop_ns < (uint64_t)STOP_GRACE_MS * 1000000u;
+	return l->conns != NULL && fs_clock_mono_ns() - l->stop_ns < (uint64_t)STOP_GRACE_MS * 1000000u;
 }
 
 static void *

@@ -25,5 +25,13 @@ main(void)
 	fs_clock_format(INT64_C(253402300800000), out);
 	check(strcmp(out, "1970-01-01T00:00:00.000Z") == 0, "a year past 9999 shows as the epoch");
 	check(now > t - 2000 && now < t + 2000, "the clock agrees with time(3)");
+	{
+		uint64_t ns0 = fs_clock_mono_ns();
+		int64_t ms = fs_clock_mono_ms();
+		uint64_t ns1 = fs_clock_mono_ns();
+
+		check(ns1 >= ns0 && (int64_t)(ns0 / 1000000) <= ms && ms <= (int64_t)(ns1 / 1000000),
+		    "the monotonic clock in nanoseconds is the one in milliseconds, never backwards");
+	}
 	return failures == 0 ? 0 : 1;
 }
