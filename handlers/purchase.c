@@ -89,7 +89,22 @@ struct pending {
 	long window_s;
 	enum fs_kafka_delivery verdict;
 	char err[256];
+	/* when it was admitted, went to Redis, came back, was reported (monotonic ns) */
+	uint64_t admitted_ns, sent_ns, reserved_ns, reported_ns;
 };
+
+/* Where a 202's time went (flashsale_purchase_stage_seconds_total). */
+static void
+stages_count(const struct pending *p)
+{
+	uint64_t now = fs_clock_mono_ns();
+
+	fs_metrics_add(FS_M_PURCHASE_STAGE_QUEUED_US, (p->sent_ns - p->admitted_ns) / 1000);
+	fs_metrics_add(FS_M_PURCHASE_STAGE_REDIS_US, (p->reserved_ns - p->sent_ns) / 1000);
+	fs_metrics_add(FS_M_PURCHASE_STAGE_BROKER_US, (p->reported_ns - p->reserved_ns) / 1000);
+	fs_metrics_add(FS_M_PURCHASE_STAGE_ANSWER_US, (now - p->reported_ns) / 1000);
+	fs_metrics_count(FS_M_PURCHASE_STAGED);
+}
 
 /* On the loop that holds the request: 202 once the broker has the order. */
 static void
@@ -100,6 +115,7 @@ finish(void *arg)
 
 	switch (p->verdict) {
 	case FS_KAFKA_DELIVERED:
+		stages_count(p);
 		o->status = FS_ORDER_PENDING;
 		o->expires_ms = o->reserved_ms + (int64_t)p->window_s * 1000;
 		fs_answer_purchase_accepted(p->fcgi, o);
@@ -129,6 +145,7 @@ on_sent(void *arg, enum fs_kafka_delivery verdict, const char *err)
 	struct pending *p = arg;
 
 	p->verdict = verdict;
+	p->reported_ns = fs_clock_mono_ns();
 	snprintf(p->err, sizeof(p->err), "%s", err);
 	fs_fcgi_post(p->fcgi, &p->task);
 }
@@ -219,6 +236,7 @@ batch_end(struct worker *w)
 {
 	size_t n = w->nflight;
 	int replicated = 1, any = 0;
+	uint64_t now;
 
 	if (n == 0)
 		return;
@@ -227,8 +245,11 @@ batch_end(struct worker *w)
 	w->nfds = 0;
 	w->nflight = 0;
 	fs_stock_reserve_end(w->stock);
-	for (size_t i = 0; i < n; i++)
+	now = fs_clock_mono_ns();
+	for (size_t i = 0; i < n; i++) {
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
+		w->flight[i]->reserved_ns = now;
+	}
 	if (any && w->app->redis_wait_ms > 0)
 		replicated = fs_stock_replicate(w->stock, w->app->redis_wait_ms) == 0;
 	for (size_t i = 0; i < n; i++) {
@@ -254,15 +275,18 @@ batch_start(struct worker *w)
 {
 	size_t n = w->nqueued;
 	int64_t deadline;
+	uint64_t now;
 
 	batch_end(w); /* one batch out at a time */
 	memcpy(w->flight, w->queued, n * sizeof(w->queued[0]));
 	w->nflight = n;
 	w->nqueued = 0;
 	fs_metrics_count(FS_M_PURCHASE_RESERVE_ROUNDS);
+	now = fs_clock_mono_ns();
 	for (size_t i = 0; i < n; i++) {
 		const struct fs_order *o = &w->flight[i]->o;
 
+		w->flight[i]->sent_ns = now;
 		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
 			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
 	}
@@ -332,6 +356,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 		return;
 	}
 	o.reserved_ms = fs_clock_now_ms();
+	p->admitted_ns = fs_clock_mono_ns();
 	p->fcgi = fcgi;
 	p->w = w;
 	p->o = o;

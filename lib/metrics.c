@@ -61,6 +61,21 @@ static const struct {
 	[FS_M_PURCHASE_RESERVE_ROUNDS] = { "flashsale_purchase_reserve_rounds_total", NULL,
 	    "Redis pipelines of the purchase handler (one per loop round that admitted purchases): "
 	    "purchases reserved per pipeline is how well concurrent purchases share a round trip." },
+	[FS_M_PURCHASE_STAGE_QUEUED_US] = { "flashsale_purchase_stage_seconds_total",
+	    "stage=\"queued\"",
+	    "Seconds the purchase handler's 202 answers spent in each stage, summed: queued "
+	    "(admitted, waiting for their loop's Redis pipeline), redis (the pipeline's round "
+	    "trip), broker (from the produce call to the delivery report: the producer's linger "
+	    "and the broker's acknowledgement), answer (from the report to the answer on the "
+	    "request's loop). Divided by flashsale_purchase_staged_total, the mean of each.", 1 },
+	[FS_M_PURCHASE_STAGE_REDIS_US] = { "flashsale_purchase_stage_seconds_total",
+	    "stage=\"redis\"", NULL, 1 },
+	[FS_M_PURCHASE_STAGE_BROKER_US] = { "flashsale_purchase_stage_seconds_total",
+	    "stage=\"broker\"", NULL, 1 },
+	[FS_M_PURCHASE_STAGE_ANSWER_US] = { "flashsale_purchase_stage_seconds_total",
+	    "stage=\"answer\"", NULL, 1 },
+	[FS_M_PURCHASE_STAGED] = { "flashsale_purchase_staged_total", NULL,
+	    "202 answers counted in flashsale_purchase_stage_seconds_total." },
 	[FS_M_REDIS_ERRORS] = { "flashsale_redis_errors_total", NULL,
 	    "Redis commands that failed (connection, timeout or error reply)." },
 	[FS_M_REDIS_RECONNECTS] = { "flashsale_redis_reconnects_total", NULL,

@@ -84,6 +84,26 @@ is "$(delta m1 m2 "$(answers 425)")" 1 "metrics: one 425 counted"
 is "$(handler_sold_out m2)" 3 "metrics: three 410, by the handler or by nginx's marker"
 is "$(delta m1 m2 "flashsale_kafka_deliveries_total{$P,outcome=\"delivered\"}")" 5 \
     "metrics: five order messages delivered to Kafka"
+# Where the five 202s' time went, stage by stage: each was answered once
+# its order's produce request left after the producer's linger (2 ms) and
+# came back, and the stages fit in the handler's own time for them.
+stage() { echo "flashsale_purchase_stage_seconds_total{$P,stage=\"$1\"}"; }
+is "$(delta m1 m2 "flashsale_purchase_staged_total{$P}")" 5 "metrics: the five 202s' stages counted"
+for s in queued redis broker answer; do
+	grep -q "^$(stage "$s") " "$ops/m2" && ok "metrics: stage $s is a series" ||
+		not_ok "metrics: stage $s is a series"
+done
+check "metrics: the 202s' Redis round trips took time, and their broker stages each the linger or more" \
+    awk -v r1="$(metric m1 "$(stage redis)")" -v r2="$(metric m2 "$(stage redis)")" \
+    -v b1="$(metric m1 "$(stage broker)")" -v b2="$(metric m2 "$(stage broker)")" \
+    'BEGIN { exit !(r2 > r1 && b2 - b1 >= 5 * 0.002) }'
+# stages SCRAPE: the four stages' seconds together.
+stages() { awk -v p="flashsale_purchase_stage_seconds_total{$P," 'index($1, p) == 1 { t += $2 } END { print t + 0 }' "$ops/$1"; }
+check "metrics: the four stages fit in the handler's time for its requests" \
+    awk -v a="$(stages m1)" -v b="$(stages m2)" \
+    -v t1="$(metric m1 "flashsale_http_request_duration_seconds_sum{$P}")" \
+    -v t2="$(metric m2 "flashsale_http_request_duration_seconds_sum{$P}")" \
+    'BEGIN { exit !(b > a && b - a <= t2 - t1) }'
 # librdkafka's statistics come each second: the five messages' waits in
 # the producer's queue, and the round trips of the requests that took them.
 waits="flashsale_kafka_queue_waits_total{$P}"
