@@ -245,13 +245,14 @@ batch_end(struct worker *w)
 	w->nfds = 0;
 	w->nflight = 0;
 	fs_stock_reserve_end(w->stock);
-	now = fs_clock_mono_ns();
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
-		w->flight[i]->reserved_ns = now;
-	}
 	if (any && w->app->redis_wait_ms > 0)
 		replicated = fs_stock_replicate(w->stock, w->app->redis_wait_ms) == 0;
+	/* The Redis stage ends here, a replica's acknowledgement included. */
+	now = fs_clock_mono_ns();
+	for (size_t i = 0; i < n; i++)
+		w->flight[i]->reserved_ns = now;
 	for (size_t i = 0; i < n; i++) {
 		fs_fcgi_log_tag(w->flight[i]->fcgi);
 		reserved(w->flight[i], &w->asks[i], replicated);

@@ -65,7 +65,7 @@ static const struct {
 	    "stage=\"queued\"",
 	    "Seconds the purchase handler's 202 answers spent in each stage, summed: queued "
 	    "(admitted, waiting for their loop's Redis pipeline), redis (the pipeline's round "
-	    "trip), broker (from the produce call to the delivery report: the producer's linger "
+	    "trip, and a replica's acknowledgement where replicas must have the holds), broker (from the produce call to the delivery report: the producer's linger "
 	    "and the broker's acknowledgement), answer (from the report to the answer on the "
 	    "request's loop). Divided by flashsale_purchase_staged_total, the mean of each.", 1 },
 	[FS_M_PURCHASE_STAGE_REDIS_US] = { "flashsale_purchase_stage_seconds_total",
