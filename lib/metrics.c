@@ -76,6 +76,14 @@ static const struct {
 	    "stage=\"answer\"", NULL, 1 },
 	[FS_M_PURCHASE_STAGED] = { "flashsale_purchase_staged_total", NULL,
 	    "202 answers counted in flashsale_purchase_stage_seconds_total." },
+	[FS_M_SOLDOUT_SUBSCRIPTIONS] = { "flashsale_soldout_listener_subscriptions_total", NULL,
+	    "Subscriptions of the purchase handlers' restock listeners (one per process at its "
+	    "start): each clears every sold-out flag and marker of its process, since restocks "
+	    "may have gone by unheard, so more than one per process is nginx's sold-out fast "
+	    "path lost until the next Redis answer." },
+	[FS_M_SOLDOUT_SILENCES] = { "flashsale_soldout_listener_silences_total", NULL,
+	    "Times a restock listener heard nothing from Redis, not even its PING's answer, "
+	    "within 3 s, and subscribed again." },
 	[FS_M_REDIS_ERRORS] = { "flashsale_redis_errors_total", NULL,
 	    "Redis commands that failed (connection, timeout or error reply)." },
 	[FS_M_REDIS_RECONNECTS] = { "flashsale_redis_reconnects_total", NULL,

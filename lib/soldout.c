@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "lock.h"
 #include "log.h"
+#include "metrics.h"
 #include "redis.h"
 #include "stock.h"
 #include "soldout.h"
@@ -285,6 +286,7 @@ subscribe(fs_soldout *s)
 	}
 	freeReplyObject(reply);
 	atomic_fetch_add(&s->subscriptions, 1);
+	fs_metrics_count(FS_M_SOLDOUT_SUBSCRIPTIONS);
 	return c;
 }
 
@@ -310,6 +312,7 @@ read_restocks(fs_soldout *s, int64_t *swept_ms)
 			ping_ms = now;
 		} else if (ping_ms != 0 && now - ping_ms >= FS_SOLDOUT_PING_DEADLINE_MS) {
 			atomic_fetch_add(&s->silences, 1);
+			fs_metrics_count(FS_M_SOLDOUT_SILENCES);
 			fs_log_warn("restock listener: no answer to PING within %d ms; subscribing again",
 			    FS_SOLDOUT_PING_DEADLINE_MS);
 			return;

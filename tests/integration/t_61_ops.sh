@@ -104,6 +104,10 @@ check "metrics: the four stages fit in the handler's time for its requests" \
     -v t1="$(metric m1 "flashsale_http_request_duration_seconds_sum{$P}")" \
     -v t2="$(metric m2 "flashsale_http_request_duration_seconds_sum{$P}")" \
     'BEGIN { exit !(b > a && b - a <= t2 - t1) }'
+# Every purchase process's restock listener subscribed (the suite restarts
+# the handlers between files: the retired ones count too), and says so.
+check "metrics: the restock listeners' subscriptions counted" \
+    awk -v n="$(metric m2 "flashsale_soldout_listener_subscriptions_total{$P}")" 'BEGIN { exit !(n >= 1) }'
 # librdkafka's statistics come each second: the five messages' waits in
 # the producer's queue, and the round trips of the requests that took them.
 waits="flashsale_kafka_queue_waits_total{$P}"
