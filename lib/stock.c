@@ -947,6 +947,26 @@ batch_layout_after(fs_stock *s, struct batch *b, uint64_t sale, int want_read)
 	return layout_get(s, sale);
 }
 
+/*
+ * A reservation of the batch whose layout l is known: afar when its home
+ * place holds no shard of the item, else its home script appended to calls
+ * and its state set to state.
+ */
+static void
+batch_place(fs_stock *s, struct batch_entry *e, const struct fs_stock_layout *l,
+    struct fs_redis_call *calls, size_t *ncalls, enum batch_state state)
+{
+	reserve_place(&e->a, l);
+	if (!home_has_shard(&e->a)) {
+		e->state = BATCH_AFAR;
+		return;
+	}
+	take_args(&e->tc, l->tags[e->a.home], &e->a, "guard");
+	calls[(*ncalls)++] = (struct fs_redis_call){ .script = s->reserve, .nkeys = KEY__MAX,
+		.argc = KEY__MAX + 7, .argv = e->tc.argv };
+	e->state = state;
+}
+
 void
 fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 {
@@ -982,15 +1002,7 @@ fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 			e->state = BATCH_LAYOUT;
 			continue;
 		}
-		reserve_place(&e->a, l);
-		if (!home_has_shard(&e->a)) {
-			e->state = BATCH_AFAR;
-			continue;
-		}
-		take_args(&e->tc, l->tags[e->a.home], &e->a, "guard");
-		b->calls[b->ncalls++] = (struct fs_redis_call){ .script = s->reserve, .nkeys = KEY__MAX,
-			.argc = KEY__MAX + 7, .argv = e->tc.argv };
-		e->state = BATCH_PIPELINED;
+		batch_place(s, e, l, b->calls, &b->ncalls, BATCH_PIPELINED);
 	}
 	for (size_t r = 0; r < b->nreads; r++)
 		b->calls[b->ncalls++] = (struct fs_redis_call){ .script = s->layout, .nkeys = 1,
@@ -1058,15 +1070,7 @@ batch_late(fs_stock *s, struct batch *b, struct fs_stock_ask *asks, size_t n)
 			ask_done(s, &asks[i], FS_STOCK_ERROR);
 			continue;
 		}
-		reserve_place(&e->a, l);
-		if (!home_has_shard(&e->a)) {
-			e->state = BATCH_AFAR;
-			continue;
-		}
-		take_args(&e->tc, l->tags[e->a.home], &e->a, "guard");
-		b->late[nlate++] = (struct fs_redis_call){ .script = s->reserve, .nkeys = KEY__MAX,
-			.argc = KEY__MAX + 7, .argv = e->tc.argv };
-		e->state = BATCH_LATE;
+		batch_place(s, e, l, b->late, &nlate, BATCH_LATE);
 	}
 	if (nlate > 0)
 		fs_redis_eval_many(s->redis, b->late, nlate);

@@ -459,6 +459,16 @@ begun_at_once(fs_stock *far, struct fs_stock_ask *ask)
 	return ms_since(t0) < 100 && fs_stock_reserve_deadline(far) > 0;
 }
 
+/* Sleeps until the monotonic clock reads t_ms. */
+static void
+pause_until(int64_t t_ms)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	while (fs_clock_mono_ms() < t_ms)
+		nanosleep(&pause, NULL);
+}
+
 /* Ends far's batch once its replies are readable (bounded: 5 s). */
 static void
 end_when_ready(fs_stock *far)
@@ -519,7 +529,7 @@ check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 	check(begun_at_once(far, &ask), "a hung Redis: a batch of a sale never read begins at once");
 	kill(relay.pid, SIGCONT);
 	end_when_ready(far);
-	read_at = fs_clock_now_ms();
+	read_at = fs_clock_mono_ms();
 	check(ask.result == FS_STOCK_RESERVED && ask.hold.left == 1 && strcmp(ask.hold.order_id, ids[0]) == 0,
 	    "once Redis answers, the end reads the layout's reply and reserves");
 
@@ -547,11 +557,7 @@ check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 	    "a batch of a sale never read, at every place and afar: each reserved as fs_stock_reserve would");
 
 	/* The layout this stock read is a second old, no more trusted as it is. */
-	while (fs_clock_now_ms() - read_at < 1000) {
-		struct timespec pause = { 0, 20 * 1000 * 1000 };
-
-		nanosleep(&pause, NULL);
-	}
+	pause_until(read_at + 1000);
 	ask = (struct fs_stock_ask){ .sale = 8, .item = 22, .user = users[1], .order_id = ids[1],
 		.now_ms = fs_clock_now_ms() };
 	kill(relay.pid, SIGSTOP);
@@ -564,11 +570,7 @@ check_layout_in_pipeline(fs_stock *st, const char *sock, const char *top)
 		.now_ms = fs_clock_now_ms() };
 	kill(relay.pid, SIGSTOP);
 	check(begun_at_once(far, &ask), "a hung Redis: a batch of another sale never read begins at once");
-	while (fs_clock_mono_ms() < fs_stock_reserve_deadline(far)) {
-		struct timespec pause = { 0, 20 * 1000 * 1000 };
-
-		nanosleep(&pause, NULL);
-	}
+	pause_until(fs_stock_reserve_deadline(far));
 	t0 = fs_clock_mono_ms();
 	fs_stock_reserve_end(far);
 	check(ask.result == FS_STOCK_ERROR && ms_since(t0) < 500,
