@@ -28,7 +28,11 @@
  * items, and the rare writers (a sale selling out, a restock) are never
  * starved by the stream of readers. An entry carries its sale's end; the
  * listener drops the entries (and markers) of ended sales, so memory
- * follows the live sales, not the process's history.
+ * follows the live sales, not the process's history. An entry, its marker
+ * and the generations change together under the write lock: a restock or
+ * a new subscription cannot fall between a mark's check and its marker, so
+ * nothing leaves an entry without its marker (nginx would never answer for
+ * the item) or a marker of an answer a restock made stale.
  */
 #define CAP_MIN 64
 #define GEN_STRIPES 256 /* restock generations, by item hash: no entry needed */
@@ -165,32 +169,31 @@ marker_remove(fs_soldout *s, uint64_t item)
 void
 fs_soldout_clear(fs_soldout *s, uint64_t item)
 {
-	atomic_fetch_add(gen_of(s, item), 1);
 	pthread_rwlock_wrlock(&s->lock);
+	atomic_fetch_add(gen_of(s, item), 1);
 	drop(s, item);
-	pthread_rwlock_unlock(&s->lock);
 	marker_remove(s, item);
+	pthread_rwlock_unlock(&s->lock);
 }
 
-/* After the listener (re)connects it may have missed restocks: forget all. */
-static void
-clear_all(fs_soldout *s)
+void
+fs_soldout_forget_all(fs_soldout *s)
 {
 	struct dirent *de;
 	DIR *d;
 
+	pthread_rwlock_wrlock(&s->lock);
 	for (size_t i = 0; i < GEN_STRIPES; i++)
 		atomic_fetch_add(&s->gen[i], 1);
-	pthread_rwlock_wrlock(&s->lock);
 	memset(s->tab, 0, s->cap * sizeof(*s->tab));
 	s->n = 0;
+	if (s->dir[0] != '\0' && (d = opendir(s->dir)) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
 	pthread_rwlock_unlock(&s->lock);
-	if (s->dir[0] == '\0' || (d = opendir(s->dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
 }
 
 size_t
@@ -232,9 +235,9 @@ fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
 		s->n -= k;
 		s->full_logged = 0;
 	}
-	pthread_rwlock_unlock(&s->lock);
 	for (size_t i = 0; i < k; i++)
 		marker_remove(s, ended[i]);
+	pthread_rwlock_unlock(&s->lock);
 	free(ended);
 	return k;
 }
@@ -350,7 +353,7 @@ listen_restocks(void *arg)
 			continue;
 		}
 		/* Restocks may have gone by unheard until now: every flag goes. */
-		clear_all(s);
+		fs_soldout_forget_all(s);
 		/* Short read timeouts let the thread notice the stop flag and send its PING. */
 		redisSetTimeout(s->sub, poll_tv);
 		read_restocks(s, &swept_ms);
@@ -445,27 +448,18 @@ void
 fs_soldout_mark(fs_soldout *s, uint64_t item, int64_t sale_end_ms, unsigned gen)
 {
 	char path[600];
-	int fd, added;
+	int fd;
 
-	/* A restock raced this answer: the next request asks Redis. */
-	if (item == 0 || atomic_load(gen_of(s, item)) != gen)
+	if (item == 0)
 		return;
 	pthread_rwlock_wrlock(&s->lock);
-	added = put(s, item, sale_end_ms) == 0;
-	pthread_rwlock_unlock(&s->lock);
-	/* Same check once the entry exists, against a restock in between. */
-	if (!added || atomic_load(gen_of(s, item)) != gen) {
-		fs_soldout_clear(s, item);
-		return;
+	/* A restock or a new subscription since gen was read: stale; the next request asks Redis. */
+	if (atomic_load(gen_of(s, item)) == gen && put(s, item, sale_end_ms) == 0 && s->dir[0] != '\0') {
+		marker_path(s, item, path, sizeof(path));
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+			close(fd);
+		else
+			fs_log_warn("soldout: cannot create %s: %s", path, strerror(errno));
 	}
-	if (s->dir[0] == '\0')
-		return;
-	marker_path(s, item, path, sizeof(path));
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
-		close(fd);
-	else
-		fs_log_warn("soldout: cannot create %s: %s", path, strerror(errno));
-	/* And once the file exists. */
-	if (atomic_load(gen_of(s, item)) != gen)
-		fs_soldout_clear(s, item);
+	pthread_rwlock_unlock(&s->lock);
 }

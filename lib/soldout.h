@@ -34,10 +34,11 @@ typedef struct fs_soldout fs_soldout;
 /*
  * marker_dir may be empty (no marker files). The Redis of cfg (address and
  * credentials) is where fs:restock is published; the listener runs on its
- * own connection (TCP keepalive on), PINGs it when it is quiet for a
- * second, and dials again when it fails or a PING goes unanswered for a
- * second; each (re)subscription drops every flag and marker, since
- * restocks may have gone by unheard. NULL with err set.
+ * own connection (TCP keepalive on), PINGs it when it is quiet for
+ * FS_SOLDOUT_PING_EVERY_MS, and dials again when it fails or a PING goes
+ * unanswered for FS_SOLDOUT_PING_DEADLINE_MS; each (re)subscription drops
+ * every flag and marker (fs_soldout_forget_all), since restocks may have
+ * gone by unheard. NULL with err set.
  */
 fs_soldout *fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err,
     size_t errlen);
@@ -57,6 +58,11 @@ unsigned fs_soldout_generation(fs_soldout *, uint64_t item);
 void fs_soldout_mark(fs_soldout *, uint64_t item, int64_t sale_end_ms, unsigned gen);
 /* Forgets the item's sold-out state here (a unit came back). */
 void fs_soldout_clear(fs_soldout *, uint64_t item);
+/*
+ * Forgets every item and removes every marker; an answer read before it
+ * (its gen older) is then ignored by fs_soldout_mark.
+ */
+void fs_soldout_forget_all(fs_soldout *);
 /*
  * Drops the items of sales ended by now_ms, and their markers, and shrinks
  * the table to what is left; the listener does it every second. Returns how

@@ -3,7 +3,8 @@
  * items of live sales are all remembered in one process, memory follows the
  * live sales (ended ones are dropped with their markers), a restock that
  * races an answer wins, and the markers nginx reads come and go with the
- * entries. The restock listener, on a TCP connection (keepalive on) to a
+ * entries, also when every item is forgotten (a new subscription) while
+ * one is being marked. The restock listener, on a TCP connection (keepalive on) to a
  * Redis behind a relay, notices within its deadline when that connection
  * falls silent (the relay frozen, or severed without a FIN), subscribes
  * again and drops the flags, so a restock it missed is not a sold-out
@@ -12,6 +13,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,96 @@ restocks(void)
 	fs_soldout_sweep(s, END_A);
 	check(!marker_exists(dir, 2) && !marker_exists(dir, 1999), "markers of an ended sale go");
 	fs_soldout_free(s);
+	check(rmdir(dir) == 0, "no marker is left behind");
+}
+
+#define RACE_ROUNDS 20000
+#define RACE_ITEM 77
+
+struct race {
+	fs_soldout *s;
+	pthread_barrier_t start, done;
+	unsigned forget_spin; /* this round's delay before the forget-all */
+};
+
+static void
+spin(unsigned n)
+{
+	for (volatile unsigned i = 0; i < n; i++)
+		;
+}
+
+static void *
+forgetter(void *arg)
+{
+	struct race *r = arg;
+
+	for (int i = 0; i < RACE_ROUNDS; i++) {
+		pthread_barrier_wait(&r->start);
+		spin(r->forget_spin);
+		fs_soldout_forget_all(r->s);
+		pthread_barrier_wait(&r->done);
+	}
+	return NULL;
+}
+
+/*
+ * A forget-all (what the listener does on each new subscription) racing a
+ * mark of one item, at shifting offsets, RACE_ROUNDS times: afterwards the
+ * entry and its marker exist exactly when the mark's gen was read after
+ * the forget-all began (an answer from before it may be stale), never one
+ * without the other. An entry without its marker would keep nginx from
+ * ever answering for the item.
+ */
+static void
+forget_races_mark(void)
+{
+	char dir[] = "/tmp/fs-soldout-race-XXXXXX";
+	struct race r;
+	pthread_t t;
+	unsigned seed = 12345, gen, mark_spin;
+	int bad = 0, after = 0;
+
+	if (mkdtemp(dir) == NULL || (r.s = fs_soldout_new_offline(dir)) == NULL) {
+		check(0, "temporary marker directory");
+		return;
+	}
+	pthread_barrier_init(&r.start, NULL, 2);
+	pthread_barrier_init(&r.done, NULL, 2);
+	if (pthread_create(&t, NULL, forgetter, &r) != 0) {
+		check(0, "the forgetting thread");
+		return;
+	}
+	for (int i = 0; i < RACE_ROUNDS; i++) {
+		int known, marker, fresh;
+
+		seed = seed * 1103515245u + 12345u;
+		r.forget_spin = (seed >> 8) % 4000;
+		mark_spin = (seed >> 20) % 8000;
+		pthread_barrier_wait(&r.start);
+		spin(mark_spin);
+		gen = fs_soldout_generation(r.s, RACE_ITEM);
+		fs_soldout_mark(r.s, RACE_ITEM, END_A, gen);
+		pthread_barrier_wait(&r.done);
+		fresh = gen == fs_soldout_generation(r.s, RACE_ITEM);
+		known = fs_soldout_known(r.s, RACE_ITEM);
+		marker = marker_exists(dir, RACE_ITEM);
+		after += fresh;
+		if (fresh ? !(known && marker) : (known || marker)) {
+			if (bad++ < 3)
+				printf("# round %d: gen %s, entry %d, marker %d\n", i,
+				    fresh ? "read after the forget-all began" : "older", known, marker);
+		}
+		fs_soldout_clear(r.s, RACE_ITEM);
+	}
+	pthread_join(t, NULL);
+	printf("# %d of %d marks read their gen after the forget-all began\n", after, RACE_ROUNDS);
+	check(bad == 0, "a forget-all racing a mark: the entry and its marker both or neither, as "
+			"fresh as the mark's gen, in every round");
+	check(after > 0 && after < RACE_ROUNDS, "the rounds cover both orders");
+	pthread_barrier_destroy(&r.start);
+	pthread_barrier_destroy(&r.done);
+	fs_soldout_free(r.s);
 	check(rmdir(dir) == 0, "no marker is left behind");
 }
 
@@ -240,6 +332,7 @@ main(void)
 {
 	many_items();
 	restocks();
+	forget_races_mark();
 	listener();
 	return failures == 0 ? 0 : 1;
 }
