@@ -376,7 +376,11 @@ out:
 	return rc;
 }
 
-/* Reads the layout of a sale now: as layout_take. */
+/*
+ * Reads the layout of a sale now, as layout_take: with HMGET, not
+ * layout.lua, since a stock made without a datadir (flashsale-admin's) has
+ * no scripts.
+ */
 static int
 layout_read(fs_stock *s, uint64_t sale, struct fs_stock_layout *l)
 {
@@ -1043,9 +1047,9 @@ batch_reads_take(fs_stock *s, struct batch *b)
 		if (rd->rc < 0) {
 			rd->err = s->err;
 			snprintf(rd->errstr, sizeof(rd->errstr), "%s", s->errstr);
-		}
-		else
+		} else {
 			layout_keep(s, &rd->layout, rd->rc, now);
+		}
 	}
 }
 

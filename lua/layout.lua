@@ -1,6 +1,7 @@
 -- The layout of a sale (its places and sharded items) and whether it is
 -- loaded, read by lib/stock.c inside a pipeline of reservations: the same
--- answer as HMGET over the sale settings of its first place.
+-- answer as the HMGET of lib/stock.c's layout_read, which a stock without
+-- scripts (flashsale-admin's) reads them with: keep the two in step.
 --
 -- KEYS[1] fs:{S}:sale   "window" (set by every warm: the sale is loaded),
 --                       "places" and "sharded" (see lib/stock.c)
