@@ -1,7 +1,7 @@
 /*
  * Configuration from the environment: one table names every variable, its
- * meaning and its default, so programs, `flashsale-admin config` and the
- * README agree.
+ * meaning and its default, so programs, `flashsale-admin config` and
+ * flashsale.conf(5) agree.
  */
 #ifndef FS_CFG_H
 #define FS_CFG_H

@@ -30,7 +30,8 @@ env -i PATH="$PATH" "$bindir/flashsale-admin" config 2>/dev/null |
 		sub(/.*\/share\/flashsale$/, "$prefix/share/flashsale", d); print $1, d }' >"$tmp/config"
 grep -oh 'getenv("FLASHSALE_[A-Z_]*")' "$top_srcdir"/lib/*.c "$top_srcdir"/handlers/*.c |
 	sed 's/getenv("\(.*\)")/\1/' | sort -u >"$tmp/getenv"
-sed -n 's/^\.It Ev \(FLASHSALE_[A-Z_]*\) Pq \(Li \)\{0,1\}\(.*\)$/\1 \3/p' \
+# The programs' variables are those of the page's ENVIRONMENT section.
+sed -n '/^\.Sh ENVIRONMENT/,/^\.Sh /s/^\.It Ev \(FLASHSALE_[A-Z_]*\) Pq \(Li \)\{0,1\}\(.*\)$/\1 \3/p' \
 	"$top_srcdir/man/flashsale.conf.5" >"$tmp/man"
 is "$(grep -v -F -f "$tmp/getenv" "$tmp/man")" "$(cat "$tmp/config")" \
 	"flashsale.conf(5) lists the variables and defaults of flashsale-admin config, in order"
@@ -56,6 +57,25 @@ is "$bad_defaults" "" "the commented lines of flashsale.env show the defaults"
 is "$(sed -n 's/^| `\(FLASHSALE_[A-Z_]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
 	"$( (cut -d' ' -f1 "$tmp/config"; cat "$tmp/getenv") | sort)" \
 	"README's configuration table names every variable"
+# Every variable that the local stack's scripts read with a default is in
+# the page's LOCAL STACK section (or, being a program's, in ENVIRONMENT).
+grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/cluster.sh \
+	"$top_srcdir"/deploy/install-deps "$top_srcdir"/deploy/demo |
+	sed 's/^${//; s/:\{0,1\}-$//' | sort -u >"$tmp/stackvars"
+grep '^\.It Ev FLASHSALE_' "$top_srcdir/man/flashsale.conf.5" | grep -o 'FLASHSALE_[A-Z_]*' |
+	sort -u >"$tmp/manvars"
+is "$(comm -23 "$tmp/stackvars" "$tmp/manvars")" "" \
+	"flashsale.conf(5) lists every variable deploy/stack, demo and install-deps read"
+
+# lib/README names the module (or family: stock for stock_reserve.c) of
+# every lib/*.c.
+unlisted=
+for c in "$top_srcdir"/lib/*.c; do
+	m=$(basename "$c" .c)
+	grep -q "^  ${m%%_*} " "$top_srcdir/lib/README" || grep -q "^  $m " "$top_srcdir/lib/README" ||
+		unlisted="$unlisted $m"
+done
+is "$unlisted" "" "lib/README lists the module of every lib/*.c"
 
 # 3. make install into a staging directory.
 dest=$tmp/dest
