@@ -1,9 +1,11 @@
 #!/bin/sh
 # What `make install` delivers, checked the way a packager would (TAP):
-# the manual pages are clean (mandoc -T lint), the environment they, the
-# example environment file and README.md describe is exactly the one the
-# programs read (`flashsale-admin config` plus the variables read with
-# getenv), the installed tree holds every program, script, page and unit,
+# the manual pages are clean (mandoc -T lint), the environment that
+# flashsale.conf(5) and the example environment file describe is exactly
+# the one the programs read (`flashsale-admin config` plus the variables
+# read with getenv) and deploy/stack's (the page's LOCAL STACK), the
+# documents keep no copy of it, lib/README names every module, the
+# installed tree holds every program, script, page and unit,
 # `systemd-analyze verify` accepts the units as installed, and nginx and
 # Varnish accept the production examples, which follow the local templates.
 set -u
@@ -54,9 +56,10 @@ bad_defaults=$(sed -n 's/^#\(FLASHSALE_[A-Z_]*\)=\(.*\)/\1 \2/p' "$env" | while 
 	[ "$val" = "$want" ] || echo "$name=$val (default: $want)"
 done)
 is "$bad_defaults" "" "the commented lines of flashsale.env show the defaults"
-is "$(sed -n 's/^| `\(FLASHSALE_[A-Z_]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
-	"$( (cut -d' ' -f1 "$tmp/config"; cat "$tmp/getenv") | sort)" \
-	"README's configuration table names every variable"
+# Configuration has one reference, the page: no table of variables in the
+# README or docs/.
+is "$(cd "$top_srcdir" && grep -l '^| `FLASHSALE_[A-Z_]*` |' README.md docs/*.md)" "" \
+	"README.md and docs/ leave the table of variables to flashsale.conf(5)"
 # Every variable that the local stack's scripts read with a default is in
 # the page's LOCAL STACK section (or, being a program's, in ENVIRONMENT).
 grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/cluster.sh \
@@ -85,7 +88,7 @@ else
 	not_ok "make install DESTDIR=..." "$(tail -n 20 "$tmp/install.log")"
 fi
 prefix=$(sed -n 's/^prefix = //p' "$bindir/Makefile")
-# The seven programs, and a page for every program installed: a new
+# The programs, and a page for every program installed: a new
 # program needs one.
 programs=$( (echo flashsale-admin flashsale-purchase flashsale-order flashsale-sale \
 	flashsale-signin flashsale-expire flashsale-consumer | tr ' ' '\n'
@@ -103,10 +106,12 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
 	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
 	lib/systemd/system/flashsale-push.service \
-	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf; do
+	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf \
+	share/doc/flashsale/README.md \
+	$(cd "$top_srcdir" && for d in docs/*.md; do echo "share/doc/flashsale/$d"; done); do
 	[ -s "$dest$prefix/$f" ] || missing="$missing $f"
 done
-is "$missing" "" "the install holds the programs, Lua, SQL, static files, pages, units, examples"
+is "$missing" "" "the install holds the programs, Lua, SQL, static files, pages, units, examples, documents"
 
 # 4. The units as installed: systemd-analyze verify against the staging
 # root (with the host's own units for the targets they name), each
@@ -201,10 +206,10 @@ patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
 is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
 	"deploy/production/varnish.vcl has every URL pattern of deploy/varnish.vcl"
 
-# 7. README's "Operating a sale" says what to do for every alert of
+# 7. docs/OPERATING.md's "Running a sale" says what to do for every alert of
 # deploy/prometheus/alerts.yml, and for no other.
 is "$(sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$top_srcdir/deploy/prometheus/alerts.yml" | sort)" \
-	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
-	"README's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
+	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/docs/OPERATING.md" | sort)" \
+	"docs/OPERATING.md's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]
