@@ -45,11 +45,10 @@ write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* Sends an answer's CGI head and body as the records of the request in hand (its send). */
+/* Writes an answer's CGI head and body as the records of the parser's current request. */
 static void
-tconn_send(fs_fcgi *f, const char *head, size_t hlen, const char *body, size_t blen)
+tconn_write(struct tconn *t, const char *head, size_t hlen, const char *body, size_t blen)
 {
-	struct tconn *t = f->conn;
 	size_t len = hlen + blen, size = fs_fcgiproto_answer_size(len);
 	char *data = malloc(len + size);
 	ssize_t n;
@@ -67,6 +66,13 @@ tconn_send(fs_fcgi *f, const char *head, size_t hlen, const char *body, size_t b
 	free(data);
 }
 
+/* A request's send: its answer as records. */
+static void
+tconn_send(fs_fcgi *f, const char *head, size_t hlen, const char *body, size_t blen)
+{
+	tconn_write(f->conn, head, hlen, body, blen);
+}
+
 /* Hands the request that arrived to the service; one the service left unanswered ends empty. */
 static void
 tconn_request(struct fs_fcgi_worker *w, struct tconn *t)
@@ -78,7 +84,7 @@ tconn_request(struct fs_fcgi_worker *w, struct tconn *t)
 	fs_fcgi_request_begin(w, &t->fcgi);
 	if (!t->fcgi.answered) {
 		fs_log_error("fastcgi: a request left unanswered by a thread's service ends empty");
-		tconn_send(&t->fcgi, "", 0, NULL, 0);
+		tconn_write(t, "", 0, NULL, 0);
 	}
 	fs_fcgi_request_end(&t->fcgi);
 	fs_fcgiproto_done(&t->proto);
@@ -100,7 +106,7 @@ tconn_event(struct fs_fcgi_worker *w, struct tconn *t, enum fs_fcgiproto_event e
 		return t->failed || !t->proto.req.keep_conn;
 	case FS_FCGIPROTO_ABORT:
 		/* A thread answers before it reads on: only a request not yet whole is aborted. */
-		tconn_send(&t->fcgi, "", 0, NULL, 0);
+		tconn_write(t, "", 0, NULL, 0);
 		fs_fcgiproto_done(&t->proto);
 		return t->failed || !t->proto.req.keep_conn;
 	case FS_FCGIPROTO_REPLY:

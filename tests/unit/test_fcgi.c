@@ -389,6 +389,15 @@ thread_workers(void)
 	close(lfd);
 	check(pid > 0, "a handler process with worker threads started");
 
+	/* The process's first request is aborted before it is whole (a fuzz finding). */
+	fd = dial_path(thread_path);
+	n = record(req, 1, 4, begin, 8, 0);
+	n += record(req + n, 2, 4, "", 0, 0);
+	send_all(fd, req, n, 0);
+	check(answer_of(fd, 4, ans, sizeof(ans)) == 0 && ans[0] == '\0' && until_closed(fd) == 0,
+	    "threads: a first request aborted before it was whole ends with no output");
+	close(fd);
+
 	fd = dial_path(thread_path);
 	n = record(req, 1, 1, begin, 8, 0);
 	n += record(req + n, 4, 1, huge, sizeof(huge), 0);
