@@ -71,7 +71,6 @@ out:
 	return rc;
 }
 
-
 /*
  * The metadata of one existing topic (at most FS_KAFKA_PARTITIONS_MAX
  * partitions); 0 with *rkt and *md to free, or -1 with err set (what was
@@ -98,6 +97,19 @@ topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, rd_kafka_topic
 		return -1;
 	}
 	return 0;
+}
+
+/* Frees what topic_metadata and a partition list made; NULLs are skipped. */
+static void
+topic_view_free(rd_kafka_topic_partition_list_t *list, const struct rd_kafka_metadata *md,
+    rd_kafka_topic_t *rkt)
+{
+	if (list != NULL)
+		rd_kafka_topic_partition_list_destroy(list);
+	if (md != NULL)
+		rd_kafka_metadata_destroy(md);
+	if (rkt != NULL)
+		rd_kafka_topic_destroy(rkt);
 }
 
 int
@@ -154,12 +166,7 @@ fs_kafka_group_lags(const char *brokers, const char *group, const char *topic, i
 	}
 	partitions = list->cnt;
 out:
-	if (list != NULL)
-		rd_kafka_topic_partition_list_destroy(list);
-	if (md != NULL)
-		rd_kafka_metadata_destroy(md);
-	if (rkt != NULL)
-		rd_kafka_topic_destroy(rkt);
+	topic_view_free(list, md, rkt);
 	rd_kafka_destroy(rk);
 	return partitions;
 }
@@ -306,12 +313,7 @@ fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, l
 	}
 	rc = n;
 out:
-	if (list != NULL)
-		rd_kafka_topic_partition_list_destroy(list);
-	if (md != NULL)
-		rd_kafka_metadata_destroy(md);
-	if (rkt != NULL)
-		rd_kafka_topic_destroy(rkt);
+	topic_view_free(list, md, rkt);
 	rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
 	return rc;
