@@ -97,7 +97,12 @@ fs_fcgi_request_begin(struct fs_fcgi_worker *w, fs_fcgi *f)
 	fs_metrics_gauge_add(FS_M_WORKERS_BUSY, 1);
 	f->request_id = request_id(f);
 	fs_log_request_id(f->request_id);
-	if (!answer_probe(w, f))
+	if (answer_probe(w, f))
+		;
+	else if (f->req->params_truncated)
+		/* Left-out parameters could be the ones handle asks for: refused whole. */
+		fs_fcgi_error(f, FS_ERR_HEADERS_TOO_LARGE, NULL, NULL);
+	else
 		w->svc->handle(f, w->ctx);
 	fs_log_request_id(NULL);
 }

@@ -367,7 +367,7 @@ thread_workers(void)
 {
 	/* name and value lengths 0x7ffffff0 each: their sum is past INT_MAX */
 	static const unsigned char huge[] = { 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, 0xf0, 'N' };
-	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 }, req[2048], head[16];
+	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 }, req[4096], head[16];
 	char ans[8192];
 	int lfd, fd, status;
 	pid_t pid;
@@ -419,6 +419,27 @@ thread_workers(void)
 		contains(ans, "{\"uri\":\"/now\",\"x\":\"next\",\"len\":4}"),
 	    "threads: the next request is answered");
 	check(until_closed(fd) == 0, "threads: a request without FCGI_KEEP_CONN closes its connection");
+	close(fd);
+
+	/* More parameters than the parser keeps (nginx passes every header as one). */
+	fd = dial_path(thread_path);
+	n = record(req, 1, 5, begin, 8, 0);
+	for (int i = 0; i < 70; i++) {
+		char name[16];
+		unsigned char p[64];
+		size_t len;
+
+		snprintf(name, sizeof(name), "HTTP_X_%d", i);
+		len = pair(p, i == 0 ? "REQUEST_METHOD" : name, i == 0 ? "POST" : "v");
+		n += record(req + n, 4, 5, p, len, 0);
+	}
+	n += record(req + n, 4, 5, "", 0, 0);
+	n += record(req + n, 5, 5, "", 0, 0);
+	send_all(fd, req, n, 0);
+	check(answer_of(fd, 5, ans, sizeof(ans)) == 0 &&
+		contains(ans, "Status: 431 Request Header Fields Too Large\r\n") &&
+		contains(ans, "\"HEADERS_TOO_LARGE\""),
+	    "threads: parameters past the parser's limits: 431, not a request with some left out");
 	close(fd);
 
 	kill(pid, SIGTERM);
