@@ -19,13 +19,13 @@ top=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d /tmp/flashsale-includes.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# The module of lib/x.c or handlers/x.h: its family's name when it has one.
+# The module of lib/x.c or handlers/x.h (relative to $top): its family's name when it has one.
 module() {
 	dir=${1%/*}
 	stem=${1##*/}
 	stem=${stem%.[ch]}
 	case $stem in
-	*_*) [ -f "$dir/${stem%%_*}.h" ] && stem=${stem%%_*} ;;
+	*_*) [ -f "$top/$dir/${stem%%_*}.h" ] && stem=${stem%%_*} ;;
 	esac
 	printf '%s/%s\n' "$dir" "$stem"
 }
