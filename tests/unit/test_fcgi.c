@@ -413,11 +413,15 @@ thread_workers(void)
 	check(read_full(fd, head, 16) == 0 && head[1] == 11 && head[2] == 0 && head[3] == 0 &&
 		head[5] == 8 && head[8] == 11,
 	    "threads: an unknown management record is answered FCGI_UNKNOWN_TYPE");
-	n = request(req, 3, 0, "/now", "next", "body");
+	n = request(req, 3, 1, "/now", "next", "body");
 	send_all(fd, req, n, 0);
 	check(answer_of(fd, 3, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
 		contains(ans, "{\"uri\":\"/now\",\"x\":\"next\",\"len\":4}"),
 	    "threads: the next request is answered");
+	n = request(req, 6, 0, "/now", "kept", "");
+	send_all(fd, req, n, 1);
+	check(answer_of(fd, 6, ans, sizeof(ans)) == 0 && contains(ans, "\"x\":\"kept\""),
+	    "threads: a second request on the kept connection, written a byte at a time");
 	check(until_closed(fd) == 0, "threads: a request without FCGI_KEEP_CONN closes its connection");
 	close(fd);
 
