@@ -358,6 +358,29 @@ until_closed(int fd)
 	return n == 0 ? 0 : -1;
 }
 
+/* A process that serves thread_service on a new socket at thread_path, as spawn-fcgi starts one. */
+static pid_t
+threads_process(void)
+{
+	static int app;
+	pid_t pid;
+	int lfd;
+
+	snprintf(thread_path, sizeof(thread_path), "/tmp/test-fcgi-threads.%ld.sock", (long)getpid());
+	if ((lfd = listen_at(thread_path)) < 0) {
+		perror("listen");
+		exit(2);
+	}
+	if ((pid = fork()) == 0) {
+		if (dup2(lfd, 0) != 0)
+			_exit(2);
+		close(lfd);
+		exit(fs_fcgi_serve(&thread_service, &app));
+	}
+	close(lfd);
+	return pid;
+}
+
 /*
  * The worker threads' path in a process of its own, as spawn-fcgi starts a
  * handler: hostile records on one connection, then a request on the next.
@@ -369,24 +392,11 @@ thread_workers(void)
 	static const unsigned char huge[] = { 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, 0xf0, 'N' };
 	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 }, req[4096], head[16];
 	char ans[8192];
-	int lfd, fd, status;
+	int fd, status;
 	pid_t pid;
 	size_t n;
 
-	snprintf(thread_path, sizeof(thread_path), "/tmp/test-fcgi-threads.%ld.sock", (long)getpid());
-	if ((lfd = listen_at(thread_path)) < 0) {
-		perror("listen");
-		exit(2);
-	}
-	if ((pid = fork()) == 0) {
-		static int app;
-
-		if (dup2(lfd, 0) != 0)
-			_exit(2);
-		close(lfd);
-		exit(fs_fcgi_serve(&thread_service, &app));
-	}
-	close(lfd);
+	pid = threads_process();
 	check(pid > 0, "a handler process with worker threads started");
 
 	/* The process's first request is aborted before it is whole (a fuzz finding). */
