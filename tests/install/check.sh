@@ -211,5 +211,9 @@ is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
 is "$(sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$top_srcdir/deploy/prometheus/alerts.yml" | sort)" \
 	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/docs/OPERATING.md" | sort)" \
 	"docs/OPERATING.md's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
+# 8. Includes point one way: no cycle among the files or the modules of
+# lib/ and handlers/ (tests/install/includes.sh names a cycle it finds).
+is "$(sh "$top_srcdir/tests/install/includes.sh" "$top_srcdir" 2>&1)" "" \
+	"no include cycle among the files and modules of lib/ and handlers/"
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]
