@@ -110,7 +110,8 @@ int fs_token_keys_load_demo(fs_token_keys *, const char *dir, int with_secret, c
  * FS_TOKEN_JWKS_RECHECK_MS, and swaps the new keys in for every thread at
  * once; a new file that is refused keeps the keys before it and logs one
  * line. A token whose kid no key has is FS_TOKEN_UNKNOWN_KEY, logged in one
- * line naming the kid (at most one such line a second per process). Call
+ * line naming the kid (a burst of 5 such lines, then one a second per
+ * process). Call
  * before the keys are shared. Returns 0, or -1 with the reason in err
  * (never a key) and nothing changed.
  */

@@ -36,8 +36,9 @@ int fs_token_jwks_find(struct fs_token_jwks *, const char *kid, size_t kidlen,
     struct fs_token_vkey *key);
 
 /*
- * Logs one line naming a kid that no key has, at most one a second per
- * process (the next line counts the ones left out); never the token.
+ * Logs one line naming a kid that no key has, at most 5 at once and then
+ * one a second per process (the next line counts the ones left out); never
+ * the token.
  */
 void fs_token_log_unknown_kid(const char *kid, size_t kidlen);
 

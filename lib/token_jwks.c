@@ -446,23 +446,31 @@ fs_token_jwks_find(struct fs_token_jwks *j, const char *kid, size_t kidlen,
 	return found;
 }
 
-/* When the last unknown-kid line was written, and how many were left out since. */
-static _Atomic int64_t unknown_last_ms = INT64_MIN;
+/*
+ * The unknown-kid lines' budget: a burst of UNKNOWN_BURST, then one a
+ * second (GCRA: the time the budget is next full), and how many lines were
+ * left out since the last one written.
+ */
+#define UNKNOWN_BURST 5
+#define UNKNOWN_EVERY_MS 1000
+static _Atomic int64_t unknown_tat_ms;
 static _Atomic unsigned long unknown_dropped;
 
 void
 fs_token_log_unknown_kid(const char *kid, size_t kidlen)
 {
-	int64_t now = fs_clock_mono_ms(), last = atomic_load(&unknown_last_ms);
+	int64_t now = fs_clock_mono_ms(), tat = atomic_load(&unknown_tat_ms), from;
 	char shown[FS_TOKEN_KID_MAX + 1];
 	size_t i, n = kidlen < FS_TOKEN_KID_MAX ? kidlen : FS_TOKEN_KID_MAX;
 	unsigned long dropped;
 
-	if ((last != INT64_MIN && now - last < 1000) ||
-	    !atomic_compare_exchange_strong(&unknown_last_ms, &last, now)) {
-		atomic_fetch_add(&unknown_dropped, 1);
-		return;
-	}
+	do {
+		from = tat > now ? tat : now;
+		if (from - now > (UNKNOWN_BURST - 1) * UNKNOWN_EVERY_MS) {
+			atomic_fetch_add(&unknown_dropped, 1);
+			return;
+		}
+	} while (!atomic_compare_exchange_weak(&unknown_tat_ms, &tat, from + UNKNOWN_EVERY_MS));
 	/* The kid is the sender's text: show it only as safe characters. */
 	for (i = 0; i < n; i++)
 		shown[i] = fs_token_name_ok(kid + i, 1, 1) ? kid[i] : '?';

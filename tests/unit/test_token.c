@@ -916,23 +916,31 @@ verify_now(const fs_token_keys *keys, const char *tok)
 #define HDR_K(alg, kid) "{\"alg\":\"" alg "\",\"typ\":\"JWT\",\"kid\":\"" kid "\"}"
 
 /*
- * The first unknown kid of the process is logged in one line naming it in
- * safe characters, a second one within the second is not; the token never.
+ * Unknown kids are logged one line each, naming the kid in safe characters,
+ * 5 at once and then one a second, the next line counting those left out;
+ * the token never.
  */
 static void
 test_jwks_log(const fs_token_keys *keys)
 {
-	char path[] = "/tmp/test_token_log.XXXXXX", line[4096], tok[FS_TOKEN_MAX];
-	int fd, saved, lines = 0, named = 0, leaked = 0;
+	char path[] = "/tmp/test_token_log.XXXXXX", line[4096], tok[FS_TOKEN_MAX], hdr[64];
+	int fd, saved, i, refused = 0, lines = 0, named = 0, flood = 0, leaked = 0, counted = 0;
+	struct timespec ts = { 1, 100 * 1000 * 1000 };
 	FILE *f;
 
 	snprintf(tok, sizeof(tok), "%s", craft_ed_sk("{\"alg\":\"EdDSA\",\"kid\":\"x\\\"y\\nz\"}",
 	    ed_sk));
 	if ((fd = mkstemp(path)) == -1 || (saved = dup(2)) == -1 || dup2(fd, 2) == -1)
 		abort();
-	check(verify_now(keys, tok) == FS_TOKEN_UNKNOWN_KEY &&
-	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "other"), ed_sk)) == FS_TOKEN_UNKNOWN_KEY,
-	    "jwks log: unknown kids are refused");
+	refused += verify_now(keys, tok) == FS_TOKEN_UNKNOWN_KEY;
+	for (i = 0; i < 9; i++) {
+		snprintf(hdr, sizeof(hdr), "{\"alg\":\"EdDSA\",\"kid\":\"flood-%d\"}", i);
+		refused += verify_now(keys, craft_ed_sk(hdr, ed_sk)) == FS_TOKEN_UNKNOWN_KEY;
+	}
+	/* The budget earns one line a second back. */
+	nanosleep(&ts, NULL);
+	refused += verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "later"), ed_sk)) ==
+	    FS_TOKEN_UNKNOWN_KEY;
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -940,14 +948,17 @@ test_jwks_log(const fs_token_keys *keys)
 		abort();
 	while (fgets(line, sizeof(line), f) != NULL) {
 		lines++;
-		named += strstr(line, "unknown kid x?y?z\"") != NULL || strstr(line, "unknown kid x?y?z ") != NULL;
-		leaked += strstr(line, strrchr(tok, '.') + 1) != NULL || strstr(line, "other") != NULL;
+		named += strstr(line, "unknown kid x?y?z") != NULL;
+		flood += strstr(line, "unknown kid flood-") != NULL;
+		counted += strstr(line, "unknown kid later (5 more unknown kids not logged)") != NULL;
+		leaked += strstr(line, strrchr(tok, '.') + 1) != NULL;
 	}
 	fclose(f);
 	unlink(path);
-	check(lines == 1 && named == 1 && leaked == 0,
-	    "jwks log: one line names the first unknown kid (quote and newline shown as ?), "
-	    "none for the second within the second, never the token");
+	check(refused == 11, "jwks log: unknown kids are refused");
+	check(lines == 6 && named == 1 && flood == 4 && counted == 1 && leaked == 0,
+	    "jwks log: 5 lines name the first unknown kids (quote and newline shown as ?), "
+	    "the next 5 are left out, a second later one more line counts them; never the token");
 }
 
 /* Keys by kid: OKP and oct, several at once, the algorithm bound to the key. */
