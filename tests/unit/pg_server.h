@@ -164,6 +164,8 @@ test_pg_start(struct test_pg *p, const char *top)
 
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
+	/* The initdb child reopens stdout: what is buffered must not print twice. */
+	fflush(stdout);
 	snprintf(p->dir, sizeof(p->dir), "/tmp/fs-unit-pg-XXXXXX");
 	if (mkdtemp(p->dir) == NULL || (geteuid() == 0 && (pw == NULL ||
 	    chown(p->dir, pw->pw_uid, pw->pw_gid) != 0)))
