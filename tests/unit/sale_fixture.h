@@ -146,19 +146,26 @@ fixture_long(struct fixture *f, const char *sql, const char *param)
 	return v;
 }
 
-/* The status of an order in PostgreSQL ("" when it has no row; a static buffer). */
+/* The one value of a query with one parameter as text ("" when none; a static buffer). */
 static inline const char *
-fixture_status(struct fixture *f, const char *order_id)
+fixture_text(struct fixture *f, const char *sql, const char *param)
 {
-	static char out[16];
-	const char *params[1] = { order_id };
-	PGresult *r = fs_pg_exec(f->pg, "SELECT status FROM orders WHERE id = $1", 1, params);
+	static char out[64];
+	const char *params[1] = { param };
+	PGresult *r = fs_pg_exec(f->pg, sql, 1, params);
 
 	out[0] = '\0';
 	if (r != NULL && PQntuples(r) == 1)
 		snprintf(out, sizeof(out), "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return out;
+}
+
+/* The status of an order in PostgreSQL ("" when it has no row). */
+static inline const char *
+fixture_status(struct fixture *f, const char *order_id)
+{
+	return fixture_text(f, "SELECT status FROM orders WHERE id = $1", order_id);
 }
 
 /* Units left of the item in Redis; -2 when Redis cannot say. */

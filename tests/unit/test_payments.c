@@ -135,19 +135,11 @@ event_of(struct fixture *f, const char *order_id, const char *event_id,
 	return ok ? 0 : -1;
 }
 
-/* The state of the order's payment ("" when none; a static buffer). */
+/* The state of the order's payment ("" when none). */
 static const char *
 payment_state(struct fixture *f, const char *order_id)
 {
-	static char out[32];
-	const char *params[1] = { order_id };
-	PGresult *r = fs_pg_exec(f->pg, "SELECT state FROM payments WHERE order_id = $1", 1, params);
-
-	out[0] = '\0';
-	if (r != NULL && PQntuples(r) == 1)
-		snprintf(out, sizeof(out), "%s", PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return out;
+	return fixture_text(f, "SELECT state FROM payments WHERE order_id = $1", order_id);
 }
 
 struct problems {
