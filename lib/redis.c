@@ -317,8 +317,24 @@ node_ctx(fs_redis *r, int n, int64_t deadline)
 		 sizeof(r->errstr))) == NULL) {
 		r->err = FS_REDIS_ERR_IO;
 		fs_metrics_count(FS_M_REDIS_ERRORS);
+	} else {
+		node->gen++;
 	}
 	return node->ctx;
+}
+
+/*
+ * Commands go to node n's connection: the first since the last
+ * fs_redis_wait names the connection whose writes a WAIT must count (a
+ * WAIT on another one counts that one's writes, none of the first's).
+ */
+static void
+touch(fs_redis *r, int n)
+{
+	if ((r->touched & ((uint64_t)1 << n)) == 0) {
+		r->touched |= (uint64_t)1 << n;
+		r->node[n].wrote_gen = r->node[n].gen;
+	}
 }
 
 /* "host:port" of a CLUSTER SLOTS node entry; an empty or "?" host is asked's. */
@@ -680,7 +696,7 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			r->multi = 2;
 		}
 		r->last = n;
-		r->touched |= (uint64_t)1 << n;
+		touch(r, n);
 		if ((reply = send_cmd(c, ask >= 0, cmd, len)) == NULL) {
 			answer_lost(r, n, c);
 			r->multi = 0;
@@ -953,7 +969,7 @@ pipeline_send(fs_redis *r, int n, struct fs_redis_call *calls, size_t ncalls, in
 		return;
 	}
 	r->last = n;
-	r->touched |= (uint64_t)1 << n;
+	touch(r, n);
 	for (size_t i = 0; i < ncalls; i++) {
 		if (calls[i].node == n &&
 		    redisAppendFormattedCommand(c, calls[i].cmd, (size_t)calls[i].len) != REDIS_OK) {
@@ -1141,8 +1157,12 @@ wait_on(fs_redis *r, int n, int numreplicas, int timeout_ms)
 	redisReply *x;
 	long acked = -1;
 
-	/* A connection lost since the write: what it wrote may be lost too. */
-	if (c == NULL || c->err != 0) {
+	/*
+	 * A connection lost since the write: what it wrote may be lost too, and
+	 * a WAIT on the connection that replaced it (its own write offset 0)
+	 * would count none of it.
+	 */
+	if (c == NULL || c->err != 0 || r->node[n].gen != r->node[n].wrote_gen) {
 		set_err(r, FS_REDIS_ERR_IO, "redis WAIT", "the connection of the write is gone");
 		return -1;
 	}
