@@ -1807,6 +1807,26 @@ warm_exec(fs_stock *s, char (*tags)[FS_STOCK_TAG_MAX], int ntags,
 	return changed;
 }
 
+/*
+ * 1 when two of the places in tags are on one master (or a place's master
+ * is not known), 0 when each has a master (a connection) of its own.
+ */
+static int
+places_share_master(const fs_stock *s, char (*tags)[FS_STOCK_TAG_MAX], int ntags)
+{
+	int node[2 * FS_STOCK_SHARDS_MAX];
+	unsigned slot;
+
+	for (int t = 0; t < ntags; t++) {
+		if ((node[t] = node_of(s, tags[t], &slot, NULL, 0)) < 0)
+			return 1;
+		for (int u = 0; u < t; u++)
+			if (node[u] == node[t])
+				return 1;
+	}
+	return 0;
+}
+
 int
 fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
 {
@@ -1831,10 +1851,21 @@ fs_stock_warm(fs_stock *s, uint64_t sale, const struct fs_stock_warm *w)
 	 * MULTI per place (a transaction stays in one slot): a place whose
 	 * watched keys changed is written again with all the others by the
 	 * next attempt, and purchases meanwhile meet the places of one warm or
-	 * the other. XXX Places sharing a master share its connection, whose
-	 * first EXEC ends the watch of the others.
+	 * the other. Places sharing a master share its connection, whose first
+	 * EXEC ends the watch of the others: a purchase there before its EXEC
+	 * would be overwritten. So such a warm runs only while no purchase
+	 * can (before the sale opens, or after it ended); an open sale is
+	 * refused before anything is written.
 	 */
 	cluster = fs_redis_is_cluster(s->redis);
+	if (cluster && w->open && places_share_master(s, tags, ntags)) {
+		s->err = FS_STOCK_ERR_REPLY;
+		snprintf(s->errstr, sizeof(s->errstr),
+		    "warm: sale %" PRIu64 " is open and %d of its places share a Redis master, "
+		    "where one transaction cannot guard them all: warm it before it opens or once "
+		    "it has ended", sale, ntags);
+		goto out;
+	}
 	for (int t = 0; t < (cluster ? ntags : 1); t++) {
 		rc = cluster ? warm_exec(s, &tags[t], 1, &old, &now, w) :
 			       warm_exec(s, tags, ntags, &old, &now, w);
