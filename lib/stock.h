@@ -1,8 +1,9 @@
 /*
  * The Redis layout of a sale, and its one owner: every key, command,
- * script and record format of the stock lives in stock.c and the scripts
- * it loads (lua/reserve.lua, release.lua, forget.lua, guard.lua,
- * layout.lua). Nobody else sends Redis a command about a sale.
+ * script and record format of the stock lives in the stock family
+ * (stock*.c, lib/README) and the scripts it loads (lua/reserve.lua,
+ * release.lua, forget.lua, guard.lua, layout.lua). Nobody else sends Redis
+ * a command about a sale.
  *
  * A sale lives in one or more places; a place is a hash tag, and so one
  * Redis Cluster slot that one script sees whole. The first place's tag is
