@@ -318,6 +318,134 @@ pause_before_retry(int64_t deadline, int *pause_ms)
 	return 0;
 }
 
+/* Where run stands between its tries of one command. */
+struct run_state {
+	int64_t deadline;
+	int ask;      /* the node an ASK named (-1: none) */
+	int pause_ms; /* the next pause before a retry */
+	int loaded;   /* the script was loaded on a NOSCRIPT once already */
+};
+
+/*
+ * In a cluster, the MULTI held back until the first key named its node:
+ * sent to node n (connection c) now. 0, or -1 with err set.
+ */
+static int
+multi_now(fs_redis *r, int n, redisContext *c)
+{
+	redisReply *x;
+
+	if ((x = redisCommand(c, "MULTI")) == NULL) {
+		fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis MULTI", c->errstr);
+		fs_redis_node_drop(r, n);
+		r->multi = 0;
+		return -1;
+	}
+	if (x->type == REDIS_REPLY_ERROR) {
+		fs_redis_set_err(r, FS_REDIS_ERR_REPLY, "redis MULTI", x->str);
+		freeReplyObject(x);
+		r->multi = 0;
+		return -1;
+	}
+	freeReplyObject(x);
+	r->multi = 2;
+	return 0;
+}
+
+/*
+ * The node a try of a command goes to and its connection: the map looked
+ * at first when it must be. NULL when this try cannot be made: *again
+ * says whether another may follow (err set either way).
+ */
+static redisContext *
+try_node(fs_redis *r, struct run_state *st, const char *key, size_t keylen, int *n, int *again)
+{
+	/* One Redis at one address fails at once when away, as it always did. */
+	int retry_away = r->cluster == 1 || r->nseeds > 1;
+	redisContext *c;
+
+	*again = 0;
+	if ((r->cluster < 0 || r->stale) && r->multi != 2 &&
+	    fs_redis_refresh(r, st->deadline) != 0 && r->cluster < 0) {
+		*again = retry_away && pause_before_retry(st->deadline, &st->pause_ms) == 0;
+		return NULL;
+	}
+	*n = st->ask >= 0 ? st->ask : fs_redis_route(r, key, keylen);
+	if ((c = fs_redis_node_ctx(r, *n, st->deadline)) == NULL) {
+		/* Not sent: the node may have died; another may own the slot soon. */
+		if (!retry_away || r->multi == 2 || pause_before_retry(st->deadline, &st->pause_ms) != 0)
+			return NULL;
+		*again = 1;
+		r->stale = 1;
+		if (r->last == *n)
+			r->last = -1; /* commands without a key go to a live master */
+	}
+	return c;
+}
+
+/*
+ * An error reply from node n (connection c) to a command: what can be
+ * healed is (a script the node lacks loaded, a redirect followed, a
+ * passing state waited out) and the command is tried again (1); otherwise
+ * the error stands (0, err set). The reply is freed.
+ */
+static int
+after_error(fs_redis *r, struct run_state *st, int n, redisContext *c, redisReply *reply,
+    enum cmd_kind kind, int script)
+{
+	char addr[FS_REDIS_ADDR_MAX];
+	int was_ask = st->ask, m;
+	unsigned slot;
+	redisReply *x;
+
+	st->ask = -1;
+	if (r->multi == 2 || kind == CMD_ENDTX) {
+		/* Inside a transaction nothing is followed: EXEC will refuse. */
+	} else if (script >= 0 && !st->loaded && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+		/* The node lacks the script (new, restarted, promoted): load it there. */
+		freeReplyObject(reply);
+		x = redisCommand(c, "SCRIPT LOAD %s", r->script[script].body);
+		st->loaded = 1;
+		if (x == NULL) {
+			fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis SCRIPT LOAD", c->errstr);
+			fs_redis_node_drop(r, n);
+			return 0;
+		}
+		freeReplyObject(x);
+		st->ask = was_ask;
+		return 1;
+	} else {
+		switch (fs_redis_redirect_of(r, n, reply->str, &slot, addr, sizeof(addr))) {
+		case FS_REDIS_MOVED:
+			if ((m = fs_redis_node_at(r, addr)) >= 0) {
+				fs_redis_moved(r, slot, m);
+				freeReplyObject(reply);
+				return 1;
+			}
+			break;
+		case FS_REDIS_ASK:
+			if ((st->ask = fs_redis_node_at(r, addr)) >= 0) {
+				freeReplyObject(reply);
+				return 1;
+			}
+			break;
+		default:
+			if (fs_redis_is_retryable(reply->str)) {
+				fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis", reply->str);
+				freeReplyObject(reply);
+				if (pause_before_retry(st->deadline, &st->pause_ms) != 0)
+					return 0;
+				r->stale = r->cluster == 1;
+				return 1;
+			}
+			break;
+		}
+	}
+	fs_redis_set_err(r, FS_REDIS_ERR_REPLY, "redis error", reply->str);
+	freeReplyObject(reply);
+	return 0;
+}
+
 /*
  * Runs a formatted command where it belongs, following redirects and
  * retrying what never ran (see the header), within FS_REDIS_TIMEOUT_MS and
@@ -328,57 +456,27 @@ static redisReply *
 run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *key, size_t keylen,
     int script)
 {
-	int64_t deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
-	char addr[FS_REDIS_ADDR_MAX];
-	int ask = -1, was_ask, pause_ms = PAUSE_FIRST_MS, loaded = 0;
-	unsigned slot;
+	struct run_state st = { fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS, -1, PAUSE_FIRST_MS, 0 };
 
 	fs_redis_settle(r);
 	r->err = FS_REDIS_OK;
 	r->errstr[0] = '\0';
-	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && fs_clock_mono_ms() < deadline;
+	for (int attempt = 0; attempt < FS_REDIS_ATTEMPTS_MAX && fs_clock_mono_ms() < st.deadline;
 	     attempt++) {
-		/* One Redis at one address fails at once when away, as it always did. */
-		int retry_away = r->cluster == 1 || r->nseeds > 1;
 		redisContext *c;
-		redisReply *reply, *x;
-		int n;
+		redisReply *reply;
+		int n = -1, again;
 
-		if ((r->cluster < 0 || r->stale) && r->multi != 2 && fs_redis_refresh(r, deadline) != 0 &&
-		    r->cluster < 0) {
-			if (!retry_away || pause_before_retry(deadline, &pause_ms) != 0)
-				break;
-			continue;
+		if ((c = try_node(r, &st, key, keylen, &n, &again)) == NULL) {
+			if (again)
+				continue;
+			break;
 		}
-		n = ask >= 0 ? ask : fs_redis_route(r, key, keylen);
-		if ((c = fs_redis_node_ctx(r, n, deadline)) == NULL) {
-			/* Not sent: the node may have died; another may own the slot soon. */
-			if (!retry_away || r->multi == 2 || pause_before_retry(deadline, &pause_ms) != 0)
-				break;
-			r->stale = 1;
-			if (r->last == n)
-				r->last = -1; /* commands without a key go to a live master */
-			continue;
-		}
-		if (r->multi == 1) {
-			if ((x = redisCommand(c, "MULTI")) == NULL) {
-				fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis MULTI", c->errstr);
-				fs_redis_node_drop(r, n);
-				r->multi = 0;
-				return NULL;
-			}
-			if (x->type == REDIS_REPLY_ERROR) {
-				fs_redis_set_err(r, FS_REDIS_ERR_REPLY, "redis MULTI", x->str);
-				freeReplyObject(x);
-				r->multi = 0;
-				return NULL;
-			}
-			freeReplyObject(x);
-			r->multi = 2;
-		}
+		if (r->multi == 1 && multi_now(r, n, c) != 0)
+			return NULL;
 		r->last = n;
 		fs_redis_touch(r, n);
-		if ((reply = send_cmd(c, ask >= 0, cmd, len)) == NULL) {
+		if ((reply = send_cmd(c, st.ask >= 0, cmd, len)) == NULL) {
 			fs_redis_answer_lost(r, n, c);
 			r->multi = 0;
 			return NULL;
@@ -392,53 +490,8 @@ run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *ke
 			r->errstr[0] = '\0';
 			return reply;
 		}
-		was_ask = ask;
-		ask = -1;
-		if (r->multi == 2 || kind == CMD_ENDTX) {
-			/* Inside a transaction nothing is followed: EXEC will refuse. */
-		} else if (script >= 0 && !loaded && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-			/* The node lacks the script (new, restarted, promoted): load it there. */
-			freeReplyObject(reply);
-			x = redisCommand(c, "SCRIPT LOAD %s", r->script[script].body);
-			loaded = 1;
-			if (x == NULL) {
-				fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis SCRIPT LOAD", c->errstr);
-				fs_redis_node_drop(r, n);
-				return NULL;
-			}
-			freeReplyObject(x);
-			ask = was_ask;
-			continue;
-		} else {
-			switch (fs_redis_redirect_of(r, n, reply->str, &slot, addr, sizeof(addr))) {
-			case FS_REDIS_MOVED:
-				if ((n = fs_redis_node_at(r, addr)) >= 0) {
-					fs_redis_moved(r, slot, n);
-					freeReplyObject(reply);
-					continue;
-				}
-				break;
-			case FS_REDIS_ASK:
-				if ((ask = fs_redis_node_at(r, addr)) >= 0) {
-					freeReplyObject(reply);
-					continue;
-				}
-				break;
-			default:
-				if (fs_redis_is_retryable(reply->str)) {
-					fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis", reply->str);
-					freeReplyObject(reply);
-					if (pause_before_retry(deadline, &pause_ms) != 0)
-						return NULL;
-					r->stale = r->cluster == 1;
-					continue;
-				}
-				break;
-			}
-		}
-		fs_redis_set_err(r, FS_REDIS_ERR_REPLY, "redis error", reply->str);
-		freeReplyObject(reply);
-		return NULL;
+		if (!after_error(r, &st, n, c, reply, kind, script))
+			return NULL;
 	}
 	if (r->err == FS_REDIS_OK)
 		fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis", "no node took the command in time");
