@@ -328,33 +328,27 @@ client_gone(struct test_redis *srv, const char *name)
 
 	snprintf(want, sizeof(want), "name=%s ", name);
 	for (int i = 0; i < 500 && !gone; i++) {
-		redisContext *c = redisConnectUnix(srv->sock);
-		redisReply *x = c != NULL && c->err == 0 ? redisCommand(c, "CLIENT LIST") : NULL;
+		redisReply *x = test_redis_cmd(srv, "CLIENT LIST");
 		struct timespec step = { 0, 10 * 1000000L };
 
 		gone = x != NULL && x->type == REDIS_REPLY_STRING && strstr(x->str, want) == NULL;
 		if (x != NULL)
 			freeReplyObject(x);
-		if (c != NULL)
-			redisFree(c);
 		if (!gone)
 			nanosleep(&step, NULL);
 	}
 	return gone;
 }
 
-/* CLIENT KILL ID id on the server of srv, from a connection of its own; 1 when killed. */
+/* CLIENT KILL ID id on the server of srv; 1 when killed. */
 static int
 client_kill(struct test_redis *srv, long long id)
 {
-	redisContext *c = redisConnectUnix(srv->sock);
-	redisReply *x = c != NULL && c->err == 0 ? redisCommand(c, "CLIENT KILL ID %lld", id) : NULL;
+	redisReply *x = test_redis_cmd(srv, "CLIENT KILL ID %lld", id);
 	int killed = x != NULL && x->type == REDIS_REPLY_INTEGER && x->integer == 1;
 
 	if (x != NULL)
 		freeReplyObject(x);
-	if (c != NULL)
-		redisFree(c);
 	return killed;
 }
 
