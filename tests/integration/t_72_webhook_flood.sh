@@ -42,29 +42,33 @@ done
 wf_url=$(json_get "$(cat "$wf_dir/checkout.body")" redirectUrl)
 is "$(cut -d' ' -f1 "$wf_dir/base" | sort -u | tr '\n' ' ')" "200 " "seven checkouts answer 200 (baseline)"
 
-# The flood: up to 4,000 unsigned events from one address through the edge,
-# 16 at a time, each marked in its query for the access log; bounded by
-# timeout, stopped by its PID once the checkouts are measured.
+# The flood: up to 20,000 unsigned events from one address through the
+# edge, 16 at a time, each marked in its query for the access log; bounded
+# by timeout (30 s), stopped by its PID once the checkouts and the payment
+# are done.
 wf_log=$FLASHSALE_STATE/log/nginx-access.log
 wf_started=$(date +%s)
 timeout 30 curl -s -Z --parallel-max 16 -m 5 -X POST -H 'Content-Type: application/json' \
     -H 'Provider-Signature: t=1,v1=00' --data-binary '{"id":"evt_flood","type":"payment.succeeded"}' \
-    -o /dev/null -w '%{http_code}\n' "$FLASHSALE_EDGE_URL/api/flash-sales/payments/webhook?t72-flood-[1-4000]" \
-    >"$wf_dir/flood" 2>/dev/null &
+    -o /dev/null "$FLASHSALE_EDGE_URL/api/flash-sales/payments/webhook?t72-flood-[1-20000]" \
+    >/dev/null 2>&1 &
 wf_flood=$!
 p_until 10 yes sh -c "grep -q 't72-flood-' '$wf_log' && echo yes" || diag "the flood did not reach nginx"
 
-# Under the flood: the shopper pays at the provider (its webhook meets the
-# flood's address's limit) and checks out seven times.
-is "$(p_press "$wf_url" pay)" "303" "the shopper pays at the provider during the flood"
+# Under the flood: the shopper checks out seven times, then pays at the
+# provider, whose webhook meets the limit of the flood's address.
 : >"$wf_dir/flooded"
 for i in 1 2 3 4 5 6 7; do
 	wf_checkout >>"$wf_dir/flooded"
 done
+is "$(p_press "$wf_url" pay)" "303" "the shopper pays at the provider during the flood"
+wf_pay=$(p_payment_of "$wf_oid" | cut -d' ' -f1)
+wf_attempted() { [ "$(p_at_provider "$wf_pay" attempts)" -ge 1 ] 2>/dev/null && echo yes; }
+p_until 10 yes wf_attempted || diag "the provider sent no webhook within 10 s"
 if kill -0 "$wf_flood" 2>/dev/null; then
-	ok "the flood lasted through the checkouts"
+	ok "the flood lasted through the checkouts and the payment"
 else
-	not_ok "the flood lasted through the checkouts" "it ended first: $(wc -l <"$wf_dir/flood") requests"
+	not_ok "the flood lasted through the checkouts and the payment" "it ended first"
 fi
 kill "$wf_flood" 2>/dev/null
 wait "$wf_flood" 2>/dev/null
@@ -82,10 +86,12 @@ else
 fi
 
 # nginx refused the flood: the handler saw at most the burst and the rate
-# over the flood's seconds; everything else was 429.
+# over the flood's seconds; everything else was 429. Counted in nginx's
+# access log (curl's own output of a killed run is lost in its buffer).
+grep 't72-flood-' "$wf_log" >"$wf_dir/flood"
 wf_sent=$(grep -c . "$wf_dir/flood")
-wf_429=$(grep -c '^429$' "$wf_dir/flood")
-wf_reached=$(grep 't72-flood-' "$wf_log" | grep -c 'upstream=unix:')
+wf_429=$(grep -c '" 429 .* upstream=- ' "$wf_dir/flood")
+wf_reached=$(grep -c 'upstream=unix:' "$wf_dir/flood")
 wf_bound=$((wf_burst + wf_rate * wf_elapsed))
 diag "flood: $wf_sent answered in ${wf_elapsed}s, $wf_429 of them 429, $wf_reached reached the handler (bound $wf_bound)"
 if [ "$wf_reached" -le "$wf_bound" ] && [ "$wf_429" -ge $((wf_sent - wf_bound)) ] && [ "$wf_429" -gt 0 ]; then
@@ -94,8 +100,8 @@ else
 	not_ok "the flood got 429 from nginx: at most burst + rate x seconds reached the handler" \
 	    "$wf_reached reached (bound $wf_bound), $wf_429 of $wf_sent got 429"
 fi
-is "$(grep -v '^429$' "$wf_dir/flood" | grep -v '^000$' | grep -v '^4' | sort -u | tr '\n' ' ')" "" \
-    "the flood's other answers are the handler's refusals (4xx)"
+is "$(grep 'upstream=unix:' "$wf_dir/flood" | grep -v '" 4[0-9][0-9] ' | head -n 3)" "" \
+    "the flood's requests that reached the handler were refused (4xx)"
 
 # The provider's real signed webhook (retried after a 429) makes it PAID.
 if p_until 40 PAID p_status "$wf_oid"; then
@@ -103,7 +109,6 @@ if p_until 40 PAID p_status "$wf_oid"; then
 else
 	not_ok "the provider's signed webhook gets through: the order is PAID" "order is $p_out"
 fi
-wf_pay=$(p_payment_of "$wf_oid" | cut -d' ' -f1)
 diag "the provider's webhook took $(p_at_provider "$wf_pay" attempts) attempt(s)"
 
 "$wf_stack" restart nginx >/dev/null || diag "nginx did not restart with the suite's limits"
