@@ -9,11 +9,11 @@ ul_edge=$FLASHSALE_EDGE_URL
 ul_alog=$FLASHSALE_STATE/log/nginx-access.log
 
 # ul_doc SALE [BASE]: "STATUS BODY-WITHOUT-AT" of the document (origin by
-# default); ul_at is its "at" member.
+# default); its "at" member goes to the file ul-at (ul_doc runs in $(...)).
 ul_doc() {
 	ul_ans=$(http GET "/api/flash-sales/sales/$1/stock" "" "${2:-$ul_origin}")
 	ul_body=${ul_ans#* }
-	ul_at=$(json_get "$ul_body" at)
+	json_get "$ul_body" at >"$FLASHSALE_STATE/ul-at"
 	printf '%s %s' "${ul_ans%% *}" "${ul_body%,\"at\":*}"
 }
 # ul_expect SALE ITEM QUANTITY LEFT SOLDOUT: the exact document expected.
@@ -46,6 +46,7 @@ ul_path=$(purchase_path "$ul_sale")
 is "$(ul_doc "$ul_sale")" "$(ul_expect "$ul_sale" "$ul_item" 3 3 false)" \
     "units left: quantity 3, 3 left, not sold out"
 ul_now=$(date -u +%Y-%m-%dT%H:%M)
+ul_at=$(cat "$FLASHSALE_STATE/ul-at")
 case "$ul_at" in
 "$ul_now"*Z | "$(date -u -d '-1 min' +%Y-%m-%dT%H:%M)"*Z) ok "units left: at is the server's time ($ul_at)" ;;
 *) not_ok "units left: at is the server's time" "at $ul_at, now $ul_now" ;;
