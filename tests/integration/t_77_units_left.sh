@@ -105,7 +105,7 @@ ul_h=$(curl -s -o /dev/null -D - "$ul_edge/api/flash-sales/sales/$ul_sale/stock?
 is "$(printf '%s\n' "$ul_h" | sed -n 's/^X-Cache: //Ip')" "HIT" "a query string does not bust the edge's copy"
 
 # --- A crowd polling through the edge: a bounded loopback burst (rounds
-# of 200 requests, 50 at once, for 5 seconds, at most 40 rounds) costs the
+# of 200 requests, 50 at once, for 5 seconds, at most 100 rounds) costs the
 # origin about one request a second.
 # ul_burst_cfg COUNT: a curl config of COUNT GETs of the document through the edge.
 ul_burst_cfg() {
@@ -122,7 +122,7 @@ ul_burst_cfg 200
 ul_before=$(wc -l <"$ul_alog")
 ul_t0=$(date +%s%N)
 ul_rounds=0 ul_took=0
-while [ "$ul_took" -lt 5000 ] && [ $ul_rounds -lt 40 ]; do
+while [ "$ul_took" -lt 5000 ] && [ $ul_rounds -lt 100 ]; do
 	curl -s -Z --parallel-max 50 -K "$FLASHSALE_STATE/ul-burst.cfg" >>"$FLASHSALE_STATE/ul-burst.out" 2>/dev/null
 	ul_rounds=$((ul_rounds + 1))
 	ul_took=$((($(date +%s%N) - ul_t0) / 1000000))
