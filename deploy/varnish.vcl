@@ -4,10 +4,10 @@ vcl 4.1;
 # into $FLASHSALE_STATE/conf/varnish.vcl, filling in the origin port; the
 # cluster topology's lines take two origin hosts instead of one.
 #
-# Cached: static files, the two public sale documents, and an item's
-# sold-out answer to a purchase (410, for at most a second). Passed: every
-# other /api/ request (per user, or not GET/HEAD). Piped: the order events
-# stream. Refused: the operator endpoints (expiry, /metrics, /healthz,
+# Cached: static files, the public sale documents (sale, reveal, units
+# left), and an item's sold-out answer to a purchase (410, for at most a
+# second). Passed: every other /api/ request (per user, or not GET/HEAD).
+# Piped: the order events stream. Refused: the operator endpoints (expiry, /metrics, /healthz,
 # /readyz) and the nchan publisher.
 
 import std;
@@ -150,7 +150,7 @@ sub vcl_recv {
 		return (pass);
 	}
 	if (req.url ~ "^/api/") {
-		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal)?(\?|$)") {
+		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal|/stock)?(\?|$)") {
 			# Public documents: the same for everyone, so a query string
 			# or a token must not split (or bust) the cache.
 			unset req.http.Authorization;
@@ -230,6 +230,16 @@ sub vcl_backend_response {
 	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/reveal$") {
 		set beresp.ttl = 1s;
 		set beresp.grace = 0s;
+		return (deliver);
+	}
+	# The units left document follows the origin's Cache-Control (max-age=1)
+	# with a grace of one second: right after it expires the polling
+	# crowd gets the copy just expired while one background fetch
+	# refreshes it, so no shopper waits on the origin and the origin sees
+	# about one request per second; a figure is at most about 2 s old.
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/stock$") {
+		set beresp.grace = 1s;
+		set beresp.keep = 0s;
 		return (deliver);
 	}
 	# The sale document follows the origin's Cache-Control; its serverTime

@@ -6,6 +6,8 @@
  *       prices, states and the server's clock (public, max-age=1)
  *   GET /api/flash-sales/sales/{saleId}/reveal  the signed purchase URLs,
  *       from the start instant on (public, max-age=1); 425 before it
+ *   GET /api/flash-sales/sales/{saleId}/stock   units left per item, read
+ *       from Redis at every request (public, max-age=1)
  *
  * Every edge asks about once a second whatever the number of shoppers, and
  * each worker thread keeps what it read for a second too, so PostgreSQL
@@ -13,7 +15,9 @@
  * in the last moment before the start is held until the start instant and
  * then answered: the edge, which coalesces the shoppers waiting for it,
  * hands the URLs to all of them at once, and never has a "not started"
- * answer cached past the start.
+ * answer cached past the start. The units left are the one live figure:
+ * the sale's items come from the thread's cache, their counts from one
+ * Redis round trip per request, which the edge makes about once a second.
  */
 #include "config.h"
 
@@ -38,6 +42,7 @@
 #include "sales.h"
 
 #define REVEAL_SUFFIX "/reveal"
+#define STOCK_SUFFIX "/stock"
 
 /* How long a worker thread reuses what it read about a sale. */
 #define CACHE_MS 1000
@@ -57,7 +62,7 @@
 /* Bytes of BLAKE2b in an ETag. */
 #define TAG_BYTES 16
 
-enum doc_kind { DOC_SALE, DOC_REVEAL, DOC__MAX };
+enum doc_kind { DOC_SALE, DOC_REVEAL, DOC_STOCK, DOC__MAX };
 
 enum item_state { ITEM_UPCOMING, ITEM_ON_SALE, ITEM_SOLD_OUT, ITEM_ENDED, ITEM_STATE__MAX };
 
@@ -119,7 +124,7 @@ sleep_ms(int64_t ms)
 		;
 }
 
-/* The sale id and document of /api/flash-sales/sales/{saleId}[/reveal]; 0 or -1. */
+/* The sale id and document of /api/flash-sales/sales/{saleId}[/reveal|/stock]; 0 or -1. */
 static int
 parse_path(const char *path, uint64_t *sale, enum doc_kind *kind)
 {
@@ -131,6 +136,8 @@ parse_path(const char *path, uint64_t *sale, enum doc_kind *kind)
 		*kind = DOC_SALE;
 	else if (strcmp(rest, REVEAL_SUFFIX) == 0)
 		*kind = DOC_REVEAL;
+	else if (strcmp(rest, STOCK_SUFFIX) == 0)
+		*kind = DOC_STOCK;
 	else
 		return -1;
 	return 0;
@@ -140,7 +147,7 @@ parse_path(const char *path, uint64_t *sale, enum doc_kind *kind)
  * The sale as read within the last CACHE_MS, or read now. NULL when it
  * cannot be read.
  */
-static const struct fs_sale *
+static struct fs_sale *
 get_sale(struct worker *w, uint64_t sale, int64_t now)
 {
 	struct cached_sale *slot = &w->cache[0];
@@ -200,6 +207,25 @@ answer_json(fs_fcgi *fcgi, json_object *doc, int weak, const char *tag_source)
 }
 
 /*
+ * Answers doc (and frees it) with the clock reading added as its last
+ * member, name: time. Its ETag is weak and leaves the time out, so two
+ * answers with the same tag differ only in the clock reading.
+ */
+static void
+answer_timed(fs_fcgi *fcgi, json_object *doc, const char *name, json_object *time)
+{
+	char *tag_source = strdup(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+
+	json_object_object_add(doc, name, time);
+	if (tag_source == NULL)
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
+	else
+		answer_json(fcgi, doc, 1, tag_source);
+	free(tag_source);
+	json_object_put(doc);
+}
+
+/*
  * The sale document. Its ETag is weak and leaves serverTime out: two
  * answers with the same tag differ only in the clock reading.
  */
@@ -208,7 +234,6 @@ answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now)
 {
 	json_object *doc = json_object_new_object(), *items = json_object_new_array();
 	char starts[FS_CLOCK_TIME_LEN], ends[FS_CLOCK_TIME_LEN];
-	char *tag_source = NULL;
 
 	fs_clock_format(d->starts_ms, starts);
 	fs_clock_format(d->ends_ms, ends);
@@ -231,14 +256,42 @@ answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now)
 		json_object_array_add(items, o);
 	}
 	json_object_object_add(doc, "items", items);
-	tag_source = strdup(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
-	json_object_object_add(doc, "serverTime", json_object_new_int64(now));
-	if (tag_source == NULL)
-		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
-	else
-		answer_json(fcgi, doc, 1, tag_source);
-	free(tag_source);
-	json_object_put(doc);
+	answer_timed(fcgi, doc, "serverTime", json_object_new_int64(now));
+}
+
+/*
+ * The units left document: per item its quantity, the units that can
+ * still be bought (held ones count as taken) and whether none can, and
+ * when Redis said so. Redis away: 503,
+ * never a figure that looks live but is not.
+ */
+static void
+answer_stock(struct worker *w, fs_fcgi *fcgi, struct fs_sale *d, int64_t now)
+{
+	json_object *doc, *items;
+	char at[FS_CLOCK_TIME_LEN];
+
+	if (w->stock != NULL && fs_sales_read_left(w->stock, d) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		return;
+	}
+	doc = json_object_new_object();
+	items = json_object_new_array();
+	json_object_object_add(doc, "saleId", json_object_new_int64((int64_t)d->id));
+	for (int i = 0; i < d->nitems; i++) {
+		const struct fs_sale_item *it = &d->items[i];
+		long left = fs_sales_item_left(it);
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "itemId", json_object_new_int64((int64_t)it->id));
+		json_object_object_add(o, "quantity", json_object_new_int64(it->quantity));
+		json_object_object_add(o, "left", json_object_new_int64(left));
+		json_object_object_add(o, "soldOut", json_object_new_boolean(left == 0));
+		json_object_array_add(items, o);
+	}
+	json_object_object_add(doc, "items", items);
+	fs_clock_format(now, at);
+	answer_timed(fcgi, doc, "at", json_object_new_string(at));
 }
 
 /* Adds an item's purchase path to the reveal document's items. */
@@ -277,7 +330,7 @@ static void
 handle(fs_fcgi *fcgi, void *ctx)
 {
 	struct worker *w = ctx;
-	const struct fs_sale *d;
+	struct fs_sale *d;
 	enum doc_kind kind;
 	uint64_t sale;
 	int64_t now = fs_clock_now_ms();
@@ -301,6 +354,10 @@ handle(fs_fcgi *fcgi, void *ctx)
 	}
 	if (kind == DOC_SALE) {
 		answer_sale(fcgi, d, now);
+		return;
+	}
+	if (kind == DOC_STOCK) {
+		answer_stock(w, fcgi, d, now);
 		return;
 	}
 	if (now < d->starts_ms - REVEAL_HOLD_MS) {
@@ -358,7 +415,10 @@ worker_new(void *arg)
 		fs_log_error("FLASHSALE_PG is too long");
 		goto fail;
 	}
-	/* Redis only sharpens "sold out"; the documents work without it. */
+	/*
+	 * Redis only sharpens "sold out" and the units left; the documents
+	 * work without it (the units left then as PostgreSQL counts them).
+	 */
 	if (*redis != '\0' && (w->stock = fs_stock_new(&app->cfg, NULL, err, sizeof(err))) == NULL) {
 		fs_log_error("%s", err);
 		goto fail;

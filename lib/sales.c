@@ -41,23 +41,23 @@ fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
 	return 0;
 }
 
-/*
- * Units left in Redis for every item, one round trip; left stays -1 for an
- * item Redis does not know (the sale is not warmed) or when Redis cannot
- * answer.
- */
-static void
-read_left(fs_stock *st, struct fs_sale *s)
+int
+fs_sales_read_left(fs_stock *st, struct fs_sale *s)
 {
 	uint64_t *ids = NULL;
 	long *left = NULL;
+	int rc = -1;
 
+	for (int i = 0; i < s->nitems; i++)
+		s->items[i].left = -1;
 	if (s->nitems == 0)
-		return;
+		return 0;
 	ids = calloc((size_t)s->nitems, sizeof(*ids));
 	left = calloc((size_t)s->nitems, sizeof(*left));
-	if (ids == NULL || left == NULL)
+	if (ids == NULL || left == NULL) {
+		fs_log_error("units left of sale %" PRIu64 ": out of memory", s->id);
 		goto out;
+	}
 	for (int i = 0; i < s->nitems; i++)
 		ids[i] = s->items[i].id;
 	if (fs_stock_left(st, s->id, ids, (size_t)s->nitems, left) != 0) {
@@ -66,9 +66,21 @@ read_left(fs_stock *st, struct fs_sale *s)
 	}
 	for (int i = 0; i < s->nitems; i++)
 		s->items[i].left = left[i];
+	rc = 0;
 out:
 	free(left);
 	free(ids);
+	return rc;
+}
+
+long
+fs_sales_item_left(const struct fs_sale_item *it)
+{
+	long left = it->left >= 0 ? it->left : it->quantity - it->sold;
+
+	if (left < 0)
+		return 0;
+	return left > it->quantity ? it->quantity : left;
 }
 
 int
@@ -118,8 +130,9 @@ fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *er
 		it->left = -1;
 	}
 	PQclear(res);
+	/* Without Redis's figures the documents fall back to PostgreSQL's. */
 	if (r != NULL)
-		read_left(r, s);
+		(void)fs_sales_read_left(r, s);
 	return 0;
 }
 

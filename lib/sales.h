@@ -121,6 +121,18 @@ int fs_sales_figures(fs_pg *, fs_stock *, uint64_t sale, struct fs_sales_figures
 int fs_sales_read(fs_pg *, fs_stock *, uint64_t sale, struct fs_sale *s, char *err,
     size_t errlen);
 /*
+ * Units left in Redis (the live count: units held count as taken) of
+ * every item of s, in one round trip, into each item's left: -1 for an
+ * item Redis does not know (a sale not warmed, or forgotten after its
+ * end). 0, or -1 (every left -1) when Redis cannot answer.
+ */
+int fs_sales_read_left(fs_stock *, struct fs_sale *s);
+/*
+ * The units of an item that can still be bought, between 0 and its
+ * quantity: Redis's count when known, else PostgreSQL's quantity - sold.
+ */
+long fs_sales_item_left(const struct fs_sale_item *);
+/*
  * Calls each(arg, item, path) with the signed purchase path of every item
  * of the sale, "/api/flash-sales/items/I/purchase?sale=...": valid from the
  * whole second of the start to the whole second of the end. 0, or -1 when

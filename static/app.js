@@ -6,7 +6,7 @@
  *
  * Modules (ES modules, no build step): i18n (words), api (the one request
  * function), clock (the server's time), auth (the shopper's token), sale
- * (sale and reveal documents), outcomes (per-item answers), buy, order
+ * (sale and reveal documents), stock (units left), outcomes (per-item answers), buy, order
  * (status, stream, checkout, cancel), changes (change notification), view (the
  * page). This one starts them and runs the clock tick.
  */
@@ -16,6 +16,7 @@ import { serverNow, syncClock } from "./clock.js";
 import { pickLanguage, t } from "./i18n.js";
 import { checkExpiry, restoreOrder } from "./order.js";
 import { currentSale, fetchReveal, loadSale, revealed, useSale } from "./sale.js";
+import { loadStock } from "./stock.js";
 import { announce, bindView, render, setLanguage, showNoSale, signOut } from "./view.js";
 
 const spoken = new Set();
@@ -60,6 +61,7 @@ async function main() {
 	await syncClock();
 	render();
 	await loadSale();
+	loadStock();
 	if (currentAuth())
 		restoreOrder();
 	tick();

@@ -11,6 +11,7 @@ import { chooseLanguage, language, t } from "./i18n.js";
 import { cancelOrder, checkout, currentOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
 import { dropOutcomes, outcome, statusOutcome } from "./outcomes.js";
 import { currentSale, currentSaleId, itemName, purchaseUrl, revealed, saleProblem } from "./sale.js";
+import { unitsLeft, unitsWords } from "./stock.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -94,13 +95,17 @@ function renderClock() {
 		el.textContent = t("clockSynced", { rtt, dir, offset: formatOffset(c.deviceOffset) });
 }
 
-/* The item's state now: the document's, sharpened by the clock and by answers. */
+/*
+ * The item's state now: the document's, sharpened by the clock, the units
+ * left (fresher than the sale document) and answers.
+ */
 function itemState(it) {
 	const now = serverNow(), s = currentSale();
 	if (now >= s.endsMs)
 		return "ended";
-	const o = outcome(it.itemId);
-	if (it.state === "sold_out" || (o && o.kind === "sold_out"))
+	const o = outcome(it.itemId), u = unitsLeft(it.itemId);
+	const soldOut = u ? u.soldOut : it.state === "sold_out";
+	if (soldOut || (o && o.kind === "sold_out"))
 		return "sold_out";
 	if (now < s.startsMs)
 		return "upcoming";
@@ -190,6 +195,23 @@ function renderOutcome(li, id) {
 	out.dataset.link = ot.link;
 }
 
+/* How much is left, as shoppers know it; nothing until the first read. */
+function renderUnits(li, u) {
+	const qty = li.querySelector(".qty"), bar = li.querySelector(".sold-bar");
+	if (!u) {
+		qty.textContent = "";
+		bar.hidden = true;
+		return;
+	}
+	const w = unitsWords(u);
+	qty.textContent = t(w.key, w.vars);
+	qty.dataset.left = String(u.left);
+	qty.dataset.words = w.key;
+	bar.hidden = false;
+	const sold = u.quantity > 0 ? Math.round((u.quantity - u.left) * 100 / u.quantity) : 100;
+	bar.firstElementChild.style.width = `${Math.min(100, Math.max(0, sold))}%`;
+}
+
 function renderItems(sale) {
 	const now = serverNow();
 	const order = currentOrder();
@@ -204,7 +226,7 @@ function renderItems(sale) {
 		li.querySelector(".badge").textContent = t({ upcoming: "stateUpcoming", on_sale: "stateOnSale",
 			sold_out: "stateSoldOut", ended: "stateEnded" }[st]);
 		li.querySelector(".price").textContent = money(it.priceMinor, it.currency);
-		li.querySelector(".qty").textContent = it.quantity === 1 ? t("unitsOne") : t("units", { n: it.quantity });
+		renderUnits(li, unitsLeft(id));
 
 		const o = outcome(id);
 		const btn = li.querySelector(".buy");

@@ -4,10 +4,11 @@ vcl 4.1;
 #
 # The local stack renders its own from deploy/varnish.vcl; this file says
 # what each rule is for and what to change (lines marked CHANGE). A
-# commercial CDN needs the same five rules: cache the page and the two sale
-# documents for about a second without grace, keep an item's sold-out answer
-# to a purchase for at most a second, pass every other API request, stream
-# the order events, refuse the operator paths.
+# commercial CDN needs the same five rules: cache the page and the sale
+# documents for about a second (without grace, but the units left with a
+# second of it), keep an item's sold-out answer to a purchase for at most
+# a second, pass every other API request, stream the order events, refuse
+# the operator paths.
 #
 # Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
 
@@ -96,7 +97,7 @@ sub vcl_recv {
 		return (pass);
 	}
 	if (req.url ~ "^/api/") {
-		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal)?(\?|$)") {
+		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal|/stock)?(\?|$)") {
 			# Public documents, the same for everyone: a query string, a
 			# token or a cookie must not split (or bust) the cache.
 			unset req.http.Authorization;
@@ -171,6 +172,16 @@ sub vcl_backend_response {
 	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/reveal$") {
 		set beresp.ttl = 1s;
 		set beresp.grace = 0s;
+		return (deliver);
+	}
+	# The units left document follows the origin's Cache-Control (max-age=1)
+	# with a grace of one second: right after it expires the polling
+	# crowd gets the copy just expired while one background fetch
+	# refreshes it, so no shopper waits on the origin and the origin sees
+	# about one request per second; a figure is at most about 2 s old.
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/stock$") {
+		set beresp.grace = 1s;
+		set beresp.keep = 0s;
 		return (deliver);
 	}
 	# The sale document follows the origin's Cache-Control (max-age=1); its

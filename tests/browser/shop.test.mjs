@@ -285,6 +285,74 @@ async function declined(saleId, itemId) {
 	}
 }
 
+/*
+ * How much is left, as the page shows it: a sale on, 30 units of which 3
+ * are sold before the page opens (FS_TEST_UNITS_SALE, _ITEM), a shopper
+ * signed in by a handed-over token (FS_TEST_UNITS_TOKEN) and 26 more
+ * (FS_TEST_UNITS_TOKENS, space-separated) who buy the rest by the API.
+ * The page follows the units left document: "10% sold", "13% sold"
+ * after its own purchase, "Only 16 left", then "Sold out" in both
+ * languages, with no reload.
+ */
+async function units(saleId, itemId, token, others) {
+	let s = null;
+	const qty = `${item(itemId)} .qty`;
+	const shows = async (re, timeout) => {
+		await s.page.waitForFunction(([sel, src]) => {
+			const el = document.querySelector(sel);
+			return el !== null && new RegExp(src).test(el.textContent);
+		}, [qty, re.source], { timeout: timeout || 5000 });
+		return s.page.textContent(qty);
+	};
+	const buyMany = async (tokens) => {
+		const r = await fetch(`${EDGE}/api/flash-sales/sales/${saleId}/reveal`);
+		const url = (await r.json()).items.find((i) => String(i.itemId) === String(itemId)).purchaseUrl;
+		const st = [];
+		for (const t of tokens) {
+			const a = await fetch(`${EDGE}${url}`, { method: "POST", headers: { Authorization: `Bearer ${t}` } });
+			st.push(a.status);
+		}
+		return st;
+	};
+	try {
+		s = await shopper("u", { viewport: { width: 1280, height: 860 }, locale: "en-GB", noEventSource: true });
+		await s.page.goto(`${EDGE}/?sale=${saleId}&lang=en#token=${token}`);
+		await step("the page shows the share sold, not the quantity: 10% sold", async () => {
+			const text = await shows(/% sold/);
+			diag(`"${text}"`);
+			return text === "10% sold" && !/30 units/.test(await s.page.textContent(item(itemId)));
+		}, s);
+		await step("after the shopper's purchase: 13% sold, with no reload", async () => {
+			await s.page.waitForSelector(`${item(itemId)} .buy:not([disabled])`, { timeout: 10000 });
+			await s.page.click(`${item(itemId)} .buy`);
+			await s.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
+				{ timeout: 10000 });
+			const text = await shows(/^13% sold$/);
+			await shot(s, "13-units-sold.png");
+			return text === "13% sold";
+		}, s);
+		await step("when few remain: Only 16 left", async () => {
+			const st = await buyMany(others.slice(0, 10));
+			diag(`10 purchases by the API: ${st.join(" ")}`);
+			const text = await shows(/^Only 16 left$/);
+			return text === "Only 16 left" && st.every((c) => c === 202);
+		}, s);
+		await step("the last unit sold: Sold out, and Hết hàng in Vietnamese", async () => {
+			const st = await buyMany(others.slice(10));
+			diag(`${st.length} more purchases by the API: ${st.join(" ")}`);
+			await shows(/^Sold out$/);
+			const state = await s.page.getAttribute(item(itemId), "data-state");
+			await s.page.click('.lang button[data-lang="vi"]');
+			const vi = await shows(/^Hết hàng$/);
+			await shot(s, "14-units-sold-out-vi.png");
+			return state === "sold_out" && vi === "Hết hàng" && st.every((c) => c === 202);
+		}, s);
+		check(s.log.errors.length === 0, "no script errors on the units page", s.log.errors.join("\n"));
+	} finally {
+		await close(s);
+	}
+}
+
 /* deploy/demo's URL: the page opens on a sale that starts about a minute later. */
 async function demo(url) {
 	mkdirSync(SHOTS, { recursive: true });
@@ -306,6 +374,11 @@ async function demo(url) {
 }
 
 async function main() {
+	if (process.env.FS_TEST_UNITS_SALE) {
+		mkdirSync(SHOTS, { recursive: true });
+		return units(process.env.FS_TEST_UNITS_SALE, process.env.FS_TEST_UNITS_ITEM,
+			process.env.FS_TEST_UNITS_TOKEN, (process.env.FS_TEST_UNITS_TOKENS || "").split(" ").filter(Boolean));
+	}
 	if (process.env.FS_TEST_DEMO_URL)
 		return demo(process.env.FS_TEST_DEMO_URL);
 	if (process.env.FS_TEST_DECLINE_SALE) {

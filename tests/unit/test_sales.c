@@ -1,4 +1,7 @@
-/* Unit test of lib/sales: the signed purchase paths and the sale description's shards. */
+/*
+ * Unit test of lib/sales: the signed purchase paths, the sale description's
+ * shards and the units left an item shows.
+ */
 #include "config.h"
 
 #include <inttypes.h>
@@ -63,6 +66,23 @@ check_shards(void)
 	    "shards outside 1 to 16, or not a number, are refused");
 }
 
+/* The units left: Redis's when it knows, PostgreSQL's otherwise, within 0..quantity. */
+static void
+check_item_left(void)
+{
+	struct fs_sale_item it = { .quantity = 10, .sold = 3, .left = 5 };
+
+	check(fs_sales_item_left(&it) == 5, "Redis's count when it has one (holds count as taken)");
+	it.left = 0;
+	check(fs_sales_item_left(&it) == 0, "0 left in Redis is sold out");
+	it.left = -1;
+	check(fs_sales_item_left(&it) == 7, "an item Redis does not know: quantity - sold");
+	it.sold = 12;
+	check(fs_sales_item_left(&it) == 0, "never below 0");
+	it.left = 11;
+	check(fs_sales_item_left(&it) == 10, "never above the quantity");
+}
+
 int
 main(void)
 {
@@ -88,5 +108,6 @@ main(void)
 	    "an empty window cannot be signed");
 	fs_urlsig_key_free(key);
 	check_shards();
+	check_item_left();
 	return failures == 0 ? 0 : 1;
 }
