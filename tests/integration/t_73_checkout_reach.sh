@@ -23,7 +23,8 @@ cr_dir=$(mktemp -d /tmp/flashsale-t73.XXXXXX)
 cr_co=$cr_dir/checkout
 mkdir -p "$cr_co/tests/integration"
 cp -R "$top_srcdir/deploy" "$top_srcdir/man" "$top_srcdir/lib" "$top_srcdir/handlers" \
-    "$top_srcdir/sql" "$top_srcdir/lua" "$top_srcdir/static" "$top_srcdir/README.md" "$cr_co/"
+    "$top_srcdir/sql" "$top_srcdir/lua" "$top_srcdir/static" "$top_srcdir/docs" \
+    "$top_srcdir/README.md" "$cr_co/"
 cp -R "$top_srcdir/tests/install" "$cr_co/tests/"
 cp "$top_srcdir/tests/integration/lib.sh" "$cr_co/tests/integration/"
 is "$(stat -c %a "$cr_dir")" "700" "the copy of the checkout lies under a 0700 directory"
