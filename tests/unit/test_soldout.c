@@ -377,27 +377,23 @@ purchase(fs_soldout *s, fs_stock *st, uint64_t sale, uint64_t item, const char *
 	return rc;
 }
 
-/* Runs one command on the server itself (not through the stock); its integer or -1. */
-static long long
+/* One command to the server itself, not through the stock: its reply (free it), or NULL. */
+static redisReply *
 direct(struct test_redis *r, const char *command)
 {
 	redisContext *c = redisConnectUnix(r->sock);
 	redisReply *reply = c != NULL && c->err == 0 ? redisCommand(c, command) : NULL;
-	long long v = reply != NULL && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
 
-	if (reply != NULL)
-		freeReplyObject(reply);
 	if (c != NULL)
 		redisFree(c);
-	return v;
+	return reply;
 }
 
 /* MGET calls Redis has served so far (INFO commandstats), or -1. */
 static long
 mget_calls(struct test_redis *r)
 {
-	redisContext *c = redisConnectUnix(r->sock);
-	redisReply *reply = c != NULL && c->err == 0 ? redisCommand(c, "INFO commandstats") : NULL;
+	redisReply *reply = direct(r, "INFO commandstats");
 	const char *at;
 	long n = -1;
 
@@ -406,8 +402,6 @@ mget_calls(struct test_redis *r)
 		    strtol(at + strlen("cmdstat_mget:calls="), NULL, 10) : 0;
 	if (reply != NULL)
 		freeReplyObject(reply);
-	if (c != NULL)
-		redisFree(c);
 	return n;
 }
 
@@ -432,6 +426,7 @@ lost_restock(void)
 	struct fs_cfg cfg;
 	fs_soldout *s = NULL;
 	fs_stock *st = NULL;
+	redisReply *reply;
 	int64_t t0, waited;
 	long calls;
 
@@ -456,7 +451,11 @@ lost_restock(void)
 	    "sale 8 closed early: item 80 answers sold out with a unit left, remembered");
 
 	/* The unit comes back, and no message says so. */
-	check(direct(&redis, "INCR fs:{7}:stock:70") == 1, "item 70's unit is back in Redis, unannounced");
+	reply = direct(&redis, "INCR fs:{7}:stock:70");
+	check(reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1,
+	    "item 70's unit is back in Redis, unannounced");
+	if (reply != NULL)
+		freeReplyObject(reply);
 	t0 = fs_clock_mono_ms();
 	while ((fs_soldout_known(s, 70) || marker_exists(dir, 70)) && fs_clock_mono_ms() - t0 < 5000)
 		nanosleep(&step, NULL);
