@@ -63,7 +63,7 @@ struct fs_soldout {
 	pthread_t rechecker;
 	int rechecking;
 	int recheck_ms; /* FLASHSALE_SOLDOUT_RECHECK_MS */
-	int recheck_failing; /* the last pass could not ask Redis about every item */
+	int recheck_failing; /* the last pass could not ask about every item */
 };
 
 static size_t
@@ -394,23 +394,23 @@ by_sale(const void *a, const void *b)
 	return (x->item > y->item) - (x->item < y->item);
 }
 
-/* A copy of the entries of sales live at now_ms, by sale, *n of them; NULL when none. */
-static struct entry *
-remembered(fs_soldout *s, int64_t now_ms, size_t *n)
+/* A copy of the entries of sales live at now_ms, by sale, into *list (free it), *n of them; 0 or -1. */
+static int
+remembered(fs_soldout *s, int64_t now_ms, struct entry **list, size_t *n)
 {
-	struct entry *list = NULL;
 	size_t k = 0;
 
+	*list = NULL;
 	pthread_rwlock_rdlock(&s->lock);
-	if (s->n > 0 && (list = malloc(s->n * sizeof(*list))) != NULL)
+	if (s->n > 0 && (*list = malloc(s->n * sizeof(**list))) != NULL)
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->tab[i].item != 0 && s->tab[i].end_ms > now_ms)
-				list[k++] = s->tab[i];
+				(*list)[k++] = s->tab[i];
 	pthread_rwlock_unlock(&s->lock);
 	if (k > 1)
-		qsort(list, k, sizeof(*list), by_sale);
+		qsort(*list, k, sizeof(**list), by_sale);
 	*n = k;
-	return list;
+	return k > 0 || *list != NULL || s->n == 0 ? 0 : -1;
 }
 
 /*
@@ -444,27 +444,30 @@ size_t
 fs_soldout_recheck(fs_soldout *s, fs_stock *st, int64_t now_ms)
 {
 	size_t n, i = 0, j, healed = 0;
-	struct entry *list = remembered(s, now_ms, &n);
-	int rc, failed = 0;
+	const char *why = NULL; /* why some items could not be asked about */
+	struct entry *list;
+	int rc;
 
+	if (remembered(s, now_ms, &list, &n) != 0)
+		why = "out of memory";
 	for (; i < n; i = j) {
 		for (j = i + 1; j < n && j - i < FS_SOLDOUT_RECHECK_BATCH && list[j].sale == list[i].sale;
 		     j++)
 			;
 		if ((rc = recheck_sale(s, st, list + i, j - i, now_ms)) < 0)
-			failed = 1;
+			why = st->errstr;
 		else
 			healed += (size_t)rc;
 	}
 	free(list);
-	/* One line when Redis stops answering the recheck, one when it answers again. */
-	if (failed && !s->recheck_failing)
+	/* One line when the recheck starts failing, one when it works again. */
+	if (why != NULL && !s->recheck_failing)
 		fs_log_warn("soldout recheck: %s; items it cannot ask about stay sold out here "
-			    "until Redis answers",
-		    st->errstr);
-	else if (!failed && s->recheck_failing)
+			    "until it can",
+		    why);
+	else if (why == NULL && s->recheck_failing)
 		fs_log_info("soldout recheck: Redis answers again");
-	s->recheck_failing = failed;
+	s->recheck_failing = why != NULL;
 	return healed;
 }
 

@@ -87,7 +87,8 @@ size_t fs_soldout_sweep(fs_soldout *, int64_t now_ms);
  * that has a unit again while its sale has not ended by now_ms, with its
  * marker: its restock went by unheard. An item Redis cannot tell about (an
  * error, not loaded) stays. Returns how many it forgot; the recheck thread
- * counts them in flashsale_soldout_healed_total.
+ * counts them in flashsale_soldout_healed_total. One caller at a time: the
+ * recheck thread, or the owner of a table made without it.
  */
 #define FS_SOLDOUT_RECHECK_BATCH 512
 size_t fs_soldout_recheck(fs_soldout *, struct fs_stock *st, int64_t now_ms);
