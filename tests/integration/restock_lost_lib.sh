@@ -25,13 +25,16 @@ rl_answer() {
 			tolower($0) ~ /^x-flashsale-answered-by: nginx/ { by = " nginx" } END { print code by }'
 }
 
-# rl_until URL PATH TOKEN WANT MAX_MS: asks until the answer is WANT or
-# MAX_MS passed since rl_t0; rl_got is the last answer, rl_ms the time.
+# rl_until URL PATH TOKEN WANT MAX_MS: asks (at least once) until the
+# answer is WANT or MAX_MS passed since rl_t0; rl_got is the last answer,
+# rl_ms the time since rl_t0.
 rl_until() {
-	rl_got=""
-	until [ "$rl_got" = "$4" ] || [ $(($(rl_now_ms) - rl_t0)) -gt "$5" ]; do
+	while :; do
 		rl_got=$(rl_answer "$1" "$2" "$3")
-		[ "$rl_got" = "$4" ] || sleep 0.02
+		if [ "$rl_got" = "$4" ] || [ $(($(rl_now_ms) - rl_t0)) -gt "$5" ]; then
+			break
+		fi
+		sleep 0.02
 	done
 	rl_ms=$(($(rl_now_ms) - rl_t0))
 }
