@@ -184,7 +184,7 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 		return;
 	case FS_STOCK_SOLD_OUT:
 		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
-		fs_soldout_mark(app->soldout, o->item, p->sale_end_ms, p->gen);
+		fs_soldout_mark(app->soldout, o->sale, o->item, p->sale_end_ms, p->gen);
 		fs_fcgi_error(p->fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		free(p);
 		return;
@@ -222,7 +222,7 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 		return;
 	}
 	if (ask->hold.left == 0)
-		fs_soldout_mark(app->soldout, o->item, p->sale_end_ms, p->gen);
+		fs_soldout_mark(app->soldout, o->sale, o->item, p->sale_end_ms, p->gen);
 	p->window_s = ask->hold.window_s;
 	send_order(p);
 }

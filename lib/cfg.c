@@ -45,6 +45,9 @@ static const struct {
 	    "where lua/, sql/ and static/ are" },
 	[FS_CFG_SOLDOUT_DIR] = { "FLASHSALE_SOLDOUT_DIR", "",
 	    "directory of sold-out marker files that nginx checks (empty: none)" },
+	[FS_CFG_SOLDOUT_RECHECK_MS] = { "FLASHSALE_SOLDOUT_RECHECK_MS", "1000",
+	    "every this many ms a purchase process asks Redis the units left of the items it "
+	    "remembers sold out, and forgets those with a unit again (a restock message lost)" },
 	[FS_CFG_NCHAN_PUB] = { "FLASHSALE_NCHAN_PUB", "",
 	    "nchan publisher base URL for order status pushes, one per origin host separated by spaces (empty: none)" },
 	[FS_CFG_DEMO_SIGNIN] = { "FLASHSALE_DEMO_SIGNIN", "0",
@@ -75,6 +78,7 @@ static const struct {
 } cfg_range[FS_CFG__MAX] = {
 	[FS_CFG_DEMO_SIGNIN] = { 0, 1 },
 	[FS_CFG_REDIS_WAIT_MS] = { 0, 900 },
+	[FS_CFG_SOLDOUT_RECHECK_MS] = { 100, 10000 },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { 100, 300000 },
 	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
 	[FS_CFG_PURCHASE_THREADS] = { 1, 64 },

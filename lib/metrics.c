@@ -84,6 +84,10 @@ static const struct {
 	[FS_M_SOLDOUT_SILENCES] = { "flashsale_soldout_listener_silences_total", NULL,
 	    "Times a restock listener heard nothing from Redis, not even its PING's answer, "
 	    "within 3 s, and subscribed again." },
+	[FS_M_SOLDOUT_HEALED] = { "flashsale_soldout_healed_total", NULL,
+	    "Sold-out flags (and markers) that the purchase handlers' recheck dropped because "
+	    "Redis had a unit of the item again and no restock message had cleared them: "
+	    "restock messages lost (or a few ms late)." },
 	[FS_M_REDIS_ERRORS] = { "flashsale_redis_errors_total", NULL,
 	    "Redis commands that failed (connection, timeout or error reply)." },
 	[FS_M_REDIS_RECONNECTS] = { "flashsale_redis_reconnects_total", NULL,

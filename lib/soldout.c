@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -40,6 +41,7 @@
 
 struct entry {
 	uint64_t item; /* 0: free */
+	uint64_t sale; /* where the recheck asks for its units left */
 	int64_t end_ms;
 };
 
@@ -57,6 +59,11 @@ struct fs_soldout {
 	redisContext *sub; /* the listener's connection */
 	atomic_uint subscriptions; /* times the listener subscribed */
 	atomic_uint silences;      /* connections dropped for an unanswered PING */
+	fs_stock *stock;           /* the recheck thread's own */
+	pthread_t rechecker;
+	int rechecking;
+	int recheck_ms; /* FLASHSALE_SOLDOUT_RECHECK_MS */
+	int recheck_failing; /* the last pass could not ask about every item */
 };
 
 static size_t
@@ -101,11 +108,12 @@ rehash(fs_soldout *s, size_t cap)
 
 /* Adds or refreshes the item's entry; the write lock is held. */
 static int
-put(fs_soldout *s, uint64_t item, int64_t end_ms)
+put(fs_soldout *s, uint64_t sale, uint64_t item, int64_t end_ms)
 {
 	size_t i = probe(s->tab, s->cap, item);
 
 	if (s->tab[i].item == item) {
+		s->tab[i].sale = sale;
 		if (end_ms > s->tab[i].end_ms)
 			s->tab[i].end_ms = end_ms;
 		return 0;
@@ -123,19 +131,20 @@ put(fs_soldout *s, uint64_t item, int64_t end_ms)
 		i = probe(s->tab, s->cap, item);
 	}
 	s->tab[i].item = item;
+	s->tab[i].sale = sale;
 	s->tab[i].end_ms = end_ms;
 	s->n++;
 	return 0;
 }
 
-/* Removes the item's entry, shifting its followers back; write lock held. */
-static void
+/* Removes the item's entry, shifting its followers back; write lock held. 1: it was there. */
+static int
 drop(fs_soldout *s, uint64_t item)
 {
 	size_t mask = s->cap - 1, i = probe(s->tab, s->cap, item), j, home;
 
 	if (s->tab[i].item != item)
-		return;
+		return 0;
 	s->n--;
 	for (j = (i + 1) & mask; s->tab[j].item != 0; j = (j + 1) & mask) {
 		home = hash_of(s->tab[j].item) & mask;
@@ -146,6 +155,7 @@ drop(fs_soldout *s, uint64_t item)
 		}
 	}
 	s->tab[i].item = 0;
+	return 1;
 }
 
 static void
@@ -166,14 +176,24 @@ marker_remove(fs_soldout *s, uint64_t item)
 		fs_log_warn("soldout: cannot remove %s: %s", path, strerror(errno));
 }
 
+/* Forgets the item, its marker and the answers on their way; 1 when it was remembered. */
+static int
+forget(fs_soldout *s, uint64_t item)
+{
+	int was;
+
+	pthread_rwlock_wrlock(&s->lock);
+	atomic_fetch_add(gen_of(s, item), 1);
+	was = drop(s, item);
+	marker_remove(s, item);
+	pthread_rwlock_unlock(&s->lock);
+	return was;
+}
+
 void
 fs_soldout_clear(fs_soldout *s, uint64_t item)
 {
-	pthread_rwlock_wrlock(&s->lock);
-	atomic_fetch_add(gen_of(s, item), 1);
-	drop(s, item);
-	marker_remove(s, item);
-	pthread_rwlock_unlock(&s->lock);
+	forget(s, item);
 }
 
 void
@@ -363,6 +383,128 @@ listen_restocks(void *arg)
 	return NULL;
 }
 
+/* Orders entries by sale, then item: a sale's items are asked about together. */
+static int
+by_sale(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->sale != y->sale)
+		return x->sale < y->sale ? -1 : 1;
+	return (x->item > y->item) - (x->item < y->item);
+}
+
+/* A copy of the entries of sales live at now_ms, by sale, into *list (free it), *n of them; 0 or -1. */
+static int
+remembered(fs_soldout *s, int64_t now_ms, struct entry **list, size_t *n)
+{
+	size_t k = 0;
+
+	*list = NULL;
+	pthread_rwlock_rdlock(&s->lock);
+	if (s->n > 0 && (*list = malloc(s->n * sizeof(**list))) != NULL)
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->tab[i].item != 0 && s->tab[i].end_ms > now_ms)
+				(*list)[k++] = s->tab[i];
+	pthread_rwlock_unlock(&s->lock);
+	if (k > 1)
+		qsort(*list, k, sizeof(**list), by_sale);
+	*n = k;
+	return k > 0 || *list != NULL || s->n == 0 ? 0 : -1;
+}
+
+/*
+ * Forgets those of n items of one sale (at most a batch) that can sell
+ * again: a unit left and the sale not ended in Redis (a sale closed early
+ * keeps its flags). How many went, or -1 when Redis could not tell.
+ */
+static int
+recheck_sale(fs_soldout *s, fs_stock *st, const struct entry *e, size_t n, int64_t now_ms)
+{
+	uint64_t items[FS_SOLDOUT_RECHECK_BATCH];
+	long left[FS_SOLDOUT_RECHECK_BATCH];
+	int64_t ends;
+	int healed = 0;
+
+	if ((ends = fs_stock_end(st, e[0].sale)) < 0)
+		return -1;
+	if (ends > 0 && now_ms >= ends)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		items[i] = e[i].item;
+	if (fs_stock_left(st, e[0].sale, items, n, left) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (left[i] > 0)
+			healed += forget(s, items[i]);
+	return healed;
+}
+
+size_t
+fs_soldout_recheck(fs_soldout *s, fs_stock *st, int64_t now_ms)
+{
+	size_t n, i = 0, j, healed = 0;
+	const char *why = NULL; /* why some items could not be asked about */
+	struct entry *list;
+	int rc;
+
+	if (remembered(s, now_ms, &list, &n) != 0)
+		why = "out of memory";
+	for (; i < n; i = j) {
+		for (j = i + 1; j < n && j - i < FS_SOLDOUT_RECHECK_BATCH && list[j].sale == list[i].sale;
+		     j++)
+			;
+		if ((rc = recheck_sale(s, st, list + i, j - i, now_ms)) < 0)
+			why = st->errstr;
+		else
+			healed += (size_t)rc;
+	}
+	free(list);
+	/* One line when the recheck starts failing, one when it works again. */
+	if (why != NULL && !s->recheck_failing)
+		fs_log_warn("soldout recheck: %s; items it cannot ask about stay sold out here "
+			    "until it can",
+		    why);
+	else if (why == NULL && s->recheck_failing)
+		fs_log_info("soldout recheck: Redis answers again");
+	s->recheck_failing = why != NULL;
+	return healed;
+}
+
+/*
+ * The recheck thread: a pass every recheck_ms (start to start; at once
+ * when one took longer), so that a restock message lost costs at most that
+ * long. Stops within a nap of the stop flag.
+ */
+static void *
+recheck_restocks(void *arg)
+{
+	fs_soldout *s = arg;
+	int64_t due = fs_clock_mono_ms() + s->recheck_ms, now, wait;
+	struct timespec nap;
+	size_t healed;
+
+	while (!atomic_load(&s->stop)) {
+		if ((now = fs_clock_mono_ms()) < due) {
+			wait = due - now < 50 ? due - now : 50;
+			nap.tv_sec = 0;
+			nap.tv_nsec = (long)wait * 1000000L;
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		due += s->recheck_ms;
+		if (due < now)
+			due = now;
+		if ((healed = fs_soldout_recheck(s, s->stock, fs_clock_now_ms())) > 0) {
+			fs_metrics_add(FS_M_SOLDOUT_HEALED, healed);
+			fs_log_warn("soldout recheck: %zu sold-out item(s) had a unit again in Redis with "
+				    "no restock heard; forgotten",
+			    healed);
+		}
+	}
+	return NULL;
+}
+
 /* The table and the marker directory, without a listener. */
 static fs_soldout *
 table_new(const char *marker_dir)
@@ -404,12 +546,23 @@ fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err, size
 		fs_soldout_free(s);
 		return NULL;
 	}
+	if ((s->stock = fs_stock_new(cfg, NULL, err, errlen)) == NULL) {
+		fs_soldout_free(s);
+		return NULL;
+	}
+	s->recheck_ms = (int)fs_cfg_long(cfg, FS_CFG_SOLDOUT_RECHECK_MS); /* range: lib/cfg */
 	if (pthread_create(&s->listener, NULL, listen_restocks, s) != 0) {
 		snprintf(err, errlen, "cannot start the restock listener");
 		fs_soldout_free(s);
 		return NULL;
 	}
 	s->listening = 1;
+	if (pthread_create(&s->rechecker, NULL, recheck_restocks, s) != 0) {
+		snprintf(err, errlen, "cannot start the sold-out recheck");
+		fs_soldout_free(s);
+		return NULL;
+	}
+	s->rechecking = 1;
 	return s;
 }
 
@@ -421,7 +574,10 @@ fs_soldout_free(fs_soldout *s)
 	atomic_store(&s->stop, 1);
 	if (s->listening)
 		pthread_join(s->listener, NULL);
+	if (s->rechecking)
+		pthread_join(s->rechecker, NULL);
 	pthread_rwlock_destroy(&s->lock);
+	fs_stock_free(s->stock);
 	fs_redis_free(s->redis);
 	free(s->tab);
 	free(s);
@@ -445,7 +601,7 @@ fs_soldout_generation(fs_soldout *s, uint64_t item)
 }
 
 void
-fs_soldout_mark(fs_soldout *s, uint64_t item, int64_t sale_end_ms, unsigned gen)
+fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen)
 {
 	char path[600];
 	int fd;
@@ -454,7 +610,8 @@ fs_soldout_mark(fs_soldout *s, uint64_t item, int64_t sale_end_ms, unsigned gen)
 		return;
 	pthread_rwlock_wrlock(&s->lock);
 	/* A restock or a new subscription since gen was read: stale; the next request asks Redis. */
-	if (atomic_load(gen_of(s, item)) == gen && put(s, item, sale_end_ms) == 0 && s->dir[0] != '\0') {
+	if (atomic_load(gen_of(s, item)) == gen && put(s, sale, item, sale_end_ms) == 0 &&
+	    s->dir[0] != '\0') {
 		marker_path(s, item, path, sizeof(path));
 		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
 			close(fd);

@@ -3,7 +3,11 @@
  * per item in this process, and a marker file per item that nginx checks
  * before it even calls a handler. A thread listens on the Redis channel
  * fs:restock and clears both the moment a unit comes back, on every process
- * and every host that runs it.
+ * and every host that runs it. A message can be lost while the listener's
+ * connection stays healthy (Redis Cluster forwards pub/sub over its bus at
+ * most once), so a second thread rechecks every remembered item against
+ * Redis each FLASHSALE_SOLDOUT_RECHECK_MS: a unit that comes back is sold
+ * again within that period plus one Redis round trip, whatever was lost.
  */
 #ifndef FS_SOLDOUT_H
 #define FS_SOLDOUT_H
@@ -12,6 +16,8 @@
 #include <stdint.h>
 
 #include "cfg.h"
+
+struct fs_stock;
 
 /* Most sold-out items of live sales remembered; more go to Redis each time. */
 #define FS_SOLDOUT_MAX (1 << 20)
@@ -38,11 +44,14 @@ typedef struct fs_soldout fs_soldout;
  * FS_SOLDOUT_PING_EVERY_MS, and dials again when it fails or a PING goes
  * unanswered for FS_SOLDOUT_PING_DEADLINE_MS; each (re)subscription drops
  * every flag and marker (fs_soldout_forget_all), since restocks may have
- * gone by unheard. NULL with err set.
+ * gone by unheard. The recheck thread, on a stock of its own, runs
+ * fs_soldout_recheck every FLASHSALE_SOLDOUT_RECHECK_MS of cfg (a pass
+ * starts that long after the previous one started, or at its end when it
+ * took longer). NULL with err set.
  */
 fs_soldout *fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err,
     size_t errlen);
-/* The same without the listener (tests, tools): nothing clears it by itself. */
+/* The same without the listener and the recheck (tests, tools): nothing clears it by itself. */
 fs_soldout *fs_soldout_new_offline(const char *marker_dir);
 /* Stops the listener and frees. */
 void fs_soldout_free(fs_soldout *);
@@ -54,8 +63,10 @@ unsigned fs_soldout_generation(fs_soldout *, uint64_t item);
  * Records that Redis said "sold out" for the item of a sale that ends at
  * sale_end_ms, unless a unit came back since gen was read (then the answer
  * is already stale). The entry and its marker go once the sale has ended.
+ * The sale is where fs_soldout_recheck asks for the item's units left.
  */
-void fs_soldout_mark(fs_soldout *, uint64_t item, int64_t sale_end_ms, unsigned gen);
+void fs_soldout_mark(fs_soldout *, uint64_t sale, uint64_t item, int64_t sale_end_ms,
+    unsigned gen);
 /* Forgets the item's sold-out state here (a unit came back). */
 void fs_soldout_clear(fs_soldout *, uint64_t item);
 /*
@@ -69,6 +80,18 @@ void fs_soldout_forget_all(fs_soldout *);
  * many went.
  */
 size_t fs_soldout_sweep(fs_soldout *, int64_t now_ms);
+/*
+ * One recheck pass: asks st the units left of every remembered item of a
+ * live sale (fs_stock_left, one request per sale and place for up to
+ * FS_SOLDOUT_RECHECK_BATCH items, and the sale's end), and forgets each item
+ * that has a unit again while its sale has not ended by now_ms, with its
+ * marker: its restock went by unheard. An item Redis cannot tell about (an
+ * error, not loaded) stays. Returns how many it forgot; the recheck thread
+ * counts them in flashsale_soldout_healed_total. One caller at a time: the
+ * recheck thread, or the owner of a table made without it.
+ */
+#define FS_SOLDOUT_RECHECK_BATCH 512
+size_t fs_soldout_recheck(fs_soldout *, struct fs_stock *st, int64_t now_ms);
 /*
  * The listener's life: how many times it subscribed (every reconnection
  * adds one), and how many connections it dropped because Redis left a PING

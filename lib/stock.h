@@ -264,6 +264,12 @@ int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
 /* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
 long fs_stock_window(fs_stock *, uint64_t sale);
 /*
+ * The sale's end in ms as Redis has it (reserve sells nothing from then on,
+ * whatever a purchase URL says; sale close moves it), 0 when none is set,
+ * -1 with err set.
+ */
+int64_t fs_stock_end(fs_stock *, uint64_t sale);
+/*
  * Starts a warm that no purchase can slip into: WATCHes every key of the
  * sale (its holds, holders, unconfirmed entries and settings, and the stock
  * of the n items), then reads how many holds Redis has (*holds) and the

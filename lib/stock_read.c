@@ -157,6 +157,23 @@ fs_stock_window(fs_stock *s, uint64_t sale)
 	return window;
 }
 
+int64_t
+fs_stock_end(fs_stock *s, uint64_t sale)
+{
+	char k[KEY_MAX], tag[FS_STOCK_TAG_MAX];
+	redisReply *r;
+	int64_t ends = 0;
+
+	fs_stock_place_tag(tag, sale, 0);
+	fs_stock_key(k, KEY_SALE, tag, 0);
+	if ((r = fs_stock_cmd(s, "end", 3, (const char *[]){ "HGET", k, "ends" })) == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		ends = strtoll(r->str, NULL, 10);
+	freeReplyObject(r);
+	return ends;
+}
+
 /*
  * The unconfirmed holds of the place of tag with reservation times in
  * [min_s, max_s] (Redis score bounds), oldest first, after the first skip,

@@ -8,7 +8,9 @@
  * Redis behind a relay, notices within its deadline when that connection
  * falls silent (the relay frozen, or severed without a FIN), subscribes
  * again and drops the flags, so a restock it missed is not a sold-out
- * answer forever.
+ * answer forever. A restock whose message never comes at all (the
+ * listener's connection healthy) is healed by the recheck within its bound,
+ * while items still sold out, or of a sale closed early, stay remembered.
  */
 #include "config.h"
 
@@ -34,6 +36,7 @@
 #define ITEMS 100000
 #define END_A INT64_C(1800000000000) /* ends of two sales, ms */
 #define END_B INT64_C(1800000600000)
+#define SALE_X 1 /* the sale of the items of the tests without Redis, or not loaded in it */
 
 static int
 marker_exists(const char *dir, uint64_t item)
@@ -54,7 +57,7 @@ many_items(void)
 	uint64_t i;
 
 	for (i = 1; i <= ITEMS; i++)
-		fs_soldout_mark(s, i * 7919, i % 2 ? END_A : END_B,
+		fs_soldout_mark(s, SALE_X, i * 7919, i % 2 ? END_A : END_B,
 		    fs_soldout_generation(s, i * 7919));
 	for (i = 1; i <= ITEMS; i++)
 		known += (size_t)fs_soldout_known(s, i * 7919);
@@ -62,7 +65,7 @@ many_items(void)
 	check(!fs_soldout_known(s, 7918) && !fs_soldout_known(s, 1), "an item never marked is not");
 	fs_soldout_stats(s, &items, &bytes_full);
 	check(items == ITEMS, "one entry per item");
-	check(bytes_full <= 4 * ITEMS * 16, "the table is at most 4 slots of 16 bytes per item");
+	check(bytes_full <= 4 * ITEMS * 24, "the table is at most 4 slots of 24 bytes per item");
 
 	check(fs_soldout_sweep(s, END_A - 1) == 0, "nothing is dropped while both sales run");
 	check(fs_soldout_sweep(s, END_A) == ITEMS / 2, "sale A's items go when it ends");
@@ -72,7 +75,7 @@ many_items(void)
 	    "A's items are forgotten, B's still known");
 	check(fs_soldout_sweep(s, END_B) == ITEMS / 2, "sale B's items go when it ends");
 	fs_soldout_stats(s, &items, &bytes);
-	check(items == 0 && bytes <= 64 * 16, "an idle process keeps a minimal table");
+	check(items == 0 && bytes <= 64 * 24, "an idle process keeps a minimal table");
 	fs_soldout_free(s);
 }
 
@@ -90,17 +93,17 @@ restocks(void)
 		return;
 	}
 	gen = fs_soldout_generation(s, 42);
-	fs_soldout_mark(s, 42, END_A, gen);
+	fs_soldout_mark(s, SALE_X, 42, END_A, gen);
 	check(fs_soldout_known(s, 42) && marker_exists(dir, 42), "marked: known, marker written");
 	fs_soldout_clear(s, 42);
 	check(!fs_soldout_known(s, 42) && !marker_exists(dir, 42), "cleared: forgotten, marker gone");
-	fs_soldout_mark(s, 42, END_A, gen);
+	fs_soldout_mark(s, SALE_X, 42, END_A, gen);
 	check(!fs_soldout_known(s, 42) && !marker_exists(dir, 42),
 	    "a sold-out answer older than the restock is ignored");
 
 	/* Removals in the middle of probe chains keep every other entry found. */
 	for (uint64_t i = 1; i <= 2000; i++)
-		fs_soldout_mark(s, i, END_A, fs_soldout_generation(s, i));
+		fs_soldout_mark(s, SALE_X, i, END_A, fs_soldout_generation(s, i));
 	for (uint64_t i = 1; i <= 2000; i += 3)
 		fs_soldout_clear(s, i);
 	for (uint64_t i = 1; i <= 2000; i++)
@@ -178,7 +181,7 @@ forget_races_mark(void)
 		pthread_barrier_wait(&r.start);
 		spin(mark_spin);
 		gen = fs_soldout_generation(r.s, RACE_ITEM);
-		fs_soldout_mark(r.s, RACE_ITEM, END_A, gen);
+		fs_soldout_mark(r.s, SALE_X, RACE_ITEM, END_A, gen);
 		pthread_barrier_wait(&r.done);
 		fresh = gen == fs_soldout_generation(r.s, RACE_ITEM);
 		known = fs_soldout_known(r.s, RACE_ITEM);
@@ -285,7 +288,7 @@ listener(void)
 	check(keepalive_to(relay.port), "its TCP connection has keepalive on");
 
 	/* Frozen: the connection stays open and says nothing. */
-	fs_soldout_mark(s, 42, END_A, fs_soldout_generation(s, 42));
+	fs_soldout_mark(s, SALE_X, 42, END_A, fs_soldout_generation(s, 42));
 	check(fs_soldout_known(s, 42), "item 42 is sold out here");
 	kill(relay.pid, SIGSTOP);
 	t0 = fs_clock_mono_ms();
@@ -304,7 +307,7 @@ listener(void)
 	    "and the flag and marker of item 42 are gone: the next purchase asks Redis");
 
 	/* Severed: Redis drops the subscriber, the listener hears nothing ever again. */
-	fs_soldout_mark(s, 43, END_A, fs_soldout_generation(s, 43));
+	fs_soldout_mark(s, SALE_X, 43, END_A, fs_soldout_generation(s, 43));
 	check(fs_soldout_known(s, 43) && marker_exists(dir, 43), "item 43 is sold out here");
 	kill(relay.pid, SIGUSR1);
 	nanosleep(&step, NULL);
@@ -327,6 +330,168 @@ out:
 	rmdir(dir);
 }
 
+#define RECHECK_MS 300 /* FLASHSALE_SOLDOUT_RECHECK_MS of the test */
+#define ANN "01900000-0000-7000-8000-0000000000a1"
+#define BOB "01900000-0000-7000-8000-0000000000b1"
+
+/* Sale 7: item 70 (1 unit), item 71 (none); sale 8: item 80 (1 unit). Ending in an hour. */
+static int
+warm_sales(fs_stock *st)
+{
+	static const struct fs_stock_warm_item seven[] = { { 70, 1, 1 }, { 71, 0, 1 } };
+	static const struct fs_stock_warm_item eight[] = { { 80, 1, 1 } };
+	static const uint64_t ids7[] = { 70, 71 }, ids8[] = { 80 };
+	struct fs_stock_warm w = { .window_s = 30, .ends_ms = fs_clock_now_ms() + 3600000 };
+	struct fs_stock_record young[1];
+	size_t nyoung;
+	long holds;
+
+	w.items = seven;
+	w.nitems = 2;
+	if (fs_stock_warm_begin(st, 7, ids7, 2, INT64_MAX, young, 1, &nyoung, &holds) != 0 ||
+	    fs_stock_warm(st, 7, &w) != 0)
+		return -1;
+	w.items = eight;
+	w.nitems = 1;
+	if (fs_stock_warm_begin(st, 8, ids8, 1, INT64_MAX, young, 1, &nyoung, &holds) != 0 ||
+	    fs_stock_warm(st, 8, &w) != 0)
+		return -1;
+	return 0;
+}
+
+/* A purchase as the handler makes it: asks Redis unless known, marks a sold-out answer. */
+static enum fs_stock_result
+purchase(fs_soldout *s, fs_stock *st, uint64_t sale, uint64_t item, const char *user,
+    const char *order)
+{
+	struct fs_stock_hold h;
+	unsigned gen;
+	enum fs_stock_result rc;
+
+	if (fs_soldout_known(s, item))
+		return FS_STOCK_SOLD_OUT;
+	gen = fs_soldout_generation(s, item);
+	rc = fs_stock_reserve(st, sale, item, user, order, fs_clock_now_ms(), &h);
+	if (rc == FS_STOCK_SOLD_OUT || (rc == FS_STOCK_RESERVED && h.left == 0))
+		fs_soldout_mark(s, sale, item, fs_clock_now_ms() + 3600000, gen);
+	return rc;
+}
+
+/* One command to the server itself, not through the stock: its reply (free it), or NULL. */
+static redisReply *
+direct(struct test_redis *r, const char *command)
+{
+	redisContext *c = redisConnectUnix(r->sock);
+	redisReply *reply = c != NULL && c->err == 0 ? redisCommand(c, command) : NULL;
+
+	if (c != NULL)
+		redisFree(c);
+	return reply;
+}
+
+/* MGET calls Redis has served so far (INFO commandstats), or -1. */
+static long
+mget_calls(struct test_redis *r)
+{
+	redisReply *reply = direct(r, "INFO commandstats");
+	const char *at;
+	long n = -1;
+
+	if (reply != NULL && reply->type == REDIS_REPLY_STRING)
+		n = (at = strstr(reply->str, "cmdstat_mget:calls=")) != NULL ?
+		    strtol(at + strlen("cmdstat_mget:calls="), NULL, 10) : 0;
+	if (reply != NULL)
+		freeReplyObject(reply);
+	return n;
+}
+
+/*
+ * Item 70 sells its last unit and is remembered sold out; the unit then
+ * comes back in Redis with no restock message at all (put back directly,
+ * nothing published) while the listener's connection stays healthy, as
+ * when the cluster bus drops the message. Within RECHECK_MS plus a round
+ * trip its flag and marker are gone and the next purchase takes the unit.
+ * Item 71 (still none left) and item 80 (its sale closed early, a unit
+ * left) stay remembered through several passes: no flapping, so no
+ * shoppers let through to Redis. The recheck costs one MGET per sale and
+ * pass, never one per shopper.
+ */
+static void
+lost_restock(void)
+{
+	char dir[] = "/tmp/fs-soldout-lost-XXXXXX", err[256];
+	struct timespec step = { 0, 10 * 1000000L };
+	const char *top = getenv("top_srcdir");
+	struct test_redis redis;
+	struct fs_cfg cfg;
+	fs_soldout *s = NULL;
+	fs_stock *st = NULL;
+	redisReply *reply;
+	int64_t t0, waited;
+	long calls;
+
+	if (top == NULL || test_redis_start(&redis) != 0 || mkdtemp(dir) == NULL) {
+		check(0, "top_srcdir, a redis-server and a marker directory");
+		return;
+	}
+	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 || test_redis_cfg(&redis, &cfg) != 0 ||
+	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL || warm_sales(st) != 0 ||
+	    (s = fs_soldout_new(dir, &cfg, err, sizeof(err))) == NULL) {
+		check(0, "two sales warmed, the sold-out table with its listener and recheck");
+		goto out;
+	}
+	check(until_subscribed(s, 1, 5000) >= 0, "the listener subscribes");
+	check(purchase(s, st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED && fs_soldout_known(s, 70) &&
+		marker_exists(dir, 70),
+	    "ann takes item 70's last unit: it is remembered sold out, marker written");
+	check(purchase(s, st, 7, 71, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 71),
+	    "item 71 has none: remembered sold out");
+	check(fs_stock_set_end(st, 8, fs_clock_now_ms() - 1) == 1 &&
+		purchase(s, st, 8, 80, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 80),
+	    "sale 8 closed early: item 80 answers sold out with a unit left, remembered");
+
+	/* The unit comes back, and no message says so. */
+	reply = direct(&redis, "INCR fs:{7}:stock:70");
+	check(reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1,
+	    "item 70's unit is back in Redis, unannounced");
+	if (reply != NULL)
+		freeReplyObject(reply);
+	t0 = fs_clock_mono_ms();
+	while ((fs_soldout_known(s, 70) || marker_exists(dir, 70)) && fs_clock_mono_ms() - t0 < 5000)
+		nanosleep(&step, NULL);
+	waited = fs_clock_mono_ms() - t0;
+	printf("# item 70 forgotten %" PRId64 " ms after its unit came back\n", waited);
+	check(!fs_soldout_known(s, 70) && !marker_exists(dir, 70) && waited <= RECHECK_MS + 500,
+	    "within the recheck period (+ a round trip, scheduling): item 70's flag and marker are gone");
+	check(purchase(s, st, 7, 70, "bob", BOB) == FS_STOCK_RESERVED,
+	    "the next purchase reaches Redis and takes the unit");
+
+	/* Several passes: what is sold out stays so, at one MGET per sale and pass. */
+	calls = mget_calls(&redis);
+	t0 = fs_clock_mono_ms();
+	while (fs_clock_mono_ms() - t0 < 5 * RECHECK_MS)
+		nanosleep(&step, NULL);
+	calls = mget_calls(&redis) - calls;
+	printf("# %ld MGET in %d passes\n", calls, 5);
+	check(fs_soldout_known(s, 71) && marker_exists(dir, 71) && fs_soldout_known(s, 70),
+	    "items with no unit left stay remembered sold out, markers kept");
+	check(fs_soldout_known(s, 80) && marker_exists(dir, 80),
+	    "an item of a sale closed early stays remembered, though Redis has a unit");
+	check(calls >= 4 && calls <= 6, "one MGET per pass for sale 7 (none for the closed sale 8)");
+out:
+	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
+	fs_soldout_free(s);
+	fs_stock_free(st);
+	test_redis_finish(&redis);
+	for (uint64_t i = 70; i <= 80; i++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%" PRIu64, dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -334,5 +499,6 @@ main(void)
 	restocks();
 	forget_races_mark();
 	listener();
+	lost_restock();
 	return failures == 0 ? 0 : 1;
 }
