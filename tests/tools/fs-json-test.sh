@@ -3,7 +3,9 @@
 # and the exact output and exit status expected (a message on stderr where
 # the input or the path is wrong).
 set -u
-fsj=${FLASHSALE_BINDIR:-.}/tests/tools/fs-json
+# The sanitized build when there is one (make check builds it).
+fsj=${FLASHSALE_BINDIR:-.}/tests/tools/fs-json-san
+[ -x "$fsj" ] || fsj=${FLASHSALE_BINDIR:-.}/tests/tools/fs-json
 n=0
 failed=0
 
