@@ -13,15 +13,6 @@
  *	gcc -O2 -std=c11 -D_GNU_SOURCE -o flashsale-load flashsale-load.c load_*.c
  * Run it with --help for the options; --self-test checks the HTTP parser.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
-/* epoll, getrusage and friends are outside C11: ask for POSIX 2008 + XSI. */
-#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
-#define _XOPEN_SOURCE 700
-#endif
-
 #include "load.h"
 
 volatile sig_atomic_t ld_stop_signal;

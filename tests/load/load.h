@@ -8,6 +8,7 @@
 #ifndef FS_LOAD_H
 #define FS_LOAD_H
 
+/* Included first by each file: the configuration and the feature macros. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

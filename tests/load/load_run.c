@@ -1,13 +1,4 @@
 /* flashsale-load: the connections, the retries and the run. */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
-/* epoll, getrusage and friends are outside C11: ask for POSIX 2008 + XSI. */
-#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
-#define _XOPEN_SOURCE 700
-#endif
-
 #include "load.h"
 
 /* xorshift64*: jitter only needs to be cheap and spread, not secret. */

@@ -1,13 +1,4 @@
 /* flashsale-load: the self-test of the response parser (--self-test). */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
-/* epoll, getrusage and friends are outside C11: ask for POSIX 2008 + XSI. */
-#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
-#define _XOPEN_SOURCE 700
-#endif
-
 #include "load.h"
 
 static const char *const ld_prs_names[LD_PRS__MAX] = {
