@@ -62,6 +62,10 @@ case_is "no member: nothing, exit 1" "$doc" 1 "" -q .orderid
 case_is "an index past the end: exit 1" "$doc" 1 "" -q '.items[2].itemId'
 case_is "a member of a string: exit 1" "$doc" 1 "" -q .orderId.x
 case_is "[] over an empty array: nothing, exit 0" "$doc" 0 "" '.items[1].tags[]'
+case_is "[] over an object: each member's value" '{"headers":{"reason":"NO_STOCK","x":"1"}}' 0 "NO_STOCK
+1" '.headers[]'
+case_is "-w with [] holds when one element matches" '{"h":["reason","NO_STOCK"],"p":"a"}
+{"h":["reason","MALFORMED"],"p":"b"}' 0 "a" -w '.h[]=NO_STOCK' .p
 says "a missing member is named, with the value's line" "$doc" "value 1 (line 1) has no .nope" .nope
 
 lines='{"saleId":7,"userId":"a"}

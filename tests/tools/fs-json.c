@@ -10,7 +10,8 @@
  * text ("." prints the value as it was written).
  *
  *   PATH   "." the value itself; ".name" a member; "[N]" element N of an
- *          array; "[]" every element; chained: ".items[0].itemId",
+ *          array; "[]" every element (of an object: every member's
+ *          value); chained: ".items[0].itemId",
  *          ".data.groups[].rules[].name".
  *   -w PATH=VALUE  only the values where PATH is VALUE (as printed);
  *          several -w must all hold.
@@ -193,6 +194,13 @@ walk(struct walk *w, const struct path *p, int i, json_object *v, const char *ra
 		walk(w, p, i + 1, json_object_array_get_idx(v, st->index), NULL, 0);
 		return;
 	case STEP_EACH:
+		if (json_object_is_type(v, json_type_object)) {
+			json_object_object_foreach(v, key, val) {
+				(void)key;
+				walk(w, p, i + 1, val, NULL, 0);
+			}
+			return;
+		}
 		if (!json_object_is_type(v, json_type_array))
 			break;
 		for (size_t k = 0; k < json_object_array_length(v); k++)
