@@ -76,7 +76,7 @@ fi
 eval "$("$stack" env)"
 
 for f in $listed; do
-	[ -f "$here/$f" ] || not_ok "tests/integration/ORDER names $f, which exists"
+	[ -f "$here/$f" ] || not_ok "every file tests/integration/ORDER lists exists: $f does not"
 done
 [ -z "$unlisted" ] || diag "not in tests/integration/ORDER yet, run last:" $unlisted
 
