@@ -45,6 +45,10 @@ ratio() {
 	awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'
 }
 
+# fs_json ARGS: the JSON on standard input read with tests/tools/fs-json
+# (the value at a path: fs_json .saleId).
+fs_json() { "${BINDIR:-$FLASHSALE_BINDIR}/tests/tools/fs-json" "$@"; }
+
 # --- setup and teardown ----------------------------------------------------
 
 # Refuses a port base whose ports (up to base+36, the cluster topology's
@@ -71,7 +75,7 @@ bench_init() {
 	PROCS=${BENCH_PROCS:-4}
 	LOADGEN=$BINDIR/tests/load/flashsale-load
 	TRIVIAL=$BINDIR/tests/bench/trivial-fcgi
-	for f in flashsale-admin flashsale-purchase flashsale-purchase-pg; do
+	for f in flashsale-admin flashsale-purchase flashsale-purchase-pg tests/tools/fs-json; do
 		[ -x "$BINDIR/$f" ] || die "$BINDIR/$f not built: run make (FLASHSALE_BINDIR is the build tree)"
 	done
 	[ -x "$LOADGEN" ] || die "$LOADGEN not built: run make"

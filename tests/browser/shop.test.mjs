@@ -9,7 +9,7 @@
  * third declines at the provider and sees the order expire.
  *
  * Prints TAP lines ("ok - ...", "not ok - ...", "# ...") for
- * tests/integration/t_50_browser.sh to relay; exits 0 when all passed.
+ * tests/integration/single/browser.sh to relay; exits 0 when all passed.
  *
  * Environment: FLASHSALE_EDGE_URL, FS_TEST_SALE, FS_TEST_START_MS (the
  * sale's start, ms since the epoch), FS_TEST_ITEMS ("item1,item2", one

@@ -1,6 +1,6 @@
-# Helpers of the cluster suite (c_*.sh, FLASHSALE_TOPOLOGY=cluster), sourced
-# by each of them after lib.sh. Names start with k_ so that they cannot
-# clash with the other test files, which share the shell.
+# Helpers of the cluster suite (cluster/*.sh, FLASHSALE_TOPOLOGY=cluster),
+# sourced by each of them after lib.sh. Names start with k_: the helpers
+# of a topic, apart from the test file's own names.
 
 # One collation for sort, join, comm and uniq.
 export LC_ALL=C

@@ -1,21 +1,31 @@
-# Helpers for the integration tests (sourced by suite.sh): TAP output,
-# HTTP through the edge or the origin, and direct looks into PostgreSQL,
-# Redis and Kafka to assert exact outcomes.
+# Helpers for the integration tests: TAP output, HTTP through the edge or
+# the origin, JSON read with tests/tools/fs-json, and direct looks into
+# PostgreSQL, Redis and Kafka to assert exact outcomes. suite.sh sources it,
+# and so does the shell of its own that each test file runs in.
 
-tap_n=0
+# Cases are numbered on from FLASHSALE_TAP_FIRST (the cases of the files
+# before); FLASHSALE_TAP_COUNTS, when set, keeps "cases failed" for suite.sh.
+tap_n=${FLASHSALE_TAP_FIRST:-0}
 tap_failed=0
+stack=$top_srcdir/deploy/stack
 
 diag() { printf '# %s\n' "$*"; }
+
+tap_count() {
+	[ -z "${FLASHSALE_TAP_COUNTS:-}" ] || echo "$tap_n $tap_failed" >"$FLASHSALE_TAP_COUNTS"
+}
 
 ok() {
 	tap_n=$((tap_n + 1))
 	printf 'ok %d - %s\n' "$tap_n" "$1"
+	tap_count
 }
 
 not_ok() {
 	tap_n=$((tap_n + 1))
 	tap_failed=$((tap_failed + 1))
 	printf 'not ok %d - %s\n' "$tap_n" "$1"
+	tap_count
 	shift
 	for line in "$@"; do diag "  $line"; done
 }
@@ -60,6 +70,28 @@ redis_as() {
 }
 redis() { redis_as "$FLASHSALE_REDIS_USER" "$FLASHSALE_REDIS_PASSWORD_FILE" "$@"; }
 
+# fs_json [-l] [-q] [-w PATH=VALUE]... PATH: the values at PATH of the
+# JSON on standard input, one a line (tests/tools/fs-json.c says more).
+fs_json() { "$FLASHSALE_BINDIR/tests/tools/fs-json" "$@"; }
+
+# json_get JSON NAME: the value of the member NAME of each JSON value in
+# JSON (a path such as .items[0].itemId reaches deeper), one a line: a
+# string bare, anything else as JSON. Nothing, and status 1, when a value
+# has no such member; a message too when JSON is not JSON.
+json_get() {
+	case $2 in
+	.* | \[*) printf '%s' "$1" | fs_json -q "$2" ;;
+	*) printf '%s' "$1" | fs_json -q ".$2" ;;
+	esac
+}
+
+# sale_created SALE_FILE: `sale create` of the file; prints "SALE ITEM..."
+# (its ids, read from the JSON it answers).
+sale_created() {
+	sc_ids=$(admin sale create "$1") || return 1
+	printf '%s %s\n' "$(json_get "$sc_ids" saleId)" "$(json_get "$sc_ids" '.itemIds[]' | tr '\n' ' ')"
+}
+
 # A new sale from a template's items, starting S seconds from now (may be
 # negative), with N units of one item. Prints "SALE ITEM".
 new_sale() {
@@ -72,11 +104,9 @@ new_sale() {
  "paymentWindowSeconds":$window,
  "items":[{"name":"Phone","priceMinor":1990000,"currency":"VND","quantity":$qty}]}
 JSON
-	ids=$(admin sale create "$f") || return 1
-	sale=$(printf '%s' "$ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
-	item=$(printf '%s' "$ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
-	admin sale warm "$sale" >/dev/null || return 1
-	echo "$sale $item"
+	set -- $(sale_created "$f")
+	[ $# = 2 ] && admin sale warm "$1" >/dev/null || return 1
+	echo "$1 $2"
 }
 
 # fire_all PATH TOKENS_FILE OUT [IN_FLIGHT] [BASE]: one POST per token
@@ -109,8 +139,19 @@ buy_until() {
 	done
 }
 
-# The signed purchase path of a sale's first item.
-purchase_path() { admin sale urls "$1" | head -n 1; }
+# purchase_path SALE [ITEM]: the signed purchase path of the sale's ITEM
+# (the sale's one item if none is named).
+purchase_path() {
+	pp_paths=$(admin sale urls "$1") || return 1
+	if [ -n "${2:-}" ]; then
+		printf '%s\n' "$pp_paths" | grep "^/api/flash-sales/items/$2/purchase?"
+	elif [ "$(printf '%s\n' "$pp_paths" | wc -l)" = 1 ]; then
+		printf '%s\n' "$pp_paths"
+	else
+		echo "purchase_path: sale $1 has several items: name one" >&2
+		return 1
+	fi
+}
 
 # http METHOD PATH [TOKEN] [BASE]: prints "STATUS BODY" (BASE: origin by default).
 http() {
@@ -130,16 +171,15 @@ topic_messages() {
 	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
 }
 
+# The order messages of SALE on the topic, one a line (the topic's junk,
+# put there by the pipeline tests, is no sale's).
+sale_messages() { topic_messages | fs_json -l -w .saleId="$1" .; }
+
 # metric_total NAME: counter NAME summed over every program and process
 # (GET /metrics on the origin).
 metric_total() {
 	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
 		awk -v m="$1" '$1 == m || index($1, m "{") == 1 { n += $2 } END { print n + 0 }'
-}
-
-# The value of one JSON string or number member in a flat document.
-json_get() {
-	printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 
 # Polls (bounded: SECONDS, 30) until the consumer group has committed every

@@ -1,6 +1,6 @@
-# Helpers of the order pipeline tests (t_3*_pipeline*.sh), sourced by each
-# of them after lib.sh. Names start with p_ so that they cannot clash with
-# the other test files, which share the shell.
+# Helpers of the order pipeline and payment tests (single/pipeline*.sh and
+# the others that source it after lib.sh). Names start with p_: the
+# helpers of a topic, apart from the test file's own names.
 
 # p_until SECONDS EXPECTED CMD...: runs CMD every 0.2 s until it prints
 # EXPECTED; fails after SECONDS. $p_out holds the last output.
@@ -29,9 +29,15 @@ p_status() { psql_q "SELECT status FROM orders WHERE id = '$1'"; }
 # p_count SQL_WHERE: orders matching the condition.
 p_count() { psql_q "SELECT count(*) FROM orders WHERE $1"; }
 
-# One line per dead letter: "reason=CODE|payload".
+# p_dead_letters [REASON [ORDER]]: how many dead letters there are (with
+# the header reason=REASON; of the order ORDER). kcat -J wraps each in JSON,
+# {"headers":..., "payload":"the message", ...}: the headers' values (the
+# reason is the only one) are .headers[], whether kcat lists them as
+# ["reason","CODE"] or {"reason":"CODE"}.
 p_dead_letters() {
-	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC.dlq" -e -q -f '%h|%s\n' 2>/dev/null
+	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC.dlq" -e -q -J 2>/dev/null |
+		if [ -n "${1:-}" ]; then fs_json -l -w ".headers[]=$1" .payload; else fs_json -l .payload; fi |
+		if [ -n "${2:-}" ]; then fs_json -l -w .orderId="$2" .; else cat; fi | wc -l | tr -d ' '
 }
 
 # p_produce KEY JSON: one message straight onto the order topic.
@@ -66,11 +72,11 @@ p_expire_http() {
 	    "$FLASHSALE_ORIGIN_URL/api/flash-sales/admin/expire"
 }
 
-# p_sum FIELD FILE...: the sum of a JSON number member over one-line files.
+# p_sum MEMBER FILE...: the sum of a JSON number member over the files.
 p_sum() {
-	p_field=$1
+	p_member=$1
 	shift
-	cat "$@" | sed -n "s/.*\"$p_field\":\([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'
+	cat "$@" | fs_json ".$p_member" | awk '{ s += $1 } END { print s + 0 }'
 }
 
 # p_buy_all PATH USER_PREFIX N DIR: N shoppers buy at once (100 in flight).

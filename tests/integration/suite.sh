@@ -1,14 +1,17 @@
 #!/bin/sh
 # The integration suite: starts the real stack (Redis, PostgreSQL, Kafka,
 # nginx, the handlers, Varnish) in a temporary state directory on its own
-# loopback ports, runs every tests/integration/t_*.sh against it, and stops
-# it at the end, even when a test fails. Speaks TAP: one line per case.
+# loopback ports, runs the test files of tests/integration/ORDER against it,
+# each in a shell of its own, and stops the stack at the end, even when a
+# test fails. Speaks TAP: one line per case, numbered across the files.
 # With FLASHSALE_TOPOLOGY=cluster (tests/integration/cluster.sh) it starts
-# the cluster topology and runs the c_*.sh files (FLASHSALE_SUITE: the
-# prefix, t or c) instead.
+# the cluster topology and runs the files of cluster/ instead of single/.
+# FLASHSALE_TEST_ONLY: space-separated parts of file paths ("purchase
+# single/edge"): only the files whose path holds one of them run.
 set -u
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+export top_srcdir
 export FLASHSALE_BINDIR=${FLASHSALE_BINDIR:-$(pwd)}
 export FLASHSALE_STATE=${FLASHSALE_TEST_STATE:-$(mktemp -d /tmp/flashsale-test.XXXXXX)}
 export FLASHSALE_PORT_BASE=${FLASHSALE_TEST_PORT_BASE:-28080}
@@ -23,26 +26,37 @@ export FLASHSALE_PURCHASE_PROCS=${FLASHSALE_PURCHASE_PROCS:-4}
 export FLASHSALE_ARTIFACTS=${FLASHSALE_ARTIFACTS:-$FLASHSALE_BINDIR/tests/artifacts}
 mkdir -p "$FLASHSALE_ARTIFACTS"
 
-suite_prefix=${FLASHSALE_SUITE:-t}
-# FLASHSALE_TEST_ONLY: space-separated parts of file names ("t_30 t_99").
+here=$top_srcdir/tests/integration
+. "$here/lib.sh"
+topology=${FLASHSALE_TOPOLOGY:-single}
+
+# The files to run, paths relative to tests/integration: those ORDER lists
+# under this topology's directory, in its order, then any other file of that
+# directory, or of the old t_NN_*.sh (c_NN_*.sh) form, that ORDER does not
+# list yet.
+listed=$(grep -x "$topology/[^ #]*\.sh" "$here/ORDER")
+case $topology in cluster) old_form=c ;; *) old_form=t ;; esac
+unlisted=$(cd "$here" && for f in "$topology"/*.sh "$old_form"_[0-9][0-9]_*.sh; do
+	[ -f "$f" ] && ! printf '%s\n' "$listed" | grep -qxF "$f" && echo "$f"
+done)
 suite_files=
-for t in "$top_srcdir"/tests/integration/"$suite_prefix"_*.sh; do
+for f in $listed $unlisted; do
+	[ -f "$here/$f" ] || continue
 	if [ -n "${FLASHSALE_TEST_ONLY:-}" ]; then
 		only_hit=0
 		for only in $FLASHSALE_TEST_ONLY; do
-			case "$t" in *"$only"*) only_hit=1 ;; esac
+			case "$f" in *"$only"*) only_hit=1 ;; esac
 		done
 		[ "$only_hit" = 1 ] || continue
 	fi
-	suite_files="$suite_files $t"
+	suite_files="$suite_files $f"
 done
 if [ -z "$suite_files" ]; then
 	rmdir "$FLASHSALE_STATE" 2>/dev/null || true
-	echo "1..0 # SKIP no ${suite_prefix}_*.sh file selected"
+	echo "1..0 # SKIP no $topology test file selected (tests/integration/ORDER)"
 	exit 0
 fi
 
-stack=$top_srcdir/deploy/stack
 cleanup() {
 	"$stack" down >"$FLASHSALE_STATE/stack-down.log" 2>&1 || true
 	case "${FLASHSALE_TEST_KEEP:-}" in 1) ;; *) rm -rf "$FLASHSALE_STATE" ;; esac
@@ -61,7 +75,10 @@ if ! "$stack" up >"$FLASHSALE_STATE/stack-up.log" 2>&1; then
 fi
 eval "$("$stack" env)"
 
-. "$top_srcdir/tests/integration/lib.sh"
+for f in $listed; do
+	[ -f "$here/$f" ] || not_ok "every file tests/integration/ORDER lists exists: $f does not"
+done
+[ -z "$unlisted" ] || diag "not in tests/integration/ORDER yet, run last:" $unlisted
 
 # After every test file, at rest (the consumer has committed everything, a
 # bounded wait), invariants 1-5 must hold for every sale: one TAP case.
@@ -80,11 +97,30 @@ invariants_hold_after() {
 	fi
 }
 
-for t in $suite_files; do
-	suite_file=$(basename "$t")
-	diag "=== $suite_file"
-	. "$t"
-	invariants_hold_after "$suite_file"
+# run_file PATH: the file in a shell of its own (lib.sh sourced, set -u),
+# its cases numbered on from here; lib.sh's ok and not_ok keep the counts
+# in $FLASHSALE_TAP_COUNTS, which carry on here. A shell that stops before
+# the file's end (an unset variable, exit) is a failed case.
+run_file() {
+	rf_start=$(date +%s)
+	rf_first=$tap_n
+	diag "=== $1"
+	echo "$tap_n 0" >"$FLASHSALE_STATE/tap-counts"
+	FLASHSALE_TAP_FIRST=$tap_n FLASHSALE_TAP_COUNTS=$FLASHSALE_STATE/tap-counts \
+	    FLASHSALE_TEST_FILE=$here/$1 sh -u -c '. "$top_srcdir/tests/integration/lib.sh"
+		. "$FLASHSALE_TEST_FILE"
+		exit 0'
+	rf_rc=$?
+	read -r rf_n rf_failed <"$FLASHSALE_STATE/tap-counts"
+	tap_n=$rf_n
+	tap_failed=$((tap_failed + rf_failed))
+	[ "$rf_rc" = 0 ] || not_ok "$1 runs to its end" "its shell exited with status $rf_rc"
+	invariants_hold_after "$1"
+	diag "--- $1: $((tap_n - rf_first)) cases, $(($(date +%s) - rf_start)) s"
+}
+
+for f in $suite_files; do
+	run_file "$f"
 done
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]

@@ -29,8 +29,9 @@ result "promtool check rules deploy/prometheus/alerts.yml" $? "$out"
 out=$(cd "$prom" && promtool test rules alerts.test.yml 2>&1)
 result "promtool test rules: every alert fires when and only when its test says" $? "$out"
 
-# One "expr" per line in the dashboard; JSON's \" and \\ undone.
-sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$dashboard" | sed 's/\\"/"/g; s/\\\\/\\/g' >"$tmp/exprs"
+# The dashboard's queries, one a line, read as JSON (tests/tools/fs-json);
+# every "expr" of the file must be one of them.
+"${FLASHSALE_BINDIR:-.}/tests/tools/fs-json" '.panels[].targets[].expr' <"$dashboard" >"$tmp/exprs"
 count=$(wc -l <"$tmp/exprs" | tr -d ' ')
 total=$(grep -c '"expr"' "$dashboard")
 result "dashboard: $count queries read, as many as it has" "$([ "$count" = "$total" ] && [ "$count" -gt 0 ]; echo $?)" "read $count of $total"

@@ -37,7 +37,8 @@ other=$(admin token mint --user "other-$sale")
 ans=$(http POST "$(purchase_path "$sale")" "$shopper")
 is "${ans%% *}" "202" "a purchase with both consumers stopped answers 202"
 oid=$(json_get "${ans#* }" orderId)
-is "$(json_get "$(http GET "/api/flash-sales/orders/$oid" "$shopper")" status)" "PROCESSING" \
+ans=$(http GET "/api/flash-sales/orders/$oid" "$shopper")
+is "$(json_get "${ans#* }" status)" "PROCESSING" \
     "held, not recorded: GET answers PROCESSING"
 ans=$(http POST "/api/flash-sales/orders/$oid/checkout" "$shopper")
 is "${ans%% *} $(json_get "${ans#* }" error) $(json_get "${ans#* }" status)" "409 ORDER_PROCESSING PROCESSING" \
@@ -50,7 +51,8 @@ check "consumer-1 starts again" "$stack" start consumer-1
 check "consumer-2 starts again" "$stack" start consumer-2
 if consumer_caught_up 60; then ok "the consumers record the waiting order"; else
 	not_ok "the consumers record the waiting order" "lag: $("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>&1)"; fi
-is "$(json_get "$(http GET "/api/flash-sales/orders/$oid" "$shopper")" status)" "PENDING" "then GET answers PENDING"
+ans=$(http GET "/api/flash-sales/orders/$oid" "$shopper")
+is "$(json_get "${ans#* }" status)" "PENDING" "then GET answers PENDING"
 ans=$(http POST "/api/flash-sales/orders/$oid/checkout" "$shopper")
 case "${ans%% *} $(json_get "${ans#* }" redirectUrl)" in
 "200 http"*) ok "then its checkout answers 200 with the provider's page" ;;

@@ -13,9 +13,8 @@ ks_new() {
 {"name":"sharded","startsInSeconds":-5,"durationSeconds":3600,
  "items":[{"name":"Hot","priceMinor":100,"currency":"VND","quantity":$1,"shards":3}]}
 JSON
-	ks_ids=$(admin sale create "$FLASHSALE_STATE/sale-shards-c.json")
-	ks_sale=$(printf '%s' "$ks_ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
-	ks_item=$(printf '%s' "$ks_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+	set -- $(sale_created "$FLASHSALE_STATE/sale-shards-c.json")
+	ks_sale=$1 ks_item=$2
 	ks_tags=$(admin sale warm "$ks_sale" | sed -n 's/^item [0-9]*: 3 shards: //p' | tr ',' '\n' |
 		sed -n 's/^ *{\([^}]*\)}.*/\1/p')
 }

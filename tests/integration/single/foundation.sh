@@ -150,8 +150,8 @@ is "$(redis HLEN "fs:{$sale}:holders")" "0" "forced warm leaves only the databas
 
 # The README's example sale description is accepted as it is.
 ids=$(admin sale create "$top_srcdir/tests/data/sale.json")
-case "$ids" in
-'{"saleId":'*'"itemIds":['*,*']}') ok "the example tests/data/sale.json creates a sale with its two items" ;;
+case "$(json_get "$ids" saleId) $(json_get "$ids" '.itemIds[]' | wc -l)" in
+[1-9]*" 2") ok "the example tests/data/sale.json creates a sale with its two items" ;;
 *) not_ok "the example tests/data/sale.json creates a sale with its two items" "$ids" ;;
 esac
 

@@ -14,11 +14,10 @@ refuse "a sale file with 17 shards is refused" admin sale create /dev/stdin <<JS
 {"name":"too many","startsInSeconds":60,"durationSeconds":60,
  "items":[{"name":"X","priceMinor":1,"currency":"VND","quantity":5,"shards":17}]}
 JSON
-sh_ids=$(admin sale create "$sh_file")
-sh_sale=$(printf '%s' "$sh_ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
-sh_item=$(printf '%s' "$sh_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+set -- $(sale_created "$sh_file")
+sh_sale=$1 sh_item=$2
 sh_warm=$(admin sale warm "$sh_sale")
-case $(printf '%s\n' "$sh_warm" | sed -n 2p) in
+case $(printf '%s\n' "$sh_warm" | grep "^item $sh_item: ") in
 "item $sh_item: 3 shards: {$sh_sale} slot "*" on "*", {$sh_sale.1} slot "*" on "*", {$sh_sale.2} slot "*" on "*)
 	ok "sale warm says where the three shards are (hash tag, slot, master)" ;;
 *) not_ok "sale warm says where the three shards are (hash tag, slot, master)" "$sh_warm" ;;
@@ -43,7 +42,7 @@ is "$(count_of 202 "$FLASHSALE_STATE/sh-out")" "$sh_units" "burst: exactly the 3
 is "$(($(count_of 410 "$FLASHSALE_STATE/sh-out") + $(count_of 409 "$FLASHSALE_STATE/sh-out")))" \
     "$((4500 - sh_units))" "burst: every other request gets 410 or 409"
 is "$(shard_left)" "0 0 0" "no unit is left in any shard (undersell 0)"
-sh_msgs=$(topic_messages | grep "\"saleId\":$sh_sale[,}]")
+sh_msgs=$(sale_messages "$sh_sale")
 is "$(printf '%s\n' "$sh_msgs" | grep -c .)" "$sh_units" "the topic holds exactly 300 orders"
 is "$(json_get "$sh_msgs" userId | sort -u | wc -l | tr -d ' ')" \
     "$sh_units" "for 300 distinct shoppers: nobody got a second unit"
@@ -77,8 +76,8 @@ is "$(shard_left)" "0 0 0" "and every shard is empty again"
 sh_again=$(http POST "$sh_path" "$sh_tok" | cut -d' ' -f1)
 is "$sh_again" "410" "the shopper who cancelled meets the closed gate again"
 consumer_caught_up
-sh_frame=$(admin sale watch "$sh_sale" --once --origin "$FLASHSALE_ORIGIN_URL" | sed -n 3p)
-is "$(printf '%s\n' "$sh_frame" | awk '{ print $1, $(NF - 5), $(NF - 4), $(NF - 3) }')" \
+sh_frame=$(admin sale watch "$sh_sale" --once --origin "$FLASHSALE_ORIGIN_URL")
+is "$(printf '%s\n' "$sh_frame" | awk -v i="$sh_item" '$1 == i { print $1, $(NF - 5), $(NF - 4), $(NF - 3) }')" \
     "$sh_item 300 0 300" "sale watch: quantity 300, left 0 over the shards, held 300"
 
 # --- A dry home shard sends its shoppers to the others, deterministically:
@@ -96,9 +95,8 @@ cat >"$sh_file" <<JSON
 {"name":"dry shards","startsInSeconds":-5,"durationSeconds":3600,
  "items":[{"name":"Hotphone","priceMinor":1990000,"currency":"VND","quantity":3,"shards":3}]}
 JSON
-sh_ids=$(admin sale create "$sh_file")
-sh_sale=$(printf '%s' "$sh_ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
-sh_item=$(printf '%s' "$sh_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+set -- $(sale_created "$sh_file")
+sh_sale=$1 sh_item=$2
 admin sale warm "$sh_sale" >/dev/null
 sh_path=$(purchase_path "$sh_sale")
 is "$(shard_left)" "1 1 1" "three units, one in each shard"

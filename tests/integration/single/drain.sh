@@ -6,7 +6,8 @@
 run=$FLASHSALE_STATE/run
 printf '{"name":"drain","startsInSeconds":3,"durationSeconds":600,"items":[{"name":"a","priceMinor":1,"currency":"VND","quantity":1}]}' \
 	>"$FLASHSALE_STATE/drain.json"
-drain_sale=$(admin sale create "$FLASHSALE_STATE/drain.json" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
+set -- $(sale_created "$FLASHSALE_STATE/drain.json")
+drain_sale=$1
 start_ms=$(psql_q "SELECT floor(extract(epoch FROM starts_at) * 1000)::bigint FROM sales WHERE id = $drain_sale")
 # Inside the hold window (the last 1.1 s before the start), a reveal waits.
 while [ $(($(date +%s%N) / 1000000)) -lt $((start_ms - 900)) ]; do sleep 0.05; done

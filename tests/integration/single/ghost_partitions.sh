@@ -16,9 +16,10 @@ f=$FLASHSALE_STATE/sale-parts-$$.json
 	done
 	printf ']}'
 } >"$f"
-ids=$(admin sale create "$f")
-sale=$(printf '%s' "$ids" | sed 's/.*"saleId":\([0-9]*\).*/\1/')
-items=$(printf '%s' "$ids" | sed 's/.*"itemIds":\[\([0-9,]*\)\].*/\1/' | tr ',' ' ')
+set -- $(sale_created "$f")
+sale=$1
+shift
+items=$*
 check "the sale of eight items is warmed" admin sale warm "$sale"
 admin sale urls "$sale" >"$FLASHSALE_STATE/parts-urls-$sale"
 url_of() { grep "/items/$1/purchase" "$FLASHSALE_STATE/parts-urls-$sale"; }
