@@ -1,4 +1,4 @@
-# A restock whose message is lost, for t_74 (one origin) and c_60 (two
+# A restock whose message is lost, for single/restock_lost.sh (one origin) and cluster/restock_lost.sh (two
 # origin hosts on the cluster), sourced by each after lib.sh. Names start
 # with rl_ so that they cannot clash with the other test files.
 #

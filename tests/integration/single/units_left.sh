@@ -159,7 +159,7 @@ printf '{"name":"ul cold","startsInSeconds":60,"durationSeconds":600,"items":[{"
     >"$FLASHSALE_STATE/ul-cold.json"
 ul_ids=$(admin sale create "$FLASHSALE_STATE/ul-cold.json")
 ul_cold=$(json_get "$ul_ids" saleId)
-ul_ci=$(printf '%s' "$ul_ids" | sed 's/.*"itemIds":\[\([0-9]*\).*/\1/')
+ul_ci=$(json_get "$ul_ids" '.itemIds[0]')
 is "$(ul_doc "$ul_cold")" "$(ul_expect "$ul_cold" "$ul_ci" 4 4 false)" "a sale not yet in Redis: PostgreSQL's count"
 
 # --- Sharded items add up their shards; an item of no units is sold out.
@@ -167,8 +167,8 @@ printf '{"name":"ul sharded","startsInSeconds":-5,"durationSeconds":600,"items":
     >"$FLASHSALE_STATE/ul-sharded.json"
 ul_ids=$(admin sale create "$FLASHSALE_STATE/ul-sharded.json")
 ul_s2=$(json_get "$ul_ids" saleId)
-ul_a=$(printf '%s' "$ul_ids" | sed 's/.*"itemIds":\[\([0-9]*\),\([0-9]*\)\].*/\1/')
-ul_b=$(printf '%s' "$ul_ids" | sed 's/.*"itemIds":\[\([0-9]*\),\([0-9]*\)\].*/\2/')
+ul_a=$(json_get "$ul_ids" '.itemIds[0]')
+ul_b=$(json_get "$ul_ids" '.itemIds[1]')
 ul_two="200 {\"saleId\":$ul_s2,\"items\":[{\"itemId\":$ul_a,\"quantity\":10,\"left\":%s,\"soldOut\":false},{\"itemId\":$ul_b,\"quantity\":0,\"left\":0,\"soldOut\":true}]"
 admin sale warm "$ul_s2" >/dev/null
 # shellcheck disable=SC2059
