@@ -1,5 +1,5 @@
 // Mints one JWT with jose, an implementation independent of lib/token, for
-// tests/integration/t_70_jwks.sh. It only mints: the keys come from files.
+// tests/integration/single/jwks.sh. It only mints: the keys come from files.
 //   node mint-token.mjs KEYFILE ALG KID SUB [CLAIMS_JSON]
 // KEYFILE holds raw bytes as flashsale-admin keys generate writes them: 64
 // (a libsodium Ed25519 secret key: seed, then public key) for EdDSA, 32 to
