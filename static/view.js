@@ -8,7 +8,7 @@ import { buy, retryUntil } from "./buy.js";
 import { onChange } from "./changes.js";
 import { clockInfo, serverNow } from "./clock.js";
 import { chooseLanguage, language, t } from "./i18n.js";
-import { cancelOrder, checkout, currentOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
+import { cancelOrder, checkout, currentOrder, findMyOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
 import { dropOutcomes, outcome, statusOutcome } from "./outcomes.js";
 import { currentSale, currentSaleId, itemName, purchaseUrl, revealed, saleProblem } from "./sale.js";
 
@@ -99,8 +99,10 @@ function itemState(it) {
 	const now = serverNow(), s = currentSale();
 	if (now >= s.endsMs)
 		return "ended";
-	const o = outcome(it.itemId);
-	if (it.state === "sold_out" || (o && o.kind === "sold_out"))
+	const o = outcome(it.itemId), ord = currentOrder();
+	/* Whoever holds a unit of the item is never told it is sold out. */
+	const held = ord !== null && LIVE.has(ord.status) && String(ord.itemId) === String(it.itemId);
+	if (!held && (it.state === "sold_out" || (o && o.kind === "sold_out")))
 		return "sold_out";
 	if (now < s.startsMs)
 		return "upcoming";
@@ -382,6 +384,7 @@ async function onSignIn(ev) {
 	const r = await signIn(userId);
 	if (r.ok) {
 		restoreOrder();
+		findMyOrder();
 		dropOutcomes("signed_out");
 	} else {
 		msg.textContent = { network: t("outNetwork"), off: t("signinOff") }[r.why] ||
