@@ -187,6 +187,26 @@ until(int64_t now_ms, int64_t ms, char buf[32])
 	return buf;
 }
 
+/* The refunds owed for the sale's late payments, the oldest first; FAILING: an operator must look. */
+static void
+print_refunds(const struct fs_watch_frame *f)
+{
+	if (f->refunds_owed < 0) {
+		printf("refunds owed: ?\n");
+		return;
+	}
+	printf("refunds owed: %ld (%ld failing: %ld failed tries or more)\n", f->refunds_owed,
+	    f->refunds_failing, f->refund_alert_after);
+	for (long i = 0; i < f->refunds_owed && i < FS_WATCH_OWED_MAX; i++) {
+		const struct fs_payments_owed *o = &f->owed[i];
+
+		printf("  %-8s payment %s order %s %" PRId64 " %s, %ld failed tries%s%s\n",
+		    o->attempts >= f->refund_alert_after ? "FAILING" : "owed", o->ev.payment, o->ev.order,
+		    o->ev.amount_minor, o->ev.currency, o->attempts, o->error[0] != '\0' ? ", last: " : "",
+		    o->error);
+	}
+}
+
 static void
 print_frame(const struct fs_watch_frame *f)
 {
@@ -212,6 +232,7 @@ print_frame(const struct fs_watch_frame *f)
 		printf("expiring within 60 s: ?\n");
 	else
 		printf("expiring within 60 s: %ld orders\n", f->expiring);
+	print_refunds(f);
 	if (f->lag < 0)
 		printf("consumer lag: ? (%s)\n", f->lag_error);
 	else
@@ -270,6 +291,7 @@ cmd_watch(uint64_t sale, int argc, char **argv)
 	}
 	if (open_stores(&st, 0, 0) != 0)
 		goto out;
+	f->refund_alert_after = fs_cfg_long(&st.cfg, FS_CFG_REFUND_ALERT_AFTER);
 	signal(SIGINT, on_interrupt);
 	signal(SIGTERM, on_interrupt);
 	/* Rates need two readings: --once takes one a second before its frame. */
