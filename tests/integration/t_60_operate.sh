@@ -28,13 +28,14 @@ case $(printf '%s\n' "$o_frame" | head -n 1) in
 "sale $o_sale \"test sale\"  open  ends "*) ok "watch: the sale's line" ;;
 *) not_ok "watch: the sale's line" "$(printf '%s\n' "$o_frame" | head -n 1)" ;;
 esac
-is "$(printf '%s\n' "$o_frame" | sed -n 2,6p)" "$(printf '%s\n' \
+is "$(printf '%s\n' "$o_frame" | sed -n 2,7p)" "$(printf '%s\n' \
 	"item     name                      quantity      left      held      sold   pending      paid" \
 	"$(printf '%-8s %-24s %9s %9s %9s %9s %9s %9s' "$o_item" Phone 2 0 2 2 2 0)" \
 	"expiring within 60 s: 2 orders" \
+	"refunds owed: 0 (0 failing: 5 failed tries or more)" \
 	"consumer lag: 0 messages" \
 	"gate $FLASHSALE_ORIGIN_URL: $o_item=sold-out")" "watch --once: units, holds, orders, expiry, lag, gate"
-case $(printf '%s\n' "$o_frame" | sed -n 7p) in
+case $(printf '%s\n' "$o_frame" | sed -n 8p) in
 "purchases/s $FLASHSALE_ORIGIN_URL: "*) ok "watch --once: the purchase answers per second of the origin" ;;
 *) not_ok "watch --once: the purchase answers per second of the origin" "$o_frame" ;;
 esac

@@ -259,8 +259,9 @@ prom_has() {
 check "prometheus: its API returns the origin's counts (202: $want202, recorded: $want_recorded)" \
     wait_until 30 prom_has
 is "$(promq 'up{job="flashsale"}')" 1 "prometheus: the origin target is up"
-is "$(curl -s -m 5 "$prom/api/v1/rules" | grep -o '"name":"Flashsale[A-Za-z]*"' | sort -u | wc -l | tr -d ' ')" 6 \
-    "prometheus: the six alerting rules are loaded"
+is "$(curl -s -m 5 "$prom/api/v1/rules" | grep -o '"name":"Flashsale[A-Za-z]*"' | sort -u | wc -l | tr -d ' ')" \
+    "$(grep -c '^ *- alert: Flashsale' "$top_srcdir/deploy/prometheus/alerts.yml")" \
+    "prometheus: every alerting rule of deploy/prometheus/alerts.yml is loaded"
 failed_q=""
 sed -n 's/^ *"expr": "\(.*\)",\{0,1\}$/\1/p' "$top_srcdir/deploy/grafana/flashsale.json" |
 	sed 's/\\"/"/g' >"$ops/exprs"
