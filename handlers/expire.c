@@ -88,25 +88,39 @@ read_backlog(struct app *app, struct fs_ordertopic_backlog *b)
 
 /* The refunds owed whose wait is over, asked of the provider again. 0, or -1 (logged). */
 static int
-retry_refunds(struct app *app, struct fs_expiry_counts *counts)
+retry_refunds(struct app *app, struct fs_payments_retry_counts *c)
 {
-	struct fs_payments_retry_counts c;
-
+	memset(c, 0, sizeof(*c));
 	if (app->provider == NULL)
 		return 0;
 	if (fs_payments_retry_refunds(app->stores.pg, app->provider,
 		fs_cfg_long(&app->cfg, FS_CFG_REFUND_BACKOFF),
-		fs_cfg_long(&app->cfg, FS_CFG_REFUND_ALERT_AFTER), &c) != FS_PAYMENTS_OK) {
+		fs_cfg_long(&app->cfg, FS_CFG_REFUND_ALERT_AFTER), c) != FS_PAYMENTS_OK) {
 		fs_log_error("refunds owed: %s", app->stores.pg->errstr);
 		return -1;
 	}
-	counts->refunds_tried = c.tried;
-	counts->refunds_made = c.refunded;
-	counts->refunds_failed = c.failed;
-	counts->refunds_failing = c.alerting;
-	fs_metrics_add(FS_M_REFUNDS_RETRIED, c.tried);
-	fs_metrics_add(FS_M_REFUNDS_RETRIED_MADE, c.refunded);
+	fs_metrics_add(FS_M_REFUNDS_RETRIED, c->tried);
+	fs_metrics_add(FS_M_REFUNDS_RETRIED_MADE, c->refunded);
 	return 0;
+}
+
+/*
+ * The run's counts as one JSON object: the expiry's (lib/expiry), then the
+ * refunds' ("refundsTried", "refundsMade", "refundsFailed", "refundsFailing").
+ * Its length, or -1 when out is too small.
+ */
+static int
+counts_json(const struct fs_expiry_counts *e, const struct fs_payments_retry_counts *r, char *out,
+    size_t outlen)
+{
+	int n = fs_expiry_counts_json(e, out, outlen), m;
+
+	if (n < 2)
+		return -1;
+	m = snprintf(out + n - 1, outlen - (size_t)(n - 1),
+	    ",\"refundsTried\":%lu,\"refundsMade\":%lu,\"refundsFailed\":%lu,\"refundsFailing\":%lu}",
+	    r->tried, r->refunded, r->failed, r->alerting);
+	return m < 0 || (size_t)m >= outlen - (size_t)(n - 1) ? -1 : n - 1 + m;
 }
 
 /* One whole run; writes the counts as JSON into out. 0, or -1 (errors logged). */
@@ -115,6 +129,7 @@ run_once(struct app *app, char *out, size_t outlen)
 {
 	struct fs_ordertopic_backlog backlog;
 	struct fs_expiry_counts counts;
+	struct fs_payments_retry_counts refunds;
 	int rc = 0;
 
 	memset(&counts, 0, sizeof(counts));
@@ -127,14 +142,14 @@ run_once(struct app *app, char *out, size_t outlen)
 		fs_log_error("%s", app->expiry.errstr);
 		rc = -1;
 	}
-	if (retry_refunds(app, &counts) != 0)
+	if (retry_refunds(app, &refunds) != 0)
 		rc = -1;
 	fs_metrics_count(rc == 0 ? FS_M_EXPIRY_RUNS : FS_M_EXPIRY_FAILURES);
 	fs_metrics_add(FS_M_ORDERS_EXPIRED, counts.expired);
 	fs_metrics_add(FS_M_GHOSTS_SWEPT, counts.ghosts);
-	if (fs_expiry_counts_json(&counts, out, outlen) < 0)
+	if (counts_json(&counts, &refunds, out, outlen) < 0)
 		snprintf(out, outlen, "{}");
-	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0 || counts.refunds_tried > 0)
+	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0 || refunds.tried > 0)
 		fs_log_info("%s", out);
 	return rc;
 }

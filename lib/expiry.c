@@ -327,10 +327,9 @@ fs_expiry_counts_json(const struct fs_expiry_counts *c, char *out, size_t outlen
 {
 	int n = snprintf(out, outlen,
 	    "{\"expired\":%lu,\"released\":%lu,\"ghosts\":%lu,\"confirmed\":%lu,\"repaired\":%lu,"
-	    "\"sales\":%lu,\"deferred\":%lu,\"cleared\":%lu,\"refundsTried\":%lu,"
-	    "\"refundsMade\":%lu,\"refundsFailed\":%lu,\"refundsFailing\":%lu}",
+	    "\"sales\":%lu,\"deferred\":%lu,\"cleared\":%lu}",
 	    c->expired, c->released, c->ghosts, c->confirmed, c->repaired, c->sales, c->deferred,
-	    c->cleared, c->refunds_tried, c->refunds_made, c->refunds_failed, c->refunds_failing);
+	    c->cleared);
 
 	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
 }

@@ -27,10 +27,6 @@ struct fs_expiry_counts {
 	unsigned long sales;		/* sales swept */
 	unsigned long deferred;		/* sales whose old holds waited: their partition had orders on their way */
 	unsigned long cleared;		/* sales over (ended, no order PENDING) whose keys left Redis */
-	unsigned long refunds_tried;	/* refunds owed asked of the provider again (lib/payments) */
-	unsigned long refunds_made;	/* of them, made and recorded */
-	unsigned long refunds_failed;	/* of them, refused or unanswered again */
-	unsigned long refunds_failing;	/* of the failed, those at FLASHSALE_REFUND_ALERT_AFTER or more */
 };
 
 typedef struct fs_expiry {
