@@ -38,6 +38,9 @@ static const struct {
 	    "required `iss` of shopper tokens (empty: not checked)" },
 	[FS_CFG_JWT_AUDIENCE] = { "FLASHSALE_JWT_AUDIENCE", "",
 	    "required `aud` of shopper tokens (empty: not checked)" },
+	[FS_CFG_JWKS_FILE] = { "FLASHSALE_JWKS_FILE", "",
+	    "JWK Set file of the keys of shopper tokens that carry a `kid` (Ed25519 and HS256), "
+	    "re-read when it changes (empty: none)" },
 	[FS_CFG_DATADIR] = { "FLASHSALE_DATADIR", FS_PKGDATADIR,
 	    "where lua/, sql/ and static/ are" },
 	[FS_CFG_SOLDOUT_DIR] = { "FLASHSALE_SOLDOUT_DIR", "",

@@ -1,7 +1,7 @@
 /*
  * Configuration from the environment: one table names every variable, its
- * meaning and its default, so programs, `flashsale-admin config` and the
- * README agree.
+ * meaning and its default, so programs, `flashsale-admin config` and
+ * flashsale.conf(5) agree.
  */
 #ifndef FS_CFG_H
 #define FS_CFG_H
@@ -19,6 +19,7 @@ enum fs_cfg_key {
 	FS_CFG_KEYS_DIR,
 	FS_CFG_JWT_ISSUER,
 	FS_CFG_JWT_AUDIENCE,
+	FS_CFG_JWKS_FILE,
 	FS_CFG_DATADIR,
 	FS_CFG_SOLDOUT_DIR,
 	FS_CFG_NCHAN_PUB,

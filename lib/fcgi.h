@@ -4,9 +4,10 @@
  * acceptor), reads parameters and bounded bodies, writes JSON answers, and
  * on SIGTERM/SIGINT stops accepting, lets every request in hand finish,
  * then returns. A worker is either a thread that answers one request at a
- * time (libfcgi), or an event loop (lib/fcgiproto) that holds any number of
- * requests at once and answers each when its work is done: the purchase
- * handler's, whose requests wait for the broker without holding a thread.
+ * time, or an event loop that holds any number of requests at once and
+ * answers each when its work is done: the purchase handler's, whose
+ * requests wait for the broker without holding a thread. Both parse with
+ * lib/fcgiproto.
  */
 #ifndef FS_FCGI_H
 #define FS_FCGI_H
@@ -49,7 +50,7 @@ struct fs_fcgi_service {
 	 * may return before it answers; the request stays open until it is
 	 * answered, from a task that any thread posts to its loop
 	 * (fs_fcgi_post). It must not block for long: a loop's other requests
-	 * wait. Zero: libfcgi, one request per thread at a time.
+	 * wait. Zero: worker threads, one request per thread at a time.
 	 */
 	int event_loop;
 	/*

@@ -310,7 +310,7 @@ static void
 take_stdin(struct fs_fcgiproto *p, const unsigned char *in, size_t n)
 {
 	struct fs_fcgiproto_req *r = &p->req;
-	size_t k = FS_FCGI_BODY_MAX - r->body_len;
+	size_t k = FS_FCGIPROTO_BODY_MAX - r->body_len;
 
 	if (n > k)
 		r->body_too_big = 1;

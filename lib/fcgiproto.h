@@ -3,8 +3,11 @@
  * else: a parser that takes whatever a connection delivered, in pieces of
  * any size, and says when a whole request (its parameters and its body)
  * has arrived; and the records of an answer. No I/O and no allocation: the
- * purchase handler's event loop (lib/fcgiloop) reads and writes, and every
- * buffer here has a fixed limit. libfcgi still serves the other handlers.
+ * workers of lib/fcgi (threads and event loops) read and write, and every
+ * buffer here has a fixed limit. It is the only FastCGI parser of the
+ * handlers (libfcgi 2.4.2 aborted the process on a name-value pair whose
+ * lengths sum past INT_MAX: TRAPS.md). A lower layer than lib/fcgi: it
+ * includes nothing of the project.
  *
  * What it accepts, per the specification (fastcgi-archives, "FastCGI
  * Specification", version 1.0): records of version 1 with any padding;
@@ -28,8 +31,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fcgi.h"
-
+/* The largest request body kept (lib/fcgi's FS_FCGI_BODY_MAX, checked equal there). */
+#define FS_FCGIPROTO_BODY_MAX 4096
 /* The most parameters, and bytes of their names and values, per request. */
 #define FS_FCGIPROTO_PARAMS_MAX 64
 #define FS_FCGIPROTO_PARAM_BYTES 8192
@@ -57,9 +60,9 @@ struct fs_fcgiproto_req {
 	struct fs_fcgiproto_param params[FS_FCGIPROTO_PARAMS_MAX];
 	size_t nparams;
 	int params_truncated;	/* some did not fit (left out, not an error) */
-	char body[FS_FCGI_BODY_MAX + 1];	/* NUL-terminated */
+	char body[FS_FCGIPROTO_BODY_MAX + 1];	/* NUL-terminated */
 	size_t body_len;
-	int body_too_big;	/* more than FS_FCGI_BODY_MAX came: body is the start */
+	int body_too_big;	/* more than FS_FCGIPROTO_BODY_MAX came: body is the start */
 };
 
 /* private: a stream of name-value pairs being read, in pieces of any size */

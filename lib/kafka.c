@@ -1,3 +1,10 @@
+/*
+ * lib/kafka: the one librdkafka client set-up of the family (the log hook,
+ * the brokers, the log level, then each client's own settings), the
+ * producer shared by threads, the partitioner and message headers. The
+ * consumer-group member is lib/kafka_consumer.c, the operators' calls
+ * (topics, lags, reading a topic) lib/kafka_admin.c.
+ */
 #include "config.h"
 
 #include <errno.h>
@@ -13,7 +20,7 @@
 #include <json-c/json.h>
 
 #include "clock.h"
-#include "kafka.h"
+#include "kafka_int.h"
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
@@ -138,6 +145,7 @@ on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 	return 0; /* librdkafka frees json */
 }
 
+
 /* librdkafka's own lines go through fs_log, in the one log format. */
 static void
 on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
@@ -147,51 +155,61 @@ on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
 	    "kafka %s: %s", facility, text);
 }
 
-static rd_kafka_conf_t *
-conf_new(void)
+rd_kafka_t *
+fs_kafka_client_new(rd_kafka_type_t type, const char *brokers, const struct fs_kafka_setting *set,
+    size_t nset, void (*callbacks)(rd_kafka_conf_t *), void *opaque, char *err, size_t errlen)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
 
 	rd_kafka_conf_set_log_cb(conf, on_log);
-	return conf;
+	if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, errlen) != RD_KAFKA_CONF_OK ||
+	    rd_kafka_conf_set(conf, "log_level", "3", err, errlen) != RD_KAFKA_CONF_OK)
+		goto fail;
+	for (size_t i = 0; i < nset; i++)
+		if (rd_kafka_conf_set(conf, set[i].name, set[i].value, err, errlen) != RD_KAFKA_CONF_OK)
+			goto fail;
+	if (callbacks != NULL)
+		callbacks(conf);
+	if (opaque != NULL)
+		rd_kafka_conf_set_opaque(conf, opaque);
+	/* rd_kafka_new owns conf once it succeeds. */
+	if ((rk = rd_kafka_new(type, conf, err, errlen)) != NULL)
+		return rk;
+fail:
+	rd_kafka_conf_destroy(conf);
+	return NULL;
 }
 
-static int
-conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, size_t errlen)
+/* The producer's report and statistics hooks. */
+static void
+producer_callbacks(rd_kafka_conf_t *conf)
 {
-	return rd_kafka_conf_set(conf, name, value, err, errlen) == RD_KAFKA_CONF_OK ? 0 : -1;
+	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+	rd_kafka_conf_set_stats_cb(conf, on_stats);
 }
 
 static rd_kafka_t *
 producer_create(fs_kafka_producer *p, char *err, size_t errlen)
 {
-	rd_kafka_conf_t *conf = conf_new();
 	char timeout[16], linger[16];
-	rd_kafka_t *rk;
+	const struct fs_kafka_setting set[] = {
+		{ "acks", "all" },
+		{ "enable.idempotence", "true" },
+		/* Orders from concurrent purchases share one produce request. */
+		{ "linger.ms", linger },
+		{ "message.timeout.ms", timeout },
+		/* The same item always lands on the same partition. */
+		{ "partitioner", PARTITIONER },
+		{ "socket.keepalive.enable", "true" },
+		{ "reconnect.backoff.max.ms", "1000" },
+		{ "statistics.interval.ms", "1000" },
+	};
 
 	snprintf(timeout, sizeof(timeout), "%d", p->timeout_ms);
 	snprintf(linger, sizeof(linger), "%d", p->linger_ms);
-	if (conf_set(conf, "bootstrap.servers", p->brokers, err, errlen) != 0 ||
-	    conf_set(conf, "acks", "all", err, errlen) != 0 ||
-	    conf_set(conf, "enable.idempotence", "true", err, errlen) != 0 ||
-	    /* Orders from concurrent purchases share one produce request. */
-	    conf_set(conf, "linger.ms", linger, err, errlen) != 0 ||
-	    conf_set(conf, "message.timeout.ms", timeout, err, errlen) != 0 ||
-	    /* The same item always lands on the same partition. */
-	    conf_set(conf, "partitioner", PARTITIONER, err, errlen) != 0 ||
-	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
-	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
-	    conf_set(conf, "statistics.interval.ms", "1000", err, errlen) != 0 ||
-	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
-		rd_kafka_conf_destroy(conf);
-		return NULL;
-	}
-	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-	rd_kafka_conf_set_stats_cb(conf, on_stats);
-	rd_kafka_conf_set_opaque(conf, p);
-	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen)) == NULL)
-		rd_kafka_conf_destroy(conf);
-	return rk;
+	return fs_kafka_client_new(RD_KAFKA_PRODUCER, p->brokers, set, sizeof(set) / sizeof(set[0]),
+	    producer_callbacks, p, err, errlen);
 }
 
 /* librdkafka writes to the reports' pipe when rk's reports queue was empty. */
@@ -473,340 +491,6 @@ fs_kafka_produce_async(fs_kafka_producer *p, const char *topic, const struct fs_
 	return 0;
 }
 
-int
-fs_kafka_create_topic(const char *brokers, const char *topic, int partitions, int replicas,
-    int min_insync, char *err, size_t errlen)
-{
-	char isr[16];
-	rd_kafka_conf_t *conf = conf_new();
-	rd_kafka_AdminOptions_t *opts = NULL;
-	const rd_kafka_topic_result_t **res;
-	rd_kafka_NewTopic_t *nt = NULL;
-	rd_kafka_queue_t *q = NULL;
-	rd_kafka_event_t *ev = NULL;
-	rd_kafka_resp_err_t e;
-	rd_kafka_t *rk = NULL;
-	size_t n;
-	int rc = -1;
-
-	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
-	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errlen)) == NULL) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	if ((nt = rd_kafka_NewTopic_new(topic, partitions, replicas, err, errlen)) == NULL)
-		goto out;
-	snprintf(isr, sizeof(isr), "%d", min_insync);
-	if ((e = rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", isr)) !=
-	    RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
-		goto out;
-	}
-	q = rd_kafka_queue_new(rk);
-	opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-	if (rd_kafka_AdminOptions_set_operation_timeout(opts, 10000, err, errlen) != 0)
-		goto out;
-	rd_kafka_CreateTopics(rk, &nt, 1, opts, q);
-	if ((ev = rd_kafka_queue_poll(q, 15000)) == NULL) {
-		snprintf(err, errlen, "create topic %s: no answer from the broker", topic);
-		goto out;
-	}
-	if ((e = rd_kafka_event_error(ev)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
-		goto out;
-	}
-	res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-	e = n == 1 ? rd_kafka_topic_result_error(res[0]) : RD_KAFKA_RESP_ERR__FAIL;
-	if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-		snprintf(err, errlen, "create topic %s: %s", topic, rd_kafka_err2str(e));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (ev != NULL)
-		rd_kafka_event_destroy(ev);
-	if (opts != NULL)
-		rd_kafka_AdminOptions_destroy(opts);
-	if (q != NULL)
-		rd_kafka_queue_destroy(q);
-	if (nt != NULL)
-		rd_kafka_NewTopic_destroy(nt);
-	rd_kafka_destroy(rk);
-	return rc;
-}
-
-/* A new assignment starts with no partition known to be read to its end. */
-static void
-on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-    void *opaque)
-{
-	fs_kafka_consumer *c = opaque;
-
-	memset(c->at_eof, 0, sizeof(c->at_eof));
-	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
-		rd_kafka_assign(rk, parts);
-	else
-		rd_kafka_assign(rk, NULL);
-}
-
-fs_kafka_consumer *
-fs_kafka_consumer_new(const char *brokers, const char *group, const char *topic, int track_eof,
-    char *err, size_t errlen)
-{
-	rd_kafka_topic_partition_list_t *subs = NULL;
-	rd_kafka_conf_t *conf = NULL;
-	fs_kafka_consumer *c;
-	rd_kafka_resp_err_t e;
-
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	c->track_eof = track_eof;
-	conf = conf_new();
-	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
-	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
-	    /* Offsets move only after the database commit (fs_kafka_consumer_commit). */
-	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
-	    conf_set(conf, "auto.offset.reset", "earliest", err, errlen) != 0 ||
-	    conf_set(conf, "enable.partition.eof", track_eof ? "true" : "false", err, errlen) != 0 ||
-	    /* A member that died is replaced within seconds, not the default 45. */
-	    conf_set(conf, "session.timeout.ms", "6000", err, errlen) != 0 ||
-	    conf_set(conf, "heartbeat.interval.ms", "2000", err, errlen) != 0 ||
-	    /*
-	     * A fetch waits for 64 KB or 100 ms, not for the first byte: under
-	     * a burst the broker answers ten fetches a second instead of one per
-	     * produce request, and each batch of orders is that much bigger.
-	     */
-	    conf_set(conf, "fetch.wait.max.ms", "100", err, errlen) != 0 ||
-	    conf_set(conf, "fetch.min.bytes", "65536", err, errlen) != 0 ||
-	    conf_set(conf, "socket.keepalive.enable", "true", err, errlen) != 0 ||
-	    conf_set(conf, "reconnect.backoff.max.ms", "1000", err, errlen) != 0 ||
-	    conf_set(conf, "log_level", "3", err, errlen) != 0)
-		goto fail;
-	rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
-	rd_kafka_conf_set_opaque(conf, c);
-	if ((c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL)
-		goto fail;
-	conf = NULL;
-	rd_kafka_poll_set_consumer(c->rk);
-	subs = rd_kafka_topic_partition_list_new(1);
-	rd_kafka_topic_partition_list_add(subs, topic, RD_KAFKA_PARTITION_UA);
-	if ((e = rd_kafka_subscribe(c->rk, subs)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "subscribe %s: %s", topic, rd_kafka_err2str(e));
-		goto fail;
-	}
-	rd_kafka_topic_partition_list_destroy(subs);
-	return c;
-fail:
-	if (subs != NULL)
-		rd_kafka_topic_partition_list_destroy(subs);
-	if (conf != NULL)
-		rd_kafka_conf_destroy(conf);
-	if (c->rk != NULL)
-		rd_kafka_destroy(c->rk);
-	free(c);
-	return NULL;
-}
-
-void
-fs_kafka_consumer_free(fs_kafka_consumer *c)
-{
-	if (c == NULL)
-		return;
-	rd_kafka_consumer_close(c->rk);
-	rd_kafka_destroy(c->rk);
-	free(c);
-}
-
-rd_kafka_message_t *
-fs_kafka_consumer_poll(fs_kafka_consumer *c, int timeout_ms)
-{
-	rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout_ms);
-	int p;
-
-	if (m == NULL)
-		return NULL;
-	p = m->partition;
-	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-		if (p >= 0 && p < FS_KAFKA_PARTITIONS_MAX)
-			c->at_eof[p] = 1;
-		rd_kafka_message_destroy(m);
-		return NULL;
-	}
-	if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		c->err = 1;
-		snprintf(c->errstr, sizeof(c->errstr), "consume: %s", rd_kafka_message_errstr(m));
-		rd_kafka_message_destroy(m);
-		return NULL;
-	}
-	if (p >= 0 && p < FS_KAFKA_PARTITIONS_MAX)
-		c->at_eof[p] = 0;
-	return m;
-}
-
-int
-fs_kafka_consumer_commit(fs_kafka_consumer *c, rd_kafka_message_t *const *msgs, size_t n)
-{
-	rd_kafka_topic_partition_list_t *list;
-	rd_kafka_resp_err_t err;
-
-	if (n == 0)
-		return 0;
-	list = rd_kafka_topic_partition_list_new(16);
-	for (size_t i = 0; i < n; i++) {
-		const char *topic = rd_kafka_topic_name(msgs[i]->rkt);
-		rd_kafka_topic_partition_t *tp =
-		    rd_kafka_topic_partition_list_find(list, topic, msgs[i]->partition);
-
-		if (tp == NULL)
-			tp = rd_kafka_topic_partition_list_add(list, topic, msgs[i]->partition);
-		if (msgs[i]->offset + 1 > tp->offset)
-			tp->offset = msgs[i]->offset + 1;
-	}
-	err = rd_kafka_commit(c->rk, list, 0);
-	rd_kafka_topic_partition_list_destroy(list);
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		c->err = 1;
-		snprintf(c->errstr, sizeof(c->errstr), "commit: %s", rd_kafka_err2str(err));
-		return -1;
-	}
-	return 0;
-}
-
-int
-fs_kafka_consumer_caught_up(fs_kafka_consumer *c)
-{
-	rd_kafka_topic_partition_list_t *list = NULL;
-	int done;
-
-	if (rd_kafka_assignment(c->rk, &list) != RD_KAFKA_RESP_ERR_NO_ERROR || list == NULL)
-		return 0;
-	done = list->cnt > 0;
-	for (int i = 0; i < list->cnt && done; i++) {
-		int p = list->elems[i].partition;
-
-		done = p >= 0 && p < FS_KAFKA_PARTITIONS_MAX && c->at_eof[p];
-	}
-	rd_kafka_topic_partition_list_destroy(list);
-	return done;
-}
-
-/*
- * The metadata of one existing topic (at most FS_KAFKA_PARTITIONS_MAX
- * partitions); 0 with *rkt and *md to free, or -1 with err set (what was
- * made is in *rkt and *md all the same).
- */
-static int
-topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, rd_kafka_topic_t **rkt,
-    const struct rd_kafka_metadata **md, char *err, size_t errlen)
-{
-	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
-
-	if ((*rkt = rd_kafka_topic_new(rk, topic, NULL)) == NULL ||
-	    (e = rd_kafka_metadata(rk, 0, *rkt, md, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "metadata of %s: %s", topic,
-		    *rkt == NULL ? "cannot name the topic" : rd_kafka_err2str(e));
-		return -1;
-	}
-	if ((*md)->topic_cnt != 1 || (*md)->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR ||
-	    (*md)->topics[0].partition_cnt > FS_KAFKA_PARTITIONS_MAX) {
-		snprintf(err, errlen, "topic %s: %s", topic,
-		    (*md)->topic_cnt == 1 && (*md)->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR ?
-			rd_kafka_err2str((*md)->topics[0].err) :
-			"not found, or too many partitions");
-		return -1;
-	}
-	return 0;
-}
-
-int
-fs_kafka_group_lags(const char *brokers, const char *group, const char *topic, int timeout_ms,
-    long long *lags, int max, char *err, size_t errlen)
-{
-	const struct rd_kafka_metadata *md = NULL;
-	rd_kafka_topic_partition_list_t *list = NULL;
-	rd_kafka_conf_t *conf = conf_new();
-	rd_kafka_topic_t *rkt = NULL;
-	rd_kafka_resp_err_t e;
-	rd_kafka_t *rk = NULL;
-	int partitions = -1;
-
-	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
-	    conf_set(conf, "group.id", group, err, errlen) != 0 ||
-	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
-	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	if ((rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	if (topic_metadata(rk, topic, timeout_ms, &rkt, &md, err, errlen) != 0)
-		goto out;
-	if (md->topics[0].partition_cnt > max) {
-		snprintf(err, errlen, "%s has %d partitions, more than %d", topic,
-		    md->topics[0].partition_cnt, max);
-		goto out;
-	}
-	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-	for (int i = 0; i < md->topics[0].partition_cnt; i++)
-		rd_kafka_topic_partition_list_add(list, topic, md->topics[0].partitions[i].id);
-	/* Asking for the group's offsets does not join the group. */
-	if ((e = rd_kafka_committed(rk, list, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "committed offsets of %s: %s", group, rd_kafka_err2str(e));
-		goto out;
-	}
-	for (int i = 0; i < max; i++)
-		lags[i] = 0;
-	for (int i = 0; i < list->cnt; i++) {
-		int32_t part = list->elems[i].partition;
-		int64_t lo, hi;
-
-		e = rd_kafka_query_watermark_offsets(rk, topic, list->elems[i].partition, &lo, &hi,
-		    timeout_ms);
-		if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-			snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, list->elems[i].partition,
-			    rd_kafka_err2str(e));
-			goto out;
-		}
-		if (part < 0 || part >= max) {
-			snprintf(err, errlen, "%s: partition %d out of range", topic, part);
-			goto out;
-		}
-		lags[part] = hi - (list->elems[i].offset >= 0 ? list->elems[i].offset : lo);
-	}
-	partitions = list->cnt;
-out:
-	if (list != NULL)
-		rd_kafka_topic_partition_list_destroy(list);
-	if (md != NULL)
-		rd_kafka_metadata_destroy(md);
-	if (rkt != NULL)
-		rd_kafka_topic_destroy(rkt);
-	rd_kafka_destroy(rk);
-	return partitions;
-}
-
-long long
-fs_kafka_group_lag(const char *brokers, const char *group, const char *topic, int timeout_ms,
-    char *err, size_t errlen)
-{
-	long long lags[FS_KAFKA_PARTITIONS_MAX], sum = 0;
-	int n = fs_kafka_group_lags(brokers, group, topic, timeout_ms, lags, FS_KAFKA_PARTITIONS_MAX,
-	    err, errlen);
-
-	if (n < 0)
-		return -1;
-	for (int i = 0; i < n; i++)
-		sum += lags[i];
-	return sum;
-}
 
 int32_t
 fs_kafka_partition_of(const void *key, size_t keylen, int32_t partitions)
@@ -815,129 +499,6 @@ fs_kafka_partition_of(const void *key, size_t keylen, int32_t partitions)
 	return rd_kafka_msg_partitioner_murmur2_random(NULL, key, keylen, partitions, NULL, NULL);
 }
 
-/*
- * Where the configured group resumes in one partition: its committed
- * offset, or from when it has none (or one below from). -1 with err set.
- */
-static int64_t
-committed_from(rd_kafka_t *rk, const char *topic, int32_t part, int64_t from, int timeout_ms,
-    char *err, size_t errlen)
-{
-	rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-	rd_kafka_resp_err_t e;
-	int64_t at = from;
-
-	rd_kafka_topic_partition_list_add(one, topic, part);
-	if ((e = rd_kafka_committed(rk, one, timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "committed offset of %s [%d]: %s", topic, part,
-		    rd_kafka_err2str(e));
-		at = -1;
-	} else if (one->elems[0].offset > from) {
-		at = one->elems[0].offset;
-	}
-	rd_kafka_topic_partition_list_destroy(one);
-	return at;
-}
-
-long
-fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, long max,
-    int timeout_ms, fs_kafka_each_msg *each, void *arg, char *err, size_t errlen)
-{
-	const struct rd_kafka_metadata *md = NULL;
-	rd_kafka_topic_partition_list_t *list = NULL;
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_topic_t *rkt = NULL;
-	rd_kafka_resp_err_t e;
-	rd_kafka_t *rk = NULL;
-	int64_t deadline = fs_clock_now_ms() + timeout_ms, ends[FS_KAFKA_PARTITIONS_MAX];
-	long n = 0, rc = -1;
-	int left = 0;
-
-	/*
-	 * assign() joins no group; the id satisfies the consumer, and names
-	 * the group whose committed offsets we start from.
-	 */
-	if (conf_set(conf, "bootstrap.servers", brokers, err, errlen) != 0 ||
-	    conf_set(conf, "group.id", group != NULL ? group : "flashsale-admin-reader", err,
-		errlen) != 0 ||
-	    conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0 ||
-	    conf_set(conf, "enable.partition.eof", "false", err, errlen) != 0 ||
-	    conf_set(conf, "log_level", "3", err, errlen) != 0) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	if ((rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errlen)) == NULL) {
-		rd_kafka_conf_destroy(conf);
-		return -1;
-	}
-	rd_kafka_poll_set_consumer(rk);
-	if (topic_metadata(rk, topic, timeout_ms, &rkt, &md, err, errlen) != 0)
-		goto out;
-	list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-	for (int i = 0; i < md->topics[0].partition_cnt; i++) {
-		int32_t part = md->topics[0].partitions[i].id;
-		int64_t lo, hi;
-
-		ends[i] = -1;
-		e = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi, timeout_ms);
-		if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-			snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, part,
-			    rd_kafka_err2str(e));
-			goto out;
-		}
-		if (group != NULL && (lo = committed_from(rk, topic, part, lo, timeout_ms, err,
-					  errlen)) < 0)
-			goto out;
-		if (hi > lo) {
-			rd_kafka_topic_partition_list_add(list, topic, part)->offset = lo;
-			ends[i] = hi;
-			left++;
-		}
-	}
-	if (left > 0 && (e = rd_kafka_assign(rk, list)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		snprintf(err, errlen, "assign %s: %s", topic, rd_kafka_err2str(e));
-		goto out;
-	}
-	while (left > 0 && n < max) {
-		rd_kafka_message_t *m;
-		int64_t wait = deadline - fs_clock_now_ms();
-
-		if (wait <= 0) {
-			snprintf(err, errlen, "%s: not read to its end within %d ms", topic, timeout_ms);
-			goto out;
-		}
-		if ((m = rd_kafka_consumer_poll(rk, (int)(wait < 200 ? wait : 200))) == NULL)
-			continue;
-		if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-			snprintf(err, errlen, "%s: %s", topic, rd_kafka_message_errstr(m));
-			rd_kafka_message_destroy(m);
-			goto out;
-		}
-		for (int i = 0; i < md->topics[0].partition_cnt; i++)
-			if (md->topics[0].partitions[i].id == m->partition && ends[i] >= 0 &&
-			    m->offset + 1 >= ends[i]) {
-				ends[i] = -1;
-				left--;
-			}
-		n++;
-		if (each(arg, m) != 0) {
-			rd_kafka_message_destroy(m);
-			break;
-		}
-		rd_kafka_message_destroy(m);
-	}
-	rc = n;
-out:
-	if (list != NULL)
-		rd_kafka_topic_partition_list_destroy(list);
-	if (md != NULL)
-		rd_kafka_metadata_destroy(md);
-	if (rkt != NULL)
-		rd_kafka_topic_destroy(rkt);
-	rd_kafka_consumer_close(rk);
-	rd_kafka_destroy(rk);
-	return rc;
-}
 
 int
 fs_kafka_msg_header(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen)

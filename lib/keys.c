@@ -57,6 +57,10 @@ fs_keys_load(const struct fs_cfg *cfg, fs_token_keys **tokens, fs_urlsig_key **u
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	/* First the JWK Set: with it, the directory's token keys are optional. */
+	if (t != NULL && *fs_cfg_get(cfg, FS_CFG_JWKS_FILE) != '\0' &&
+	    fs_token_keys_load_jwks(t, fs_cfg_get(cfg, FS_CFG_JWKS_FILE), err, errlen) != 0)
+		goto fail;
 	if (t != NULL && fs_token_keys_load_dir(t, dir, err, errlen) != 0)
 		goto fail;
 	/* Demo tokens pass only while the demo sign-in is on. */

@@ -1,7 +1,8 @@
 /*
  * The keys a program needs, as the configuration names them: the shopper
  * token keys with the issuer and audience tokens must carry, and the
- * purchase URL key, all from FLASHSALE_KEYS_DIR.
+ * purchase URL key, all from FLASHSALE_KEYS_DIR, and the JWK Set file of
+ * tokens with a key id (FLASHSALE_JWKS_FILE).
  */
 #ifndef FS_KEYS_H
 #define FS_KEYS_H
@@ -14,7 +15,7 @@
 
 /*
  * Starts libsodium and loads the token keys into *tokens when tokens is
- * not NULL (with the demo public key while FLASHSALE_DEMO_SIGNIN is 1, so
+ * not NULL (the JWK Set file's too, when one is set; with the demo public key while FLASHSALE_DEMO_SIGNIN is 1, so
  * demo tokens pass only then) and the URL key into *url when url is not NULL. Returns 0, or
  * -1 with the reason in err and nothing allocated. The caller frees them
  * with fs_token_keys_free and fs_urlsig_key_free.

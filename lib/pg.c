@@ -16,10 +16,16 @@ set_err(fs_pg *pg, const char *sqlstate, const char *msg)
 	pg->err = 1;
 	snprintf(pg->sqlstate, sizeof(pg->sqlstate), "%s", sqlstate != NULL ? sqlstate : "");
 	snprintf(pg->errstr, sizeof(pg->errstr), "%s", msg != NULL ? msg : "unknown error");
-	/* libpq messages end in a newline; logs want one line. */
+	/*
+	 * libpq messages end in a newline and a failed connection's has several
+	 * lines ("...failed: ...\n\tIs the server running..."); logs want one.
+	 */
 	n = strlen(pg->errstr);
 	while (n > 0 && (pg->errstr[n - 1] == '\n' || pg->errstr[n - 1] == ' '))
 		pg->errstr[--n] = '\0';
+	for (char *c = pg->errstr; *c != '\0'; c++)
+		if (*c == '\n' || *c == '\t' || *c == '\r')
+			*c = ' ';
 }
 
 fs_pg *

@@ -12,7 +12,7 @@
 
 #include "b64url.h"
 #include "keyfile.h"
-#include "token.h"
+#include "token_int.h"
 
 /* Headers and claims are flat; an aud array is the deepest we expect. */
 #define TOKEN_JSON_DEPTH	8
@@ -30,6 +30,7 @@ struct fs_token_keys {
 	int has_demo_sk;
 	char *issuer;		/* NULL: not checked */
 	char *audience;		/* NULL: not checked, and none accepted */
+	struct fs_token_jwks *jwks;	/* NULL: no JWK Set file */
 };
 
 static const char *const token_errors[FS_TOKEN__MAX] = {
@@ -44,6 +45,7 @@ static const char *const token_errors[FS_TOKEN__MAX] = {
 	[FS_TOKEN_BAD_ISSUER] = "wrong issuer",
 	[FS_TOKEN_BAD_AUDIENCE] = "wrong audience",
 	[FS_TOKEN_BAD_SUBJECT] = "bad subject",
+	[FS_TOKEN_UNKNOWN_KEY] = "unknown key id",
 };
 
 /* Protected headers that fs_token_mint writes, by algorithm. */
@@ -76,6 +78,7 @@ fs_token_keys_free(fs_token_keys *keys)
 		return;
 	free(keys->issuer);
 	free(keys->audience);
+	fs_token_jwks_free(keys->jwks);
 	sodium_memzero(keys, sizeof(*keys));
 	free(keys);
 }
@@ -146,6 +149,11 @@ fs_token_keys_load_dir(fs_token_keys *keys, const char *dir, char *err,
 		goto fail;
 	if (pkst == FS_KEYFILE_ABSENT && skst == FS_KEYFILE_ABSENT &&
 	    hsst == FS_KEYFILE_ABSENT) {
+		/* Tokens with a kid alone are enough where a JWK Set is loaded. */
+		if (keys->jwks != NULL) {
+			rc = 0;
+			goto fail;
+		}
 		snprintf(err, errlen, "%s: no JWT key (%s or %s)", dir,
 		    FS_TOKEN_ED25519_PUB_FILE, FS_TOKEN_HS256_KEY_FILE);
 		goto fail;
@@ -205,6 +213,24 @@ fail:
 	return rc;
 }
 
+int
+fs_token_keys_load_jwks(fs_token_keys *keys, const char *path, char *err, size_t errlen)
+{
+	struct fs_token_jwks *j;
+
+	if (fs_token_jwks_open(&j, path, err, errlen) != 0)
+		return -1;
+	fs_token_jwks_free(keys->jwks);
+	keys->jwks = j;
+	return 0;
+}
+
+int
+fs_token_keys_reload(const fs_token_keys *keys)
+{
+	return keys->jwks != NULL ? fs_token_jwks_reload(keys->jwks) : 0;
+}
+
 /* Copies s, or NULL for NULL and "" (not configured); -1 when out of memory. */
 static int
 token_set_string(char **dst, const char *s)
@@ -230,23 +256,19 @@ fs_token_keys_set_claims(fs_token_keys *keys, const char *issuer,
 
 /* HMAC-SHA256 with a key of any length (RFC 7518 wants at least 32). */
 static void
-token_hs256(const fs_token_keys *keys, const void *msg, size_t len,
+token_hs256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
     unsigned char mac[crypto_auth_hmacsha256_BYTES])
 {
 	crypto_auth_hmacsha256_state st;
 
-	crypto_auth_hmacsha256_init(&st, keys->hs_key, keys->hs_keylen);
+	crypto_auth_hmacsha256_init(&st, key, keylen);
 	crypto_auth_hmacsha256_update(&st, msg, len);
 	crypto_auth_hmacsha256_final(&st, mac);
 	sodium_memzero(&st, sizeof(st));
 }
 
-/*
- * Parses len bytes as one JSON object with nothing but whitespace after it;
- * NULL otherwise. The caller frees it with json_object_put.
- */
-static struct json_object *
-token_json(const void *buf, size_t len)
+struct json_object *
+fs_token_json(const void *buf, size_t len, int depth)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -256,7 +278,7 @@ token_json(const void *buf, size_t len)
 	/* json-c stops at a NUL; it has no place in a token's JSON. */
 	if (len > INT_MAX || memchr(s, '\0', len) != NULL)
 		return NULL;
-	if ((tok = json_tokener_new_ex(TOKEN_JSON_DEPTH)) == NULL)
+	if ((tok = json_tokener_new_ex(depth)) == NULL)
 		return NULL;
 	json_tokener_set_flags(tok,
 	    JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
@@ -275,9 +297,8 @@ token_json(const void *buf, size_t len)
 	return obj;
 }
 
-/* Whether v is a JSON string equal to s, embedded NULs included. */
-static int
-token_string_is(struct json_object *v, const char *s)
+int
+fs_token_string_is(struct json_object *v, const char *s)
 {
 	size_t len = strlen(s);
 
@@ -286,32 +307,64 @@ token_string_is(struct json_object *v, const char *s)
 	    memcmp(json_object_get_string(v), s, len) == 0;
 }
 
-/* Picks the algorithm from the protected header; the keys must allow it. */
+/* Copies a configured key into *key for alg. */
+static void
+token_vkey(enum fs_token_alg alg, const unsigned char *bytes, size_t len, struct fs_token_vkey *key)
+{
+	key->alg = alg;
+	memcpy(key->key, bytes, len);
+	key->len = len;
+}
+
+/*
+ * Picks the key from a protected header with a kid: the demo key for "demo"
+ * where it is loaded, else the JWK Set's key of that kid, which must serve
+ * the header's alg.
+ */
 static enum fs_token_status
-token_header_alg(const fs_token_keys *keys, const void *hdr, size_t len,
-    enum fs_token_alg *alg)
+token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json_object *kid,
+    struct fs_token_vkey *key)
+{
+	const char *s = json_object_get_string(kid);
+	size_t len = (size_t)json_object_get_string_len(kid);
+
+	if (fs_token_string_is(kid, FS_TOKEN_DEMO_KID) && keys->has_demo_pk) {
+		if (!fs_token_string_is(alg, "EdDSA"))
+			return FS_TOKEN_BAD_ALG;
+		token_vkey(FS_TOKEN_ALG_EDDSA_DEMO, keys->demo_pk, sizeof(keys->demo_pk), key);
+		return FS_TOKEN_OK;
+	}
+	if (keys->jwks == NULL || !fs_token_jwks_find(keys->jwks, s, len, key)) {
+		fs_token_log_unknown_kid(s, len);
+		return FS_TOKEN_UNKNOWN_KEY;
+	}
+	if (!fs_token_string_is(alg, key->alg == FS_TOKEN_ALG_HS256 ? "HS256" : "EdDSA"))
+		return FS_TOKEN_BAD_ALG;
+	return FS_TOKEN_OK;
+}
+
+/* Picks the key from the protected header; the keys must allow its alg. */
+static enum fs_token_status
+token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
+    struct fs_token_vkey *key)
 {
 	struct json_object *obj, *v, *kid;
 	enum fs_token_status st = FS_TOKEN_BAD_ALG;
 
-	if ((obj = token_json(hdr, len)) == NULL)
+	if ((obj = fs_token_json(hdr, len, TOKEN_JSON_DEPTH)) == NULL)
 		return FS_TOKEN_MALFORMED;
 	/* We understand no extension, so a "crit" header must be refused. */
 	if (!json_object_object_get_ex(obj, "alg", &v) ||
 	    json_object_object_get_ex(obj, "crit", NULL))
 		st = FS_TOKEN_MALFORMED;
-	else if (json_object_object_get_ex(obj, "kid", &kid)) {
-		/* The one key id is the demo key's, and only where it is loaded. */
-		if (token_string_is(kid, FS_TOKEN_DEMO_KID) && token_string_is(v, "EdDSA") &&
-		    keys->has_demo_pk) {
-			*alg = FS_TOKEN_ALG_EDDSA_DEMO;
-			st = FS_TOKEN_OK;
-		}
-	} else if (token_string_is(v, "EdDSA") && keys->has_ed_pk) {
-		*alg = FS_TOKEN_ALG_EDDSA;
+	else if (json_object_object_get_ex(obj, "kid", &kid))
+		st = json_object_is_type(kid, json_type_string) ?
+		    token_header_kid(keys, v, kid, key) : FS_TOKEN_MALFORMED;
+	else if (fs_token_string_is(v, "EdDSA") && keys->has_ed_pk) {
+		token_vkey(FS_TOKEN_ALG_EDDSA, keys->ed_pk, sizeof(keys->ed_pk), key);
 		st = FS_TOKEN_OK;
-	} else if (token_string_is(v, "HS256") && keys->hs_keylen > 0) {
-		*alg = FS_TOKEN_ALG_HS256;
+	} else if (fs_token_string_is(v, "HS256") && keys->hs_keylen > 0) {
+		token_vkey(FS_TOKEN_ALG_HS256, keys->hs_key, keys->hs_keylen, key);
 		st = FS_TOKEN_OK;
 	}
 	json_object_put(obj);
@@ -327,7 +380,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	unsigned char mac[crypto_auth_hmacsha256_BYTES];
 	const char *dot1, *dot2, *end;
 	size_t n;
-	enum fs_token_alg alg = FS_TOKEN_ALG_EDDSA;
+	struct fs_token_vkey key;
 	enum fs_token_status st;
 	int ok;
 
@@ -345,23 +398,23 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	if (fs_b64url_decode(buf, sizeof(buf), jws, (size_t)(dot1 - jws),
 	    &n) != FS_B64URL_OK)
 		return FS_TOKEN_MALFORMED;
-	if ((st = token_header_alg(keys, buf, n, &alg)) != FS_TOKEN_OK)
-		return st;
+	if ((st = token_header_key(keys, buf, n, &key)) != FS_TOKEN_OK)
+		goto fail;
 
+	st = FS_TOKEN_MALFORMED;
 	if (fs_b64url_decode(buf, sizeof(buf), dot2 + 1,
 	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
-		return FS_TOKEN_MALFORMED;
+		goto fail;
 	/* The signing input is the header and payload as sent, dot included. */
-	if (alg == FS_TOKEN_ALG_EDDSA || alg == FS_TOKEN_ALG_EDDSA_DEMO)
-		ok = n == crypto_sign_BYTES &&
-		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
-		    (size_t)(dot2 - jws), alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_pk :
-		    keys->ed_pk) == 0;
-	else {
-		token_hs256(keys, jws, (size_t)(dot2 - jws), mac);
+	if (key.alg == FS_TOKEN_ALG_HS256) {
+		token_hs256(key.key, key.len, jws, (size_t)(dot2 - jws), mac);
 		ok = n == sizeof(mac) &&
 		    sodium_memcmp(mac, buf, sizeof(mac)) == 0;
-	}
+	} else
+		ok = n == crypto_sign_BYTES &&
+		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
+		    (size_t)(dot2 - jws), key.key) == 0;
+	sodium_memzero(&key, sizeof(key));
 	if (!ok)
 		return FS_TOKEN_BAD_SIGNATURE;
 
@@ -374,6 +427,9 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	default:
 		return FS_TOKEN_MALFORMED;
 	}
+fail:
+	sodium_memzero(&key, sizeof(key));
+	return st;
 }
 
 /*
@@ -404,13 +460,12 @@ token_date(struct json_object *claims, const char *name, int64_t *out)
 	}
 }
 
-/* Whether s can be a subject: see fs_token_verify. */
-static int
-token_subject_ok(const char *s, size_t len)
+int
+fs_token_name_ok(const char *s, size_t len, size_t max)
 {
 	size_t i;
 
-	if (len == 0 || len > FS_TOKEN_SUB_MAX)
+	if (len == 0 || len > max)
 		return 0;
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -434,10 +489,10 @@ token_audience_ok(const fs_token_keys *keys, struct json_object *claims)
 	if (keys->audience == NULL)
 		return 0;
 	if (!json_object_is_type(aud, json_type_array))
-		return token_string_is(aud, keys->audience);
+		return fs_token_string_is(aud, keys->audience);
 	n = json_object_array_length(aud);
 	for (i = 0; i < n; i++)
-		if (token_string_is(json_object_array_get_idx(aud, i),
+		if (fs_token_string_is(json_object_array_get_idx(aud, i),
 		    keys->audience))
 			return 1;
 	return 0;
@@ -483,7 +538,7 @@ token_claims(const fs_token_keys *keys, struct json_object *claims,
 
 	if (keys->issuer != NULL &&
 	    (!json_object_object_get_ex(claims, "iss", &v) ||
-	    !token_string_is(v, keys->issuer)))
+	    !fs_token_string_is(v, keys->issuer)))
 		return FS_TOKEN_BAD_ISSUER;
 	if (!token_audience_ok(keys, claims))
 		return FS_TOKEN_BAD_AUDIENCE;
@@ -493,7 +548,7 @@ token_claims(const fs_token_keys *keys, struct json_object *claims,
 		return FS_TOKEN_BAD_SUBJECT;
 	s = json_object_get_string(v);
 	len = (size_t)json_object_get_string_len(v);
-	if (!token_subject_ok(s, len) || len >= submax)
+	if (!fs_token_name_ok(s, len, FS_TOKEN_SUB_MAX) || len >= submax)
 		return FS_TOKEN_BAD_SUBJECT;
 	memcpy(sub, s, len);
 	sub[len] = '\0';
@@ -515,7 +570,7 @@ fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
 	    &plen);
 	if (st != FS_TOKEN_OK)
 		return st;
-	if ((claims = token_json(payload, plen)) == NULL)
+	if ((claims = fs_token_json(payload, plen, TOKEN_JSON_DEPTH)) == NULL)
 		return FS_TOKEN_MALFORMED;
 	st = token_claims(keys, claims, now, sub, submax);
 	json_object_put(claims);
@@ -567,8 +622,8 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 	    (alg == FS_TOKEN_ALG_EDDSA_DEMO && !keys->has_demo_sk) ||
 	    (alg == FS_TOKEN_ALG_HS256 && keys->hs_keylen == 0))
 		return FS_TOKEN_BAD_ALG;
-	if (sub == NULL || !token_subject_ok(sub, strnlen(sub,
-	    FS_TOKEN_SUB_MAX + 1)))
+	if (sub == NULL || !fs_token_name_ok(sub, strnlen(sub,
+	    FS_TOKEN_SUB_MAX + 1), FS_TOKEN_SUB_MAX))
 		return FS_TOKEN_BAD_SUBJECT;
 	if (ttl <= 0 || (int64_t)iat > INT64_MAX - ttl)
 		return FS_TOKEN_MALFORMED;
@@ -607,7 +662,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 		crypto_sign_detached(sig, NULL, (const unsigned char *)out, pos,
 		    alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_sk : keys->ed_sk);
 	else
-		token_hs256(keys, out, pos, sig);
+		token_hs256(keys->hs_key, keys->hs_keylen, out, pos, sig);
 	out[pos++] = '.';
 	(void)fs_b64url_encode(out + pos, outmax - pos, sig, siglen, NULL);
 	st = FS_TOKEN_OK;

@@ -29,6 +29,20 @@
 #define FS_TOKEN_DEMO_KEY_FILE		"demo-ed25519.key"	/* 64, libsodium sk */
 #define FS_TOKEN_DEMO_KID		"demo"
 
+/*
+ * A JWK Set file (RFC 7517) holds the keys of tokens that carry a key id
+ * (`kid`), as an identity provider publishes them: Ed25519 public keys
+ * (kty OKP, crv Ed25519) for EdDSA and secrets (kty oct) for HS256, several
+ * at once so that a rotation never refuses a valid token. Keys of other
+ * types or uses are ignored (RFC 7517 5); a key of ours that is malformed,
+ * holds a private member or repeats a kid refuses the whole file. "demo" is
+ * reserved for the demo key.
+ */
+#define FS_TOKEN_JWKS_FILE_MAX	65536	/* bytes in a JWK Set file */
+#define FS_TOKEN_JWKS_KEYS_MAX	32	/* keys in it, ignored ones included */
+#define FS_TOKEN_KID_MAX	64	/* bytes in a `kid` */
+#define FS_TOKEN_JWKS_RECHECK_MS 1000	/* how often verification looks at the file */
+
 /* Keys and expected claims; the keys are wiped when freed. */
 typedef struct fs_token_keys fs_token_keys;
 
@@ -51,6 +65,7 @@ enum fs_token_status {
 	FS_TOKEN_BAD_ISSUER,
 	FS_TOKEN_BAD_AUDIENCE,
 	FS_TOKEN_BAD_SUBJECT,	/* sub missing, empty, too long, bad characters */
+	FS_TOKEN_UNKNOWN_KEY,	/* a kid that no loaded key has */
 	FS_TOKEN__MAX
 };
 
@@ -63,7 +78,7 @@ void fs_token_keys_free(fs_token_keys *);
 /*
  * Loads the key files from dir. Each is optional, but a file that exists
  * must have the exact size, the secret key must match the public key, and
- * at least one verification key must be there. Returns 0, or -1 with the
+ * at least one verification key must be there (or a JWK Set loaded before). Returns 0, or -1 with the
  * reason in err (errlen bytes).
  */
 int fs_token_keys_load_dir(fs_token_keys *, const char *dir, char *err,
@@ -87,6 +102,29 @@ int fs_token_keys_set(fs_token_keys *, const unsigned char *ed_pk,
  */
 int fs_token_keys_load_demo(fs_token_keys *, const char *dir, int with_secret, char *err,
     size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * Verifies tokens that carry a kid other than the demo key's with the keys
+ * of the JWK Set file at path, loaded now. Verification then re-reads the
+ * file when its inode, size or times change, looking at most once every
+ * FS_TOKEN_JWKS_RECHECK_MS, and swaps the new keys in for every thread at
+ * once; a new file that is refused keeps the keys before it and logs one
+ * line. A token whose kid no key has is FS_TOKEN_UNKNOWN_KEY, logged in one
+ * line naming the kid (a burst of 5 such lines, then one a second per
+ * process). Call
+ * before the keys are shared. Returns 0, or -1 with the reason in err
+ * (never a key) and nothing changed.
+ */
+int fs_token_keys_load_jwks(fs_token_keys *, const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * Re-reads the JWK Set file now if it changed, as verification does by
+ * itself at most once a second (a SIGHUP handler or a test may want it at
+ * once). 0 when the keys are the file's, -1 when it was refused (the keys
+ * before it stay). Safe against concurrent verification.
+ */
+int fs_token_keys_reload(const fs_token_keys *);
 
 /*
  * Sets the required `iss` and `aud`; NULL or "" means not checked. When no

@@ -19,7 +19,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct fs_fcgiproto parser;
-static unsigned char answer[FS_FCGI_BODY_MAX + 64];
+static unsigned char answer[FS_FCGIPROTO_BODY_MAX + 64];
 
 /* What a feeding said: its events and what came with them, folded (FNV-1a). */
 struct said {
@@ -50,7 +50,7 @@ check_request(struct said *s)
 {
 	const struct fs_fcgiproto_req *r = &parser.req;
 
-	if (r->body_len > FS_FCGI_BODY_MAX || r->body[r->body_len] != '\0' ||
+	if (r->body_len > FS_FCGIPROTO_BODY_MAX || r->body[r->body_len] != '\0' ||
 	    r->nparams > FS_FCGIPROTO_PARAMS_MAX || r->id == 0)
 		abort();
 	fold(s, &r->id, sizeof(r->id));

@@ -8,14 +8,18 @@
  *     or the Ed25519 (2) key, so that the claim checks past the signature
  *     get fuzzed too;
  *   bit 2: the keys also require an issuer and an audience.
+ * Both key sets also hold a JWK Set of the same two keys under the kids
+ * "fuzz-ed" and "fuzz-hs", so that a header with a kid reaches that lookup.
  * A token that verifies must carry a subject the API can use as it is, and
  * minting a token for that subject must give one that verifies.
  */
 #include "config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -31,6 +35,35 @@ static fs_token_keys *keys_claims;	/* iss "fuzz-issuer", aud "fuzz-audience" */
 static unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES];
 static unsigned char ed_sk[crypto_sign_SECRETKEYBYTES];
 static unsigned char hs_key[FS_TOKEN_HS256_KEY_MIN];
+static char jwks_path[] = "/tmp/fuzz_token_jwks.XXXXXX";
+
+static void
+fuzz_remove_jwks(void)
+{
+	unlink(jwks_path);
+}
+
+/* Writes the JWK Set of the fixed keys and loads it into keys; -1 on failure. */
+static int
+fuzz_load_jwks(fs_token_keys *keys)
+{
+	char x[64], k[64], err[256];
+	FILE *f;
+	int fd;
+
+	if (jwks_path[sizeof(jwks_path) - 2] == 'X') {
+		if ((fd = mkstemp(jwks_path)) == -1 || (f = fdopen(fd, "w")) == NULL ||
+		    fs_b64url_encode(x, sizeof(x), ed_pk, sizeof(ed_pk), NULL) != FS_B64URL_OK ||
+		    fs_b64url_encode(k, sizeof(k), hs_key, sizeof(hs_key), NULL) != FS_B64URL_OK)
+			return -1;
+		fprintf(f, "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"fuzz-ed\","
+		    "\"x\":\"%s\"},{\"kty\":\"oct\",\"kid\":\"fuzz-hs\",\"k\":\"%s\"}]}\n", x, k);
+		if (fclose(f) != 0)
+			return -1;
+		atexit(fuzz_remove_jwks);
+	}
+	return fs_token_keys_load_jwks(keys, jwks_path, err, sizeof(err));
+}
 
 /* The fixed keys: an Ed25519 pair from the seed 0x01 .. 0x20, HS256 0x40 .. 0x5f. */
 static void
@@ -48,7 +81,8 @@ fuzz_init(void)
 	    (keys_claims = fs_token_keys_new()) == NULL ||
 	    fs_token_keys_set(keys_plain, ed_pk, ed_sk, hs_key, sizeof(hs_key)) != 0 ||
 	    fs_token_keys_set(keys_claims, ed_pk, ed_sk, hs_key, sizeof(hs_key)) != 0 ||
-	    fs_token_keys_set_claims(keys_claims, "fuzz-issuer", "fuzz-audience") != 0)
+	    fs_token_keys_set_claims(keys_claims, "fuzz-issuer", "fuzz-audience") != 0 ||
+	    fuzz_load_jwks(keys_plain) != 0 || fuzz_load_jwks(keys_claims) != 0)
 		abort();
 }
 

@@ -1,9 +1,11 @@
 #!/bin/sh
 # What `make install` delivers, checked the way a packager would (TAP):
-# the manual pages are clean (mandoc -T lint), the environment they, the
-# example environment file and README.md describe is exactly the one the
-# programs read (`flashsale-admin config` plus the variables read with
-# getenv), the installed tree holds every program, script, page and unit,
+# the manual pages are clean (mandoc -T lint), the environment that
+# flashsale.conf(5) and the example environment file describe is exactly
+# the one the programs read (`flashsale-admin config` plus the variables
+# read with getenv) and deploy/stack's (the page's LOCAL STACK), the
+# documents keep no copy of it, lib/README names every module, the
+# installed tree holds every program, script, page and unit,
 # `systemd-analyze verify` accepts the units as installed, and nginx and
 # Varnish accept the production examples, which follow the local templates.
 set -u
@@ -30,7 +32,8 @@ env -i PATH="$PATH" "$bindir/flashsale-admin" config 2>/dev/null |
 		sub(/.*\/share\/flashsale$/, "$prefix/share/flashsale", d); print $1, d }' >"$tmp/config"
 grep -oh 'getenv("FLASHSALE_[A-Z_]*")' "$top_srcdir"/lib/*.c "$top_srcdir"/handlers/*.c |
 	sed 's/getenv("\(.*\)")/\1/' | sort -u >"$tmp/getenv"
-sed -n 's/^\.It Ev \(FLASHSALE_[A-Z_]*\) Pq \(Li \)\{0,1\}\(.*\)$/\1 \3/p' \
+# The programs' variables are those of the page's ENVIRONMENT section.
+sed -n '/^\.Sh ENVIRONMENT/,/^\.Sh /s/^\.It Ev \(FLASHSALE_[A-Z_]*\) Pq \(Li \)\{0,1\}\(.*\)$/\1 \3/p' \
 	"$top_srcdir/man/flashsale.conf.5" >"$tmp/man"
 is "$(grep -v -F -f "$tmp/getenv" "$tmp/man")" "$(cat "$tmp/config")" \
 	"flashsale.conf(5) lists the variables and defaults of flashsale-admin config, in order"
@@ -53,9 +56,29 @@ bad_defaults=$(sed -n 's/^#\(FLASHSALE_[A-Z_]*\)=\(.*\)/\1 \2/p' "$env" | while 
 	[ "$val" = "$want" ] || echo "$name=$val (default: $want)"
 done)
 is "$bad_defaults" "" "the commented lines of flashsale.env show the defaults"
-is "$(sed -n 's/^| `\(FLASHSALE_[A-Z_]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
-	"$( (cut -d' ' -f1 "$tmp/config"; cat "$tmp/getenv") | sort)" \
-	"README's configuration table names every variable"
+# Configuration has one reference, the page: no table of variables in the
+# README or docs/.
+is "$(cd "$top_srcdir" && grep -l '^| `FLASHSALE_[A-Z_]*` |' README.md docs/*.md)" "" \
+	"README.md and docs/ leave the table of variables to flashsale.conf(5)"
+# Every variable that the local stack's scripts read with a default is in
+# the page's LOCAL STACK section (or, being a program's, in ENVIRONMENT).
+grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/cluster.sh \
+	"$top_srcdir"/deploy/install-deps "$top_srcdir"/deploy/demo |
+	sed 's/^${//; s/:\{0,1\}-$//' | sort -u >"$tmp/stackvars"
+grep '^\.It Ev FLASHSALE_' "$top_srcdir/man/flashsale.conf.5" | grep -o 'FLASHSALE_[A-Z_]*' |
+	sort -u >"$tmp/manvars"
+is "$(comm -23 "$tmp/stackvars" "$tmp/manvars")" "" \
+	"flashsale.conf(5) lists every variable deploy/stack, demo and install-deps read"
+
+# lib/README names the module (or family: stock for stock_reserve.c) of
+# every lib/*.c.
+unlisted=
+for c in "$top_srcdir"/lib/*.c; do
+	m=$(basename "$c" .c)
+	grep -q "^  ${m%%_*} " "$top_srcdir/lib/README" || grep -q "^  $m " "$top_srcdir/lib/README" ||
+		unlisted="$unlisted $m"
+done
+is "$unlisted" "" "lib/README lists the module of every lib/*.c"
 
 # 3. make install into a staging directory.
 dest=$tmp/dest
@@ -65,7 +88,7 @@ else
 	not_ok "make install DESTDIR=..." "$(tail -n 20 "$tmp/install.log")"
 fi
 prefix=$(sed -n 's/^prefix = //p' "$bindir/Makefile")
-# The seven programs, and a page for every program installed: a new
+# The programs, and a page for every program installed: a new
 # program needs one.
 programs=$( (echo flashsale-admin flashsale-purchase flashsale-order flashsale-sale \
 	flashsale-signin flashsale-expire flashsale-consumer | tr ' ' '\n'
@@ -83,10 +106,12 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
 	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
 	lib/systemd/system/flashsale-push.service \
-	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf; do
+	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf \
+	share/doc/flashsale/README.md \
+	$(cd "$top_srcdir" && for d in docs/*.md; do echo "share/doc/flashsale/$d"; done); do
 	[ -s "$dest$prefix/$f" ] || missing="$missing $f"
 done
-is "$missing" "" "the install holds the programs, Lua, SQL, static files, pages, units, examples"
+is "$missing" "" "the install holds the programs, Lua, SQL, static files, pages, units, examples, documents"
 
 # 4. The units as installed: systemd-analyze verify against the staging
 # root (with the host's own units for the targets they name), each
@@ -181,10 +206,14 @@ patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
 is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
 	"deploy/production/varnish.vcl has every URL pattern of deploy/varnish.vcl"
 
-# 7. README's "Operating a sale" says what to do for every alert of
+# 7. docs/OPERATING.md's "Running a sale" says what to do for every alert of
 # deploy/prometheus/alerts.yml, and for no other.
 is "$(sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$top_srcdir/deploy/prometheus/alerts.yml" | sort)" \
-	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/README.md" | sort)" \
-	"README's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
+	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/docs/OPERATING.md" | sort)" \
+	"docs/OPERATING.md's alert table names exactly the alerts of deploy/prometheus/alerts.yml"
+# 8. Includes point one way: no cycle among the files or the modules of
+# lib/ and handlers/ (tests/install/includes.sh names a cycle it finds).
+is "$(sh "$top_srcdir/tests/install/includes.sh" "$top_srcdir" 2>&1)" "" \
+	"no include cycle among the files and modules of lib/ and handlers/"
 echo "1..$tap_n"
 [ "$tap_failed" -eq 0 ]

@@ -7,6 +7,13 @@
  *   flashsale-abuse noread PORT N PATH SECONDS
  *	one connection pipelines N GET PATH requests and never reads an
  *	answer for SECONDS, then closes.
+ *   flashsale-abuse fcgi SOCKET
+ *	a hostile FastCGI peer on a handler's own unix socket: one connection
+ *	sends a name-value pair whose lengths sum past INT_MAX (libfcgi 2.4.2
+ *	aborted the process on it), another an unknown management record
+ *	(libfcgi leaked on it); says how the handler answered each. Exit 0
+ *	when the first connection was closed and the second got
+ *	FCGI_UNKNOWN_TYPE.
  *
  * Prints one line: what it did and how many connections the server closed
  * on it. One file, libc only.
@@ -16,6 +23,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -104,11 +113,85 @@ noread(int port, int n, const char *path, int seconds)
 	return 0;
 }
 
+/* A connection to a unix socket whose reads give up after 10 s; -1 when it cannot. */
+static int
+dial_unix(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval limit = { 10, 0 };
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path) || (fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return -1;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A FastCGI record header: version 1, type, request id, content length, no padding. */
+static void
+fcgi_head(unsigned char *h, int type, int id, size_t len)
+{
+	h[0] = 1;
+	h[1] = (unsigned char)type;
+	h[2] = (unsigned char)(id >> 8);
+	h[3] = (unsigned char)id;
+	h[4] = (unsigned char)(len >> 8);
+	h[5] = (unsigned char)len;
+	h[6] = h[7] = 0;
+}
+
+static int
+fcgi(const char *path)
+{
+	/* BEGIN_REQUEST (responder, no keep-conn), then a PARAMS record of one pair */
+	unsigned char pair_past[16 + 8 + 24] = { 0 }, unknown[8], answer[16], b[512];
+	const char *first, *second;
+	int fd, closed = 0, typed = 0;
+	ssize_t n;
+
+	fcgi_head(pair_past, 1, 1, 8);
+	pair_past[9] = 1; /* FCGI_RESPONDER */
+	fcgi_head(pair_past + 16, 4, 1, 24);
+	/* name and value lengths 0x7ffffff0 each (4-byte form), then some name */
+	memcpy(pair_past + 24, "\xff\xff\xff\xf0\xff\xff\xff\xf0NNNNNNNNNNNNNNNN", 24);
+	if ((fd = dial_unix(path)) < 0)
+		return fprintf(stderr, "flashsale-abuse: cannot connect to %s\n", path), 1;
+	if (send(fd, pair_past, sizeof(pair_past), MSG_NOSIGNAL) == (ssize_t)sizeof(pair_past))
+		shutdown(fd, SHUT_WR);
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		;
+	closed = n == 0 || (n < 0 && errno == ECONNRESET);
+	close(fd);
+	/* An unknown management record (type 11, request id 0): answered FCGI_UNKNOWN_TYPE. */
+	fcgi_head(unknown, 11, 0, 0);
+	if ((fd = dial_unix(path)) < 0)
+		return fprintf(stderr, "flashsale-abuse: cannot connect to %s\n", path), 1;
+	if (send(fd, unknown, sizeof(unknown), MSG_NOSIGNAL) == (ssize_t)sizeof(unknown)) {
+		size_t have = 0;
+
+		while (have < sizeof(answer) && (n = read(fd, answer + have, sizeof(answer) - have)) > 0)
+			have += (size_t)n;
+		typed = have == sizeof(answer) && answer[1] == 11 && answer[8] == 11;
+	}
+	close(fd);
+	first = closed ? "connection closed" : "connection left open";
+	second = typed ? "FCGI_UNKNOWN_TYPE" : "no FCGI_UNKNOWN_TYPE";
+	printf("fcgi: overflowing pair: %s; unknown management record: %s\n", first, second);
+	return closed && typed ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
 	int port = argc > 2 ? atoi(argv[2]) : 0;
 
+	if (argc == 3 && strcmp(argv[1], "fcgi") == 0)
+		return fcgi(argv[2]);
 	if (port < 1 || port > 65535)
 		goto usage;
 	if (argc == 5 && strcmp(argv[1], "slow") == 0) {
@@ -126,6 +209,7 @@ main(int argc, char **argv)
 		return noread(port, n, argv[4], s);
 	}
 usage:
-	fprintf(stderr, "usage: flashsale-abuse slow PORT N SECONDS | noread PORT N PATH SECONDS\n");
+	fprintf(stderr, "usage: flashsale-abuse slow PORT N SECONDS | noread PORT N PATH SECONDS | "
+			"fcgi SOCKET\n");
 	return 2;
 }

@@ -7,7 +7,11 @@
  * connection that goes away while its request is in hand, a request left
  * open until a descriptor the loop watches reads (or its deadline), the
  * probes, a second answer dropped, and a stop (SIGTERM) that still answers the
- * request in hand before serve returns.
+ * request in hand before serve returns. And the worker threads' path, in a
+ * process of its own as a handler runs: a name-value pair whose declared
+ * lengths sum past INT_MAX and a management record of an unknown type
+ * (libfcgi 2.4.2 aborted on the first, leaked on the second) leave it
+ * serving the next request and stopping cleanly.
  */
 #include "config.h"
 
@@ -26,6 +30,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include "expect.h"
 #include "clock.h"
@@ -174,6 +179,9 @@ post_one_later(void)
 static const struct fs_fcgi_service service = { "test-fcgi", setup, teardown, NULL, NULL, handle,
 	NULL, 1, round_end };
 
+static const struct fs_fcgi_service thread_service = { "test-fcgi-threads", setup, teardown, NULL,
+	NULL, handle, NULL, 0, NULL };
+
 static int serve_rc = -1;
 
 static void *
@@ -188,20 +196,26 @@ serve(void *arg)
 
 /* --- a FastCGI client ------------------------------------------------------ */
 
-static char sock_path[108];
+static char sock_path[108], thread_path[108];
 
 static int
-dial(void)
+dial_path(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		perror("connect");
 		exit(2);
 	}
 	return fd;
+}
+
+static int
+dial(void)
+{
+	return dial_path(sock_path);
 }
 
 static size_t
@@ -317,6 +331,137 @@ contains(const char *s, const char *part)
 	return strstr(s, part) != NULL;
 }
 
+/* A listening socket at path; -1 when it cannot. */
+static int
+listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 64) != 0)
+		return -1;
+	return fd;
+}
+
+/* Reads until the other side closes; 0 when it did. */
+static int
+until_closed(int fd)
+{
+	char b[512];
+	ssize_t n;
+
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		;
+	return n == 0 ? 0 : -1;
+}
+
+/* A process that serves thread_service on a new socket at thread_path, as spawn-fcgi starts one. */
+static pid_t
+threads_process(void)
+{
+	static int app;
+	pid_t pid;
+	int lfd;
+
+	snprintf(thread_path, sizeof(thread_path), "/tmp/test-fcgi-threads.%ld.sock", (long)getpid());
+	if ((lfd = listen_at(thread_path)) < 0) {
+		perror("listen");
+		exit(2);
+	}
+	if ((pid = fork()) == 0) {
+		if (dup2(lfd, 0) != 0)
+			_exit(2);
+		close(lfd);
+		exit(fs_fcgi_serve(&thread_service, &app));
+	}
+	close(lfd);
+	return pid;
+}
+
+/*
+ * The worker threads' path in a process of its own, as spawn-fcgi starts a
+ * handler: hostile records on one connection, then a request on the next.
+ */
+static void
+thread_workers(void)
+{
+	/* name and value lengths 0x7ffffff0 each: their sum is past INT_MAX */
+	static const unsigned char huge[] = { 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, 0xf0, 'N' };
+	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 }, req[4096], head[16];
+	char ans[8192];
+	int fd, status;
+	pid_t pid;
+	size_t n;
+
+	pid = threads_process();
+	check(pid > 0, "a handler process with worker threads started");
+
+	/* The process's first request is aborted before it is whole (a fuzz finding). */
+	fd = dial_path(thread_path);
+	n = record(req, 1, 4, begin, 8, 0);
+	n += record(req + n, 2, 4, "", 0, 0);
+	send_all(fd, req, n, 0);
+	check(answer_of(fd, 4, ans, sizeof(ans)) == 0 && ans[0] == '\0' && until_closed(fd) == 0,
+	    "threads: a first request aborted before it was whole ends with no output");
+	close(fd);
+
+	fd = dial_path(thread_path);
+	n = record(req, 1, 1, begin, 8, 0);
+	n += record(req + n, 4, 1, huge, sizeof(huge), 0);
+	send_all(fd, req, n, 0);
+	shutdown(fd, SHUT_WR);
+	check(until_closed(fd) == 0 && waitpid(pid, &status, WNOHANG) == 0,
+	    "threads: a pair whose lengths sum past INT_MAX closes its connection, not the process");
+	close(fd);
+
+	fd = dial_path(thread_path);
+	n = record(req, 11, 0, "", 0, 0); /* type 11: no such management record */
+	send_all(fd, req, n, 0);
+	check(read_full(fd, head, 16) == 0 && head[1] == 11 && head[2] == 0 && head[3] == 0 &&
+		head[5] == 8 && head[8] == 11,
+	    "threads: an unknown management record is answered FCGI_UNKNOWN_TYPE");
+	n = request(req, 3, 1, "/now", "next", "body");
+	send_all(fd, req, n, 0);
+	check(answer_of(fd, 3, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
+		contains(ans, "{\"uri\":\"/now\",\"x\":\"next\",\"len\":4}"),
+	    "threads: the next request is answered");
+	n = request(req, 6, 0, "/now", "kept", "");
+	send_all(fd, req, n, 1);
+	check(answer_of(fd, 6, ans, sizeof(ans)) == 0 && contains(ans, "\"x\":\"kept\""),
+	    "threads: a second request on the kept connection, written a byte at a time");
+	check(until_closed(fd) == 0, "threads: a request without FCGI_KEEP_CONN closes its connection");
+	close(fd);
+
+	/* More parameters than the parser keeps (nginx passes every header as one). */
+	fd = dial_path(thread_path);
+	n = record(req, 1, 5, begin, 8, 0);
+	for (int i = 0; i < 70; i++) {
+		char name[16];
+		unsigned char p[64];
+		size_t len;
+
+		snprintf(name, sizeof(name), "HTTP_X_%d", i);
+		len = pair(p, i == 0 ? "REQUEST_METHOD" : name, i == 0 ? "POST" : "v");
+		n += record(req + n, 4, 5, p, len, 0);
+	}
+	n += record(req + n, 4, 5, "", 0, 0);
+	n += record(req + n, 5, 5, "", 0, 0);
+	send_all(fd, req, n, 0);
+	check(answer_of(fd, 5, ans, sizeof(ans)) == 0 &&
+		contains(ans, "Status: 431 Request Header Fields Too Large\r\n") &&
+		contains(ans, "\"HEADERS_TOO_LARGE\""),
+	    "threads: parameters past the parser's limits: 431, not a request with some left out");
+	close(fd);
+
+	kill(pid, SIGTERM);
+	check(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "threads: the process stops with 0 on SIGTERM (no abort, no leak reported)");
+	unlink(thread_path);
+}
+
 int
 main(void)
 {
@@ -332,6 +477,9 @@ main(void)
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a handler that died fails a write, not the test */
+	/* Before any thread of this process starts: it forks. */
+	thread_workers();
 	snprintf(sock_path, sizeof(sock_path), "/tmp/test-fcgi.%ld.sock", (long)getpid());
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
 	unlink(sock_path);

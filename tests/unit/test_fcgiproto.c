@@ -559,25 +559,25 @@ test_body_limits(void)
 	size_t used;
 
 	s.len = 0;
-	body_request(&s, 1, FS_FCGI_BODY_MAX, 1000);
-	check(feed_new(&s, &used) == FS_FCGIPROTO_REQUEST && p.req.body_len == FS_FCGI_BODY_MAX &&
-		p.req.body_too_big == 0 && memcmp(p.req.body, blob, FS_FCGI_BODY_MAX) == 0 &&
-		p.req.body[FS_FCGI_BODY_MAX] == '\0',
-	    "a body of exactly FS_FCGI_BODY_MAX bytes: whole, not too big");
+	body_request(&s, 1, FS_FCGIPROTO_BODY_MAX, 1000);
+	check(feed_new(&s, &used) == FS_FCGIPROTO_REQUEST && p.req.body_len == FS_FCGIPROTO_BODY_MAX &&
+		p.req.body_too_big == 0 && memcmp(p.req.body, blob, FS_FCGIPROTO_BODY_MAX) == 0 &&
+		p.req.body[FS_FCGIPROTO_BODY_MAX] == '\0',
+	    "a body of exactly FS_FCGIPROTO_BODY_MAX bytes: whole, not too big");
 	run_new(&s, 0, &t1, 0);
 	run_new(&s, 1, &t2, 0);
 	check(same(&t1, &t2), "...fed byte by byte: the same");
 	s.len = 0;
-	body_request(&s, 1, FS_FCGI_BODY_MAX + 1, 1000);
+	body_request(&s, 1, FS_FCGIPROTO_BODY_MAX + 1, 1000);
 	check(feed_new(&s, &used) == FS_FCGIPROTO_REQUEST && used == s.len &&
-		p.req.body_len == FS_FCGI_BODY_MAX && p.req.body_too_big == 1 &&
-		memcmp(p.req.body, blob, FS_FCGI_BODY_MAX) == 0 &&
-		p.req.body[FS_FCGI_BODY_MAX] == '\0',
-	    "one byte over: too big, the first FS_FCGI_BODY_MAX bytes, NUL-terminated, it arrives");
+		p.req.body_len == FS_FCGIPROTO_BODY_MAX && p.req.body_too_big == 1 &&
+		memcmp(p.req.body, blob, FS_FCGIPROTO_BODY_MAX) == 0 &&
+		p.req.body[FS_FCGIPROTO_BODY_MAX] == '\0',
+	    "one byte over: too big, the first FS_FCGIPROTO_BODY_MAX bytes, NUL-terminated, it arrives");
 	s.len = 0;
 	body_request(&s, 1, 3 * 65535, 65535);
-	check(feed_new(&s, &used) == FS_FCGIPROTO_REQUEST && p.req.body_len == FS_FCGI_BODY_MAX &&
-		p.req.body_too_big == 1 && memcmp(p.req.body, blob, FS_FCGI_BODY_MAX) == 0,
+	check(feed_new(&s, &used) == FS_FCGIPROTO_REQUEST && p.req.body_len == FS_FCGIPROTO_BODY_MAX &&
+		p.req.body_too_big == 1 && memcmp(p.req.body, blob, FS_FCGIPROTO_BODY_MAX) == 0,
 	    "three STDIN records of 65535 bytes: too big, the start kept");
 	run_new(&s, 0, &t1, 0);
 	run_new(&s, 7, &t2, 0);
@@ -861,7 +861,7 @@ test_requests_in_a_row(void)
 	s.len = 0;
 	params_request(&s, 1, FS_FCGIPROTO_PARAMS_MAX + 1, "v");
 	n = s.len;
-	body_request(&s, 2, FS_FCGI_BODY_MAX + 10, 100);
+	body_request(&s, 2, FS_FCGIPROTO_BODY_MAX + 10, 100);
 	nginx_request(&s, 1, 7, 70, -1);
 	begin(&s, 5, 1, 0);
 	rec(&s, STDIN, 5, NULL, 0);
@@ -873,7 +873,7 @@ test_requests_in_a_row(void)
 	n = used;
 	check(fs_fcgiproto_feed(&p, s.b + n, s.len - n, &used) == FS_FCGIPROTO_REQUEST &&
 		p.req.id == 2 && p.req.nparams == 0 && p.req.params_truncated == 0 &&
-		p.req.body_too_big == 1 && p.req.body_len == FS_FCGI_BODY_MAX,
+		p.req.body_too_big == 1 && p.req.body_len == FS_FCGIPROTO_BODY_MAX,
 	    "the second: its own id, no parameters left over, its body too big");
 	fs_fcgiproto_done(&p);
 	n += used;

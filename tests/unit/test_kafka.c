@@ -4,15 +4,21 @@
  * for and a message told, each delivered; a message refused at once is
  * not told; a produce request the broker refuses for good reaches the
  * teller exactly once, as not delivered, on the report thread; reports
- * handed over to an event loop are told when it serves them.
+ * handed over to an event loop are told when it serves them. And the
+ * family's other clients, made by the same set-up: a topic read to its
+ * end, a group's lag, a group member that reads and commits, and
+ * librdkafka's own lines through fs_log (the reader once bypassed it).
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "expect.h"
 #include "kafka.h"
@@ -117,6 +123,84 @@ handed_over(const char *brokers, const struct fs_kafka_msg *msg)
 	check(t4.times == 1 && t5.times == 1, "... and none is told again at the flush");
 }
 
+/* fs_kafka_read_topic's each: counts the messages whose key is "7". */
+static int
+count_sevens(void *arg, const rd_kafka_message_t *m)
+{
+	long *n = arg;
+
+	if (m->key_len == 1 && ((const char *)m->key)[0] == '7')
+		++*n;
+	return 0;
+}
+
+/*
+ * The reader, the lag and a group member on a topic of three messages:
+ * every message read, lagging three, then none once the member committed.
+ */
+static void
+group_clients(const char *brokers, fs_kafka_producer *p)
+{
+	struct fs_kafka_msg msgs[3] = { { "7", 1, "{\"o\":1}", 7, NULL }, { "7", 1, "{\"o\":2}", 7, NULL },
+		{ "7", 1, "{\"o\":3}", 7, NULL } };
+	rd_kafka_message_t *got[3];
+	fs_kafka_consumer *c;
+	char err[256] = "";
+	long seen = 0;
+	size_t n = 0;
+
+	check(fs_kafka_produce_all(p, "letters", msgs, 3, err, sizeof(err)) == FS_KAFKA_DELIVERED,
+	    "three messages on a second topic");
+	check(fs_kafka_read_topic(brokers, "letters", NULL, 100, 10000, count_sevens, &seen, err,
+		  sizeof(err)) == 3 && seen == 3,
+	    "the topic read to its end: its three messages");
+	check(fs_kafka_group_lag(brokers, "g", "letters", 5000, err, sizeof(err)) == 3,
+	    "a group that committed nothing lags by the three");
+	c = fs_kafka_consumer_new(brokers, "g", "letters", 1, err, sizeof(err));
+	check(c != NULL, "a group member joins");
+	for (int i = 0; c != NULL && i < 100 && n < 3; i++) {
+		rd_kafka_message_t *m = fs_kafka_consumer_poll(c, 100);
+
+		if (m != NULL)
+			got[n++] = m;
+	}
+	check(n == 3 && fs_kafka_consumer_commit(c, got, n) == 0, "... reads the three and commits them");
+	check(fs_kafka_group_lag(brokers, "g", "letters", 5000, err, sizeof(err)) == 0,
+	    "... and the group lags no more");
+	while (n > 0)
+		rd_kafka_message_destroy(got[--n]);
+	fs_kafka_consumer_free(c);
+}
+
+/* A reader of a broker that is not there: its librdkafka lines come in fs_log's format. */
+static void
+reader_logs(void)
+{
+	char path[64], buf[8192], err[256] = "";
+	long seen = 0;
+	ssize_t len;
+	int fd, saved;
+
+	snprintf(path, sizeof(path), "/tmp/test-kafka.%ld.log", (long)getpid());
+	fflush(stderr);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) < 0 || (saved = dup(2)) < 0 ||
+	    dup2(fd, 2) != 2) {
+		perror("log file");
+		exit(2);
+	}
+	check(fs_kafka_read_topic("127.0.0.1:1", "letters", NULL, 1, 1500, count_sevens, &seen, err,
+		  sizeof(err)) == -1,
+	    "a reader of no broker fails within its time");
+	dup2(saved, 2);
+	close(saved);
+	len = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[len > 0 ? len : 0] = '\0';
+	close(fd);
+	unlink(path);
+	check(strstr(buf, "msg=\"kafka ") != NULL && strstr(buf, "%3|") == NULL,
+	    "its librdkafka lines go through fs_log, none in librdkafka's own format");
+}
+
 int
 main(void)
 {
@@ -135,7 +219,8 @@ main(void)
 	if (rd_kafka_conf_set(conf, "log_level", "0", err, sizeof(err)) != RD_KAFKA_CONF_OK ||
 	    (rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err))) == NULL ||
 	    (mc = rd_kafka_mock_cluster_new(rk, 1)) == NULL ||
-	    rd_kafka_mock_topic_create(mc, "orders", 1, 1) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+	    rd_kafka_mock_topic_create(mc, "orders", 1, 1) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+	    rd_kafka_mock_topic_create(mc, "letters", 2, 1) != RD_KAFKA_RESP_ERR_NO_ERROR) {
 		fprintf(stderr, "mock cluster: %s\n", err);
 		return 2;
 	}
@@ -203,6 +288,8 @@ main(void)
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTTS),
 	    (unsigned long long)fs_metrics_value(FS_M_KAFKA_BROKER_RTT_US));
 	handed_over(rd_kafka_mock_cluster_bootstraps(mc), &msg);
+	group_clients(rd_kafka_mock_cluster_bootstraps(mc), p);
+	reader_logs();
 	fs_kafka_producer_free(p);
 	check(t1.times == 1 && t3.times == 1, "no teller is told twice, not even at the flush");
 	rd_kafka_mock_cluster_destroy(mc);

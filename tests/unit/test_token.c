@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -803,7 +805,7 @@ test_demo(const fs_token_keys *all)
 	    FS_TOKEN_BAD_ALG, "demo: the signer holds no production key");
 	check(fs_token_mint(signer, FS_TOKEN_ALG_EDDSA_DEMO, "u", NOW, 60, tok, sizeof(tok)) ==
 	    FS_TOKEN_OK, "demo: the signer mints a demo token");
-	check(fs_token_verify(all, tok, strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_BAD_ALG,
+	check(fs_token_verify(all, tok, strlen(tok), NOW, sub, sizeof(sub)) == FS_TOKEN_UNKNOWN_KEY,
 	    "demo: a verifier without the demo key refuses it (the flag is off)");
 	check(fs_token_keys_set(demo_on, ed_pk, NULL, NULL, 0) == 0 &&
 	    fs_token_keys_load_demo(demo_on, dir, 0, err, sizeof(err)) == 0 &&
@@ -821,15 +823,397 @@ test_demo(const fs_token_keys *all)
 	snprintf(forged, sizeof(forged), "%.*s%s", (int)(dot - prod), prod, strchr(tok, '.'));
 	check(fs_token_verify(demo_on, forged, strlen(forged), NOW, sub, sizeof(sub)) ==
 	    FS_TOKEN_BAD_SIGNATURE, "demo: the demo signature under a production header is refused");
-	check(verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":\"prod\"}") == FS_TOKEN_BAD_ALG &&
+	check(verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":\"prod\"}") == FS_TOKEN_UNKNOWN_KEY &&
 	    verify_header(demo_on, "{\"alg\":\"HS256\",\"kid\":\"demo\"}") == FS_TOKEN_BAD_ALG &&
-	    verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":1}") == FS_TOKEN_BAD_ALG,
+	    verify_header(demo_on, "{\"alg\":\"EdDSA\",\"kid\":1}") == FS_TOKEN_MALFORMED,
 	    "demo: another key id, another algorithm or a numeric kid is refused");
 	remove_file(dir, FS_TOKEN_DEMO_PUB_FILE);
 	remove_file(dir, FS_TOKEN_DEMO_KEY_FILE);
 	rmdir(dir);
 	fs_token_keys_free(signer);
 	fs_token_keys_free(demo_on);
+}
+
+/* JWK Sets: keys selected by kid, rotation, bad files, the unknown-kid line. */
+
+#define CLAIMS_OK "{\"sub\":\"u\",\"exp\":4102444800}"
+
+/* A second and third Ed25519 pair and HS256 secret for the JWK Sets. */
+static unsigned char k2_pk[crypto_sign_PUBLICKEYBYTES], k2_sk[crypto_sign_SECRETKEYBYTES];
+static unsigned char k3_pk[crypto_sign_PUBLICKEYBYTES], k3_sk[crypto_sign_SECRETKEYBYTES];
+static unsigned char h2_key[48];
+
+/* An EdDSA token of header hdr signed with sk (a static buffer). */
+static const char *
+craft_ed_sk(const char *hdr, const unsigned char *sk)
+{
+	static char tok[FS_TOKEN_MAX];
+	unsigned char sig[crypto_sign_BYTES];
+
+	tok[0] = '\0';
+	append_b64(tok, sizeof(tok), hdr, strlen(hdr));
+	strcat(tok, ".");
+	append_b64(tok, sizeof(tok), CLAIMS_OK, strlen(CLAIMS_OK));
+	crypto_sign_detached(sig, NULL, (unsigned char *)tok, strlen(tok), sk);
+	strcat(tok, ".");
+	append_b64(tok, sizeof(tok), sig, sizeof(sig));
+	return tok;
+}
+
+/* One JWK as text: an OKP Ed25519 public key or an oct secret, with extra members. */
+static const char *
+jwk(const char *kty, const char *kid, const unsigned char *key, size_t len, const char *extra)
+{
+	static char out[4][1024];
+	static int turn;
+	char b64[128];
+	char *o = out[turn++ % 4];
+
+	if (fs_b64url_encode(b64, sizeof(b64), key, len, NULL) != FS_B64URL_OK)
+		abort();
+	if (strcmp(kty, "OKP") == 0)
+		snprintf(o, 1024, "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"%s\",\"x\":\"%s\"%s}",
+		    kid, b64, extra);
+	else
+		snprintf(o, 1024, "{\"kty\":\"oct\",\"kid\":\"%s\",\"k\":\"%s\"%s}", kid, b64, extra);
+	return o;
+}
+
+/* Replaces the file at path with text, by a rename as an operator should. */
+static int
+put_file(const char *path, const char *text)
+{
+	char tmp[600];
+	int fd, ok;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ok = fd != -1 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	if (fd != -1)
+		close(fd);
+	return ok && rename(tmp, path) == 0 ? 0 : -1;
+}
+
+/* Writes {"keys":[a,b,c]} (NULL ends the list early). */
+static int
+put_jwks(const char *path, const char *a, const char *b, const char *c)
+{
+	char text[4096];
+
+	snprintf(text, sizeof(text), "{\"keys\":[%s%s%s%s%s]}\n", a, b != NULL ? "," : "",
+	    b != NULL ? b : "", c != NULL ? "," : "", c != NULL ? c : "");
+	return put_file(path, text);
+}
+
+static enum fs_token_status
+verify_now(const fs_token_keys *keys, const char *tok)
+{
+	char sub[FS_TOKEN_SUB_MAX + 1];
+
+	return verify(keys, tok, strlen(tok), NOW, sub, sizeof(sub));
+}
+
+#define HDR_K(alg, kid) "{\"alg\":\"" alg "\",\"typ\":\"JWT\",\"kid\":\"" kid "\"}"
+
+/*
+ * Unknown kids are logged one line each, naming the kid in safe characters,
+ * 5 at once and then one a second, the next line counting those left out;
+ * the token never.
+ */
+static void
+test_jwks_log(const fs_token_keys *keys)
+{
+	char path[] = "/tmp/test_token_log.XXXXXX", line[4096], tok[FS_TOKEN_MAX], hdr[64];
+	int fd, saved, i, refused = 0, lines = 0, named = 0, flood = 0, leaked = 0, counted = 0;
+	struct timespec ts = { 1, 100 * 1000 * 1000 };
+	FILE *f;
+
+	snprintf(tok, sizeof(tok), "%s", craft_ed_sk("{\"alg\":\"EdDSA\",\"kid\":\"x\\\"y\\nz\"}",
+	    ed_sk));
+	if ((fd = mkstemp(path)) == -1 || (saved = dup(2)) == -1 || dup2(fd, 2) == -1)
+		abort();
+	refused += verify_now(keys, tok) == FS_TOKEN_UNKNOWN_KEY;
+	for (i = 0; i < 9; i++) {
+		snprintf(hdr, sizeof(hdr), "{\"alg\":\"EdDSA\",\"kid\":\"flood-%d\"}", i);
+		refused += verify_now(keys, craft_ed_sk(hdr, ed_sk)) == FS_TOKEN_UNKNOWN_KEY;
+	}
+	/* The budget earns one line a second back. */
+	nanosleep(&ts, NULL);
+	refused += verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "later"), ed_sk)) ==
+	    FS_TOKEN_UNKNOWN_KEY;
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if ((f = fdopen(fd, "r")) == NULL || fseek(f, 0, SEEK_SET) != 0)
+		abort();
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lines++;
+		named += strstr(line, "unknown kid x?y?z") != NULL;
+		flood += strstr(line, "unknown kid flood-") != NULL;
+		counted += strstr(line, "unknown kid later (5 more unknown kids not logged)") != NULL;
+		leaked += strstr(line, strrchr(tok, '.') + 1) != NULL;
+	}
+	fclose(f);
+	unlink(path);
+	check(refused == 11, "jwks log: unknown kids are refused");
+	check(lines == 6 && named == 1 && flood == 4 && counted == 1 && leaked == 0,
+	    "jwks log: 5 lines name the first unknown kids (quote and newline shown as ?), "
+	    "the next 5 are left out, a second later one more line counts them; never the token");
+}
+
+/* Keys by kid: OKP and oct, several at once, the algorithm bound to the key. */
+static void
+test_jwks_select(const char *file)
+{
+	fs_token_keys *keys = fs_token_keys_new(), *both = fs_token_keys_new();
+	char err[512], dir[] = "/tmp/test_token_only.XXXXXX";
+
+	check(put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""), jwk("OKP", "k2", k2_pk, 32, ""),
+	    jwk("oct", "h1", hs_key, 32, ",\"alg\":\"HS256\",\"use\":\"sig\"")) == 0 &&
+	    fs_token_keys_load_jwks(keys, file, err, sizeof(err)) == 0, "jwks: a set of three loads");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk), FS_TOKEN_OK,
+	    "jwks: kid k1 selects the first Ed25519 key");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "k2"), k2_sk), FS_TOKEN_OK,
+	    "jwks: kid k2 selects the second");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "k2"), ed_sk), FS_TOKEN_BAD_SIGNATURE,
+	    "jwks: k1's signature under kid k2 is refused");
+	expect(keys, craft(HDR_K("HS256", "h1"), CLAIMS_OK, SIGN_HS256), FS_TOKEN_OK,
+	    "jwks: kid h1 selects the oct key for HS256");
+	expect(keys, craft(HDR_K("HS256", "k1"), CLAIMS_OK, SIGN_HS256), FS_TOKEN_BAD_ALG,
+	    "jwks: HS256 under an Ed25519 key's kid is refused (no algorithm confusion)");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "h1"), ed_sk), FS_TOKEN_BAD_ALG,
+	    "jwks: EdDSA under an oct key's kid is refused");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "k9"), ed_sk), FS_TOKEN_UNKNOWN_KEY,
+	    "jwks: an unknown kid is refused as such");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "K1"), ed_sk), FS_TOKEN_UNKNOWN_KEY,
+	    "jwks: kids are compared exactly (case)");
+	expect(keys, ed(CLAIMS_OK), FS_TOKEN_BAD_ALG,
+	    "jwks: a token without kid is not verified with the set's keys");
+	check(mkdtemp(dir) != NULL && write_file(dir, FS_TOKEN_ED25519_PUB_FILE, ed_pk, 32) == 0 &&
+	    fs_token_keys_load_jwks(both, file, err, sizeof(err)) == 0 &&
+	    fs_token_keys_load_dir(both, dir, err, sizeof(err)) == 0 &&
+	    verify_now(both, ed(CLAIMS_OK)) == FS_TOKEN_OK &&
+	    verify_now(both, craft_ed_sk(HDR_K("EdDSA", "k2"), k2_sk)) == FS_TOKEN_OK,
+	    "jwks: beside the directory's keys, a token without kid keeps today's key");
+	remove_file(dir, FS_TOKEN_ED25519_PUB_FILE);
+	check(fs_token_keys_load_dir(keys, dir, err, sizeof(err)) == 0,
+	    "jwks: with a set loaded, a directory without token keys is fine");
+	rmdir(dir);
+	fs_token_keys_free(keys);
+	fs_token_keys_free(both);
+}
+
+/* A rotation: the new key beside the old one, then the old one gone. */
+static void
+test_jwks_rotate(const char *file)
+{
+	fs_token_keys *keys = fs_token_keys_new();
+	char err[512], old[FS_TOKEN_MAX];
+	int i, seen = 0;
+
+	snprintf(old, sizeof(old), "%s", craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk));
+	check(put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""), NULL, NULL) == 0 &&
+	    fs_token_keys_load_jwks(keys, file, err, sizeof(err)) == 0 &&
+	    verify_now(keys, old) == FS_TOKEN_OK, "rotate: k1 alone");
+	check(fs_token_keys_reload(keys) == 0 && verify_now(keys, old) == FS_TOKEN_OK,
+	    "rotate: a reload of the same file changes nothing");
+	check(put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""), jwk("OKP", "k3", k3_pk, 32, ""),
+	    NULL) == 0 && fs_token_keys_reload(keys) == 0 && verify_now(keys, old) == FS_TOKEN_OK &&
+	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k3"), k3_sk)) == FS_TOKEN_OK,
+	    "rotate: k3 added, k1's token still passes and k3's passes");
+	check(put_jwks(file, jwk("OKP", "k3", k3_pk, 32, ""), NULL, NULL) == 0 &&
+	    fs_token_keys_reload(keys) == 0 && verify_now(keys, old) == FS_TOKEN_UNKNOWN_KEY &&
+	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k3"), k3_sk)) == FS_TOKEN_OK,
+	    "rotate: k1 removed, its token is refused, k3's passes");
+	/* Without an explicit reload: verification looks once a second. */
+	check(put_jwks(file, jwk("OKP", "k3", k3_pk, 32, ""), jwk("oct", "h2", h2_key, 48, ""),
+	    NULL) == 0, "rotate: h2 added to the file");
+	for (i = 0; i < 60 && !seen; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		seen = verify_now(keys, craft_with(HDR_K("HS256", "h2"), CLAIMS_OK, SIGN_HS256,
+		    h2_key, sizeof(h2_key))) == FS_TOKEN_OK;
+		if (!seen)
+			nanosleep(&ts, NULL);
+	}
+	check(seen && i > 1, "rotate: verification itself picks up the new file within 3 s, "
+	    "not at once");
+	/* The same size and name, rewritten in place: only the bytes differ. */
+	check(put_jwks(file, jwk("OKP", "k2", k2_pk, 32, ""), jwk("oct", "h2", h2_key, 48, ""),
+	    NULL) == 0 && fs_token_keys_reload(keys) == 0 &&
+	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k2"), k2_sk)) == FS_TOKEN_OK &&
+	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k3"), k3_sk)) == FS_TOKEN_UNKNOWN_KEY,
+	    "rotate: a file of the same size with another key is seen");
+	fs_token_keys_free(keys);
+}
+
+/* Threads verify while the file changes under them: no token of a key in both versions fails. */
+struct jwks_race {
+	const fs_token_keys *keys;
+	const char *tok;
+	int failed;
+};
+
+static void *
+jwks_race_verify(void *arg)
+{
+	struct jwks_race *r = arg;
+	int i;
+
+	for (i = 0; i < 3000; i++)
+		r->failed += verify_now(r->keys, r->tok) != FS_TOKEN_OK;
+	return NULL;
+}
+
+static void
+test_jwks_threads(const char *file)
+{
+	fs_token_keys *keys = fs_token_keys_new();
+	char err[512], tok[FS_TOKEN_MAX];
+	struct jwks_race r[3];
+	pthread_t th[3];
+	int i, failed = 0, started = 1;
+
+	snprintf(tok, sizeof(tok), "%s", craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk));
+	if (put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""), NULL, NULL) != 0 ||
+	    fs_token_keys_load_jwks(keys, file, err, sizeof(err)) != 0)
+		abort();
+	for (i = 0; i < 3; i++) {
+		r[i] = (struct jwks_race){ keys, tok, 0 };
+		started &= pthread_create(&th[i], NULL, jwks_race_verify, &r[i]) == 0;
+	}
+	for (i = 0; i < 200; i++) {
+		(void)put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""),
+		    i % 2 ? jwk("OKP", "k2", k2_pk, 32, "") : NULL, NULL);
+		(void)fs_token_keys_reload(keys);
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		failed += r[i].failed;
+	}
+	check(started && failed == 0,
+	    "threads: 9000 verifications across 200 swaps of the set all pass");
+	fs_token_keys_free(keys);
+}
+
+/* Files that are refused at start, and on a reload keep the keys before them. */
+static void
+test_jwks_bad(const char *file)
+{
+	static const struct {
+		const char *text;
+		const char *why;
+		const char *what;
+	} bad[] = {
+		{ "not json", "JSON", "not JSON" },
+		{ "{\"keys\":{}}", "\"keys\" array", "keys not an array" },
+		{ "{\"keys\":[]}", "no Ed25519", "no key" },
+		{ "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"}]}",
+		    "no Ed25519", "only keys of other types" },
+		{ "{\"keys\":[1]}", "not an object", "a key that is not an object" },
+		{ "{\"keys\":[{\"kid\":\"a\"}]}", "no \"kty\"", "a key without kty" },
+		{ "{\"keys\":[{\"kty\":\"oct\",\"k\":\"" "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" "\"}]}",
+		    "no \"kid\"", "a key without kid" },
+		{ "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"a b\",\"x\":\"\"}]}",
+		    "printable", "a kid with a space" },
+		{ "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"demo\","
+		    "\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\"}]}", "demo key", "kid demo" },
+		{ "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"a\","
+		    "\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHUR\"}]}", "32 bytes",
+		    "an Ed25519 key of 31 bytes" },
+		{ "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"a\","
+		    "\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\","
+		    "\"d\":\"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A\"}]}", "private", "a private key" },
+		{ "{\"keys\":[{\"kty\":\"oct\",\"kid\":\"a\",\"k\":\"c2VjcmV0LXNlY3JldC0xNg\"}]}",
+		    "32 to 64 bytes", "an HS256 secret of 16 bytes" },
+		{ "{\"keys\":[{\"kty\":\"oct\",\"kid\":\"a\",\"k\":\"AAAA=\"}]}", "base64url",
+		    "a padded secret" },
+		{ "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"a\","
+		    "\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\"},"
+		    "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"a\","
+		    "\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\"}]}", "twice", "a kid twice" },
+		{ "{\"keys\":[[[[[[1]]]]]]}", "depth", "too deep" },
+		{ "{\"keys\":[]} {}", "JSON", "two objects" },
+	};
+	fs_token_keys *keys = fs_token_keys_new(), *fresh;
+	char err[512], what[160], *big;
+	size_t i, n;
+	int ok;
+
+	check(put_jwks(file, jwk("OKP", "k1", ed_pk, 32, ""), NULL, NULL) == 0 &&
+	    fs_token_keys_load_jwks(keys, file, err, sizeof(err)) == 0, "bad files: k1 loaded first");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fresh = fs_token_keys_new();
+		err[0] = '\0';
+		ok = put_file(file, bad[i].text) == 0 &&
+		    fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+		    strstr(err, bad[i].why) != NULL && strstr(err, "nWGxne") == NULL &&
+		    fs_token_keys_reload(keys) == -1 &&
+		    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk)) == FS_TOKEN_OK;
+		if (!ok)
+			printf("# %s: err \"%s\"\n", bad[i].what, err);
+		snprintf(what, sizeof(what), "bad files: %s is refused, and a reload keeps k1",
+		    bad[i].what);
+		check(ok, what);
+		fs_token_keys_free(fresh);
+	}
+	/* 33 keys, and a file past the size limit. */
+	big = malloc(FS_TOKEN_JWKS_FILE_MAX + 64);
+	if (big == NULL)
+		abort();
+	n = (size_t)snprintf(big, 64, "{\"keys\":[");
+	for (i = 0; i <= FS_TOKEN_JWKS_KEYS_MAX; i++)
+		n += (size_t)snprintf(big + n, 64, "%s{\"kty\":\"RSA\"}", i > 0 ? "," : "");
+	snprintf(big + n, 8, "]}");
+	fresh = fs_token_keys_new();
+	check(put_file(file, big) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "more than 32") != NULL, "bad files: 33 keys are refused");
+	memset(big, ' ', FS_TOKEN_JWKS_FILE_MAX + 1);
+	memcpy(big, "{\"keys\":[]}", 11);
+	big[FS_TOKEN_JWKS_FILE_MAX + 1] = '\0';
+	check(put_file(file, big) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "larger than 65536") != NULL, "bad files: a file over 64 KiB is refused");
+	check(unlink(file) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "No such file") != NULL && fs_token_keys_reload(keys) == -1 &&
+	    verify_now(keys, craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk)) == FS_TOKEN_OK,
+	    "bad files: a missing file is refused at start, and keeps the keys on a reload");
+	free(big);
+	/* Keys we do not use are ignored beside ours (RFC 7517 5). */
+	check(put_jwks(file, "{\"kty\":\"RSA\",\"kid\":\"r1\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
+	    jwk("OKP", "enc", k2_pk, 32, ",\"use\":\"enc\""),
+	    jwk("oct", "h5", hs_key, 32, ",\"alg\":\"HS512\"")) == 0 &&
+	    fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1,
+	    "ignored: a set of only an RSA key, an encryption key and an HS512 secret has none of ours");
+	check(put_jwks(file, "{\"kty\":\"OKP\",\"crv\":\"X25519\",\"kid\":\"x\",\"x\":\"AA\"}",
+	    jwk("OKP", "enc", k2_pk, 32, ",\"key_ops\":[\"encrypt\"]"),
+	    jwk("OKP", "k1", ed_pk, 32, ",\"key_ops\":[\"sign\",\"verify\"]")) == 0 &&
+	    fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == 0 &&
+	    verify_now(fresh, craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk)) == FS_TOKEN_OK &&
+	    verify_now(fresh, craft_ed_sk(HDR_K("EdDSA", "enc"), k2_sk)) == FS_TOKEN_UNKNOWN_KEY,
+	    "ignored: an X25519 key and one without verify beside ours; their kids are unknown");
+	fs_token_keys_free(fresh);
+	fs_token_keys_free(keys);
+}
+
+static void
+test_jwks(void)
+{
+	char dir[] = "/tmp/test_token_jwks.XXXXXX", file[600], tmp[600];
+
+	crypto_sign_keypair(k2_pk, k2_sk);
+	crypto_sign_keypair(k3_pk, k3_sk);
+	randombytes_buf(h2_key, sizeof(h2_key));
+	if (mkdtemp(dir) == NULL)
+		abort();
+	snprintf(file, sizeof(file), "%s/jwks.json", dir);
+	test_jwks_select(file);
+	test_jwks_rotate(file);
+	test_jwks_threads(file);
+	test_jwks_bad(file);
+	unlink(file);
+	snprintf(tmp, sizeof(tmp), "%s.new", file);
+	unlink(tmp);
+	rmdir(dir);
 }
 
 int
@@ -850,6 +1234,8 @@ main(void)
 	    fs_token_keys_set(hs_only, NULL, NULL, hs_key, sizeof(hs_key)))
 		return 99;
 
+	/* First: the one unknown-kid line a second must not follow another. */
+	test_jwks_log(all);
 	test_rfc8037();
 	test_rfc7515();
 	test_algorithms(all, ed_only, hs_only);
@@ -861,6 +1247,7 @@ main(void)
 	test_mint(all, ed_only);
 	test_keys();
 	test_demo(all);
+	test_jwks();
 	check(strcmp(fs_token_strerror(FS_TOKEN_BAD_ALG),
 	    "algorithm not accepted") == 0 &&
 	    fs_token_strerror(FS_TOKEN__MAX) != NULL,

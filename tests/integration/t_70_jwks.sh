@@ -1,0 +1,166 @@
+# Tokens that carry a key id, minted by an independent JWT implementation
+# (jose, from npm: tests/browser/mint-token.mjs), against the stack's JWK
+# Set file (FLASHSALE_JWKS_FILE, written by deploy/stack from its own keys):
+# kid selection, a rotation while the handlers run, an unknown kid (401 and
+# one log line naming it), a refused new file, aud without a configured
+# audience, nbf, iat, and the demo key's kid. Self-contained: it uses only
+# the suite's environment and lib.sh, and leaves the stack's JWK Set and
+# handlers as it found them.
+
+jw_mint_js=$top_srcdir/tests/browser/mint-token.mjs
+jw_stack=$top_srcdir/deploy/stack
+jw_keys=$FLASHSALE_KEYS_DIR
+jw_file=$FLASHSALE_JWKS_FILE
+jw_log=$FLASHSALE_STATE/log/flashsale-purchase.log
+
+# jw_mint KEYFILE ALG KID SUB [CLAIMS_JSON]: a token signed by jose.
+jw_mint() { node "$jw_mint_js" "$@"; }
+
+# jw_b64 FILE: the file's bytes in base64url without padding.
+jw_b64() { basenc --base64url -w0 <"$1" | tr -d =; }
+
+# jw_write [okp|oct KID FILE]...: replaces the JWK Set file (by a rename,
+# as an operator should) with these keys; okp takes a public key file.
+jw_write() {
+	jw_body=
+	while [ $# -ge 3 ]; do
+		if [ "$1" = okp ]; then
+			jw_one=$(printf '{"kty":"OKP","crv":"Ed25519","kid":"%s","x":"%s"}' "$2" "$(jw_b64 "$3")")
+		else
+			jw_one=$(printf '{"kty":"oct","kid":"%s","k":"%s"}' "$2" "$(jw_b64 "$3")")
+		fi
+		jw_body=${jw_body:+$jw_body,}$jw_one
+		shift 3
+	done
+	printf '{"keys":[%s]}\n' "$jw_body" >"$jw_file.t70" && mv -f "$jw_file.t70" "$jw_file"
+}
+
+# The stack's own keys, as deploy/stack writes them.
+jw_stack_keys="okp stack-ed25519 $jw_keys/jwt-ed25519.pub oct stack-hs256 $jw_keys/jwt-hs256.key"
+
+jw_n=0
+# jw_buy TOKEN: the status of a purchase with this token.
+jw_buy() {
+	jw_ans=$(http POST "$jw_path" "$1")
+	echo "${jw_ans%% *}"
+}
+
+# jw_until_status WANT KEYFILE ALG KID: mints a token for a new shopper and
+# buys with it, again and again (bounded: 8 s) until the answer is WANT;
+# each process re-reads the file at most once a second. 0 or 1.
+jw_until_status() {
+	jw_deadline=$(($(date +%s) + 8))
+	while :; do
+		jw_n=$((jw_n + 1))
+		[ "$(jw_buy "$(jw_mint "$2" "$3" "$4" "t70-poll-$jw_n")")" = "$1" ] && return 0
+		[ "$(date +%s)" -ge "$jw_deadline" ] && return 1
+	done
+}
+
+if ! command -v node >/dev/null 2>&1 || ! command -v basenc >/dev/null 2>&1; then
+	not_ok "jwks: node and basenc are installed (deploy/install-deps)"
+elif [ ! -f "$top_srcdir/tests/browser/node_modules/jose/package.json" ]; then
+	# tests/run installs it (deploy/install-deps); a copy made by make dist has none.
+	ok "jwks # SKIP jose is not installed in tests/browser (deploy/install-deps)"
+elif [ -z "$jw_file" ] || [ ! -f "$jw_file" ]; then
+	not_ok "jwks: the stack sets FLASHSALE_JWKS_FILE to its JWK Set" "got: '$jw_file'"
+else
+	set -- $(new_sale -5 200)
+	jw_path=$(purchase_path "$1")
+	jw_other=$FLASHSALE_STATE/t70-keys-other
+	jw_a=$FLASHSALE_STATE/t70-keys-a
+	jw_b=$FLASHSALE_STATE/t70-keys-b
+	rm -rf "$jw_other" "$jw_a" "$jw_b"
+	admin keys generate "$jw_other" >/dev/null && admin keys generate "$jw_a" >/dev/null &&
+		admin keys generate "$jw_b" >/dev/null || not_ok "jwks: three key pairs generated"
+
+	# The stack's own keys by kid, and tokens without kid as before.
+	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-ed25519.key" EdDSA stack-ed25519 t70-ed)")" 202 \
+		"jwks: a jose EdDSA token with kid stack-ed25519 buys"
+	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-hs256.key" HS256 stack-hs256 t70-hs)")" 202 \
+		"jwks: a jose HS256 token with kid stack-hs256 buys"
+	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-ed25519.key" EdDSA "" t70-nokid)")" 202 \
+		"jwks: a jose token without kid buys as before"
+	is "$(jw_buy "$(jw_mint "$jw_other/jwt-ed25519.key" EdDSA stack-ed25519 t70-forged)")" 401 \
+		"jwks: another key's signature under the stack's kid is refused"
+	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-hs256.key" HS256 stack-ed25519 t70-confused)")" 401 \
+		"jwks: HS256 under the Ed25519 key's kid is refused"
+
+	# An unknown kid: 401 and exactly one line naming it, never the token.
+	jw_kid=t70-unknown-$$
+	jw_tok=$(jw_mint "$jw_keys/jwt-ed25519.key" EdDSA "$jw_kid" t70-unknown)
+	jw_ans=$(http POST "$jw_path" "$jw_tok")
+	is "${jw_ans%% *} $(json_get "${jw_ans#* }" error)" "401 UNAUTHENTICATED" \
+		"jwks: a token of an unknown kid is refused"
+	is "$(cat "$FLASHSALE_STATE"/log/*.log | grep -c "unknown kid $jw_kid")" 1 \
+		"jwks: exactly one log line names the unknown kid"
+	is "$(grep -rlF "${jw_tok##*.}" "$FLASHSALE_STATE/log")" "" "jwks: no log holds that token"
+
+	# A rotation while the handlers run: a new key beside the old one, then
+	# the old one removed.
+	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub"
+	if jw_until_status 202 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
+		ok "jwks: key t70-a added to the file is used without a restart"
+	else
+		not_ok "jwks: key t70-a added to the file is used without a restart" "still $jw_ans"
+	fi
+	jw_old=$(jw_mint "$jw_a/jwt-ed25519.key" EdDSA t70-a t70-old)
+	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub" okp t70-b "$jw_b/jwt-ed25519.pub"
+	if jw_until_status 202 "$jw_b/jwt-ed25519.key" EdDSA t70-b; then
+		ok "jwks: key t70-b added beside t70-a is used"
+	else
+		not_ok "jwks: key t70-b added beside t70-a is used" "still $jw_ans"
+	fi
+	is "$(jw_buy "$jw_old")" 202 "jwks: a token of t70-a minted before the rotation still buys"
+	jw_write $jw_stack_keys okp t70-b "$jw_b/jwt-ed25519.pub"
+	if jw_until_status 401 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
+		ok "jwks: once t70-a is removed from the file its tokens are refused"
+	else
+		not_ok "jwks: once t70-a is removed from the file its tokens are refused" "still $jw_ans"
+	fi
+	is "$(jw_buy "$(jw_mint "$jw_b/jwt-ed25519.key" EdDSA t70-b t70-b-after)")" 202 \
+		"jwks: and t70-b's still buy"
+
+	# A refused new file keeps the keys before it, one line per process.
+	jw_refused_before=$(grep -c "JWK Set .* refused" "$jw_log")
+	printf '{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"t70-c","x":"short"}]}\n' \
+		>"$jw_file.t70" && mv -f "$jw_file.t70" "$jw_file"
+	jw_deadline=$(($(date +%s) + 8))
+	jw_bad_ok=1
+	until [ "$(grep -c "JWK Set .* refused" "$jw_log")" -gt "$jw_refused_before" ]; do
+		jw_n=$((jw_n + 1))
+		[ "$(jw_buy "$(jw_mint "$jw_b/jwt-ed25519.key" EdDSA t70-b "t70-bad-$jw_n")")" = 202 ] ||
+			jw_bad_ok=0
+		[ "$(date +%s)" -ge "$jw_deadline" ] && break
+	done
+	jw_n=$((jw_n + 1))
+	is "$jw_bad_ok $(jw_buy "$(jw_mint "$jw_b/jwt-ed25519.key" EdDSA t70-b "t70-bad-$jw_n")")" "1 202" \
+		"jwks: a refused new file keeps the keys before it"
+	is "$(grep "JWK Set .* refused" "$jw_log" | tail -n +$((jw_refused_before + 1)) |
+		sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort | uniq -d)" "" \
+		"jwks: and no process logs it twice"
+	jw_write $jw_stack_keys
+
+	# Claims: aud without a configured audience, nbf, iat.
+	jw_ed() { jw_mint "$jw_keys/jwt-ed25519.key" EdDSA stack-ed25519 "$@"; }
+	jw_now=$(date +%s)
+	is "$(jw_buy "$(jw_ed t70-aud '{"aud":"flashsale"}')")" 401 \
+		"jwks: a token naming an audience is refused where none is configured"
+	is "$(jw_buy "$(jw_ed t70-nbf-future "{\"nbf\":$((jw_now + 300))}")")" 401 \
+		"jwks: nbf 5 minutes ahead is refused"
+	is "$(jw_buy "$(jw_ed t70-nbf-past "{\"nbf\":$((jw_now - 10))}")")" 202 \
+		"jwks: nbf just past buys"
+	is "$(jw_buy "$(jw_ed t70-iat-future "{\"iat\":$((jw_now + 300))}")")" 401 \
+		"jwks: iat 5 minutes ahead is refused"
+	is "$(jw_buy "$(jw_ed t70-iat-past "{\"iat\":$((jw_now - 300))}")")" 202 \
+		"jwks: iat 5 minutes ago buys"
+
+	# The demo key's kid: refused while the demo sign-in is off, accepted
+	# while it is on; the JWK Set can never stand in for it.
+	jw_demo() { jw_mint "$jw_keys/demo-ed25519.key" EdDSA demo "$1"; }
+	is "$(jw_buy "$(jw_demo t70-demo-off)")" 401 "jwks: a jose token of kid demo is refused with the demo off"
+	FLASHSALE_DEMO_SIGNIN=1 "$jw_stack" restart handlers >/dev/null 2>&1
+	is "$(jw_buy "$(jw_demo t70-demo-on)")" 202 "jwks: and buys with the demo on"
+	"$jw_stack" restart handlers >/dev/null 2>&1
+	rm -rf "$jw_other" "$jw_a" "$jw_b"
+fi
