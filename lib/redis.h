@@ -60,6 +60,8 @@ enum fs_redis_err {
 struct fs_redis_node {
 	char addr[FS_REDIS_ADDR_MAX]; /* host:port, or a socket path */
 	redisContext *ctx;            /* NULL until needed */
+	uint64_t gen;       /* counts the connections made to the node: which one ctx is */
+	uint64_t wrote_gen; /* the connection commands went to first since the last WAIT */
 };
 
 typedef struct fs_redis {
@@ -174,7 +176,10 @@ redisReply *fs_redis_argv(fs_redis *, int argc, const char **argv, const size_t 
  * WAIT numreplicas timeout_ms on every node that commands went to since
  * the previous fs_redis_wait (a node only read from answers at once): the
  * fewest replicas of those nodes that have every write this driver made
- * there, or -1 with err set (also when a connection that wrote is gone).
+ * there, or -1 with err set (also when a connection that wrote is gone,
+ * even if a later command reconnected: WAIT counts only its own
+ * connection's writes, so each node's WAIT goes to the connection that
+ * took the first command since the previous fs_redis_wait, or fails).
  */
 long fs_redis_wait(fs_redis *, int numreplicas, int timeout_ms);
 /*

@@ -404,11 +404,19 @@ cmp_str(const void *a, const void *b)
 }
 
 /*
+ * A sale counts as open (a warm on a cluster may be refused) from this
+ * long before its start: a warm begun just before the opening may end
+ * after it.
+ */
+#define WARM_OPEN_MARGIN "5 seconds"
+
+/*
  * One attempt: with the sale watched (young read), reads PostgreSQL and
- * writes. 0 done, 1 the sale changed meanwhile, -1 err set.
+ * writes; sres is the sale's row (window, end in ms, open).
+ * 0 done, 1 the sale changed meanwhile, -1 err set.
  */
 static int
-warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const char *window, const char *ends,
+warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const PGresult *sres,
     struct fs_stock_record *cand, size_t ncand, struct fs_sales_warm_report *rep, char *err,
     size_t errlen)
 {
@@ -457,8 +465,9 @@ warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const char *window, const char
 	if (items == NULL || holds == NULL || pend == NULL || users == NULL || recorded == NULL)
 		goto nomem;
 	memset(&w, 0, sizeof(w));
-	w.window_s = strtol(window, NULL, 10);
-	w.ends_ms = strtoll(ends, NULL, 10);
+	w.window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
+	w.ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
+	w.open = strcmp(PQgetvalue(sres, 0, 2), "t") == 0;
 	w.items = items;
 	w.holds = holds;
 	w.pending = pend;
@@ -556,7 +565,8 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 	memset(rep, 0, sizeof(*rep));
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	if ((sres = fs_pg_exec(pg,
-		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint "
+		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint, "
+		 "now() >= starts_at - interval '" WARM_OPEN_MARGIN "' AND now() < ends_at "
 		 "FROM sales WHERE id = $1",
 		 1, p)) == NULL ||
 	    (ires = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id", 1, p)) == NULL)
@@ -626,8 +636,7 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 				cand[k++] = cand[i];
 		ncand = k;
 		qsort(cand, ncand, sizeof(*cand), cmp_record_time);
-		if ((done = warm_once(pg, st, sale, PQgetvalue(sres, 0, 0), PQgetvalue(sres, 0, 1), cand,
-			 ncand, rep, err, errlen)) < 0)
+		if ((done = warm_once(pg, st, sale, sres, cand, ncand, rep, err, errlen)) < 0)
 			goto fail;
 	}
 	rc = 0;

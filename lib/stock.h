@@ -1,8 +1,9 @@
 /*
  * The Redis layout of a sale, and its one owner: every key, command,
- * script and record format of the stock lives in stock.c and the scripts
- * it loads (lua/reserve.lua, release.lua, forget.lua, guard.lua,
- * layout.lua). Nobody else sends Redis a command about a sale.
+ * script and record format of the stock lives in the stock family
+ * (stock*.c, lib/README) and the scripts it loads (lua/reserve.lua,
+ * release.lua, forget.lua, guard.lua, layout.lua). Nobody else sends Redis
+ * a command about a sale.
  *
  * A sale lives in one or more places; a place is a hash tag, and so one
  * Redis Cluster slot that one script sees whole. The first place's tag is
@@ -139,6 +140,7 @@ struct fs_stock_warm {
 	size_t nholds;
 	const struct fs_stock_record *pending; /* held, unconfirmed: not in PostgreSQL yet */
 	size_t npending;
+	int open;	/* 1: the sale is open (purchases may run while it is written) */
 };
 
 struct fs_stock_layout;
@@ -283,7 +285,11 @@ int fs_stock_warm_begin(fs_stock *, uint64_t sale, const uint64_t *items, size_t
  * the window, the live holds and the pending ones (unconfirmed, by their
  * reservation time), then announces every item on the restock channel.
  * 0 done, 1 something changed meanwhile (nothing written: begin again),
- * -1 err set.
+ * -1 err set. On a cluster each place (of either layout) takes a MULTI of
+ * its own, guarded by its WATCH only while no other place shares its
+ * master (one connection, whose first EXEC ends every WATCH): a warm of an
+ * open sale (w->open) with places sharing a master is refused, nothing
+ * written (-1, FS_STOCK_ERR_REPLY).
  */
 int fs_stock_warm(fs_stock *, uint64_t sale, const struct fs_stock_warm *w);
 /* Ends a warm begun but not written (UNWATCH). */

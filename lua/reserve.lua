@@ -13,7 +13,7 @@
 --         the deadline in ms (by the caller's clock) after which the caller
 --         may have given up on this call, and the mode: "guard" (the default) when T is the
 --         shopper's home (check and set its guard here too), "take" when the
---         guard lives at another place (lib/stock.c claims it with guard.lua)
+--         guard lives at another place (lib/stock_reserve.c claims it with guard.lua)
 --
 -- Returns {1, orderId, windowSeconds, unitsLeft} when reserved,
 -- {2, existingOrderId} when the shopper already holds a unit of this sale,

@@ -6,7 +6,7 @@
 # The caller sets prog (its name), repo (the source tree) and these, each
 # with a default: FLASHSALE_BINDIR (the build tree: the repo), BENCH_STATE
 # (a new /tmp/fs-bench-$prog.XXXXXX, removed after a successful run),
-# BENCH_PORT_BASE (44080), BENCH_PROCS (processes of the single-threaded
+# BENCH_PORT_BASE (14080), BENCH_PROCS (processes of the single-threaded
 # responders: the trivial one and the PostgreSQL-only design, 4),
 # BENCH_PURCHASE_PROCS (the purchase handler's, each with
 # FLASHSALE_PURCHASE_THREADS workers: the stack's default),
@@ -47,13 +47,27 @@ ratio() {
 
 # --- setup and teardown ----------------------------------------------------
 
+# Refuses a port base whose ports (up to base+36, the cluster topology's
+# reach) meet the kernel's ephemeral range: any outgoing connection may
+# hold one of them as its source port, and its TIME_WAIT refuses a bind
+# (varnishd's) for up to a minute.
+bench_ports_outside_ephemeral() {
+	# (not read: dash reads a byte at a time, and a sysctl file serves no
+	# read past its first)
+	eph=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || return 0
+	eph_lo=${eph%%[!0-9]*}
+	eph_hi=${eph##*[!0-9]}
+	[ $(($1 + 36)) -lt "$eph_lo" ] || [ "$1" -gt "$eph_hi" ] ||
+		die "ports $1..$(($1 + 36)) meet the kernel's ephemeral range $eph_lo..$eph_hi (net.ipv4.ip_local_port_range): set BENCH_PORT_BASE below $((eph_lo - 36))"
+}
+
 bench_init() {
 	BINDIR=${FLASHSALE_BINDIR:-$repo}
 	case $BINDIR in
 	/*) ;;
 	*) BINDIR=$(cd "$BINDIR" && pwd) ;;
 	esac
-	BASE=${BENCH_PORT_BASE:-44080}
+	BASE=${BENCH_PORT_BASE:-14080}
 	PROCS=${BENCH_PROCS:-4}
 	LOADGEN=$BINDIR/tests/load/flashsale-load
 	TRIVIAL=$BINDIR/tests/bench/trivial-fcgi
@@ -68,6 +82,7 @@ bench_init() {
 	case $BASE in
 	'' | *[!0-9]*) die "bad port base '$BASE'" ;;
 	esac
+	bench_ports_outside_ephemeral "$BASE"
 	case $PROCS in
 	'' | *[!0-9]* | 0) die "bad process count '$PROCS'" ;;
 	esac
@@ -108,17 +123,7 @@ bench_stack_up() {
 $busy"
 	say "starting the stack in $STATE (ports $BASE..$PORT_BENCH; log $STATE/stack.log)"
 	STACK_UP=1
-	# Our ports lie inside ip_local_port_range: one may be the source port
-	# of another test's connection, whose TIME_WAIT refuses varnishd's bind
-	# for up to a minute. Such a start is retried.
-	tries=1
-	until stack up >>"$STATE/stack.log" 2>&1; do
-		[ $tries -lt 3 ] || die "deploy/stack up failed $tries times; see $STATE/stack.log"
-		stack down >>"$STATE/stack.log" 2>&1
-		say "deploy/stack up failed (see $STATE/stack.log); retrying in 30 s"
-		sleep 30
-		tries=$((tries + 1))
-	done
+	stack up >>"$STATE/stack.log" 2>&1 || die "deploy/stack up failed; see $STATE/stack.log"
 	eval "$(stack env)"
 	export FLASHSALE_DATADIR=$repo
 	# The origin host: 127.0.0.1, or the cluster topology's first (origin-a).

@@ -143,7 +143,7 @@ sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
 	-e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
 	-e "s|listen 127.0.0.1:8087|listen 127.0.0.1:$((base + 12))|" \
 	-e "s|/run/nginx.pid|$tmp/nginx.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
-	-e "s|/run/flashsale/metrics/|$tmp/|g" \
+	-e "s|/run/flashsale/ticks/|$tmp/|g" \
 	"$top_srcdir/deploy/production/nginx.conf" >"$tmp/nginx.conf"
 mkdir -p "$tmp/nginx"
 check "nginx -t accepts deploy/production/nginx.conf" \
@@ -176,7 +176,28 @@ is "$(sed -n 's/^FLASHSALE_NCHAN_PUB=//p' "$env") $(grep '/run/flashsale/nchan '
 	"$top_srcdir/deploy/systemd/flashsale.tmpfiles")" \
 	"unix:/run/flashsale/nchan/pub.sock:/pub d /run/flashsale/nchan 0750 root flashsale -" \
 	"flashsale.env publishes there; tmpfiles makes its directory 0750 root:flashsale"
-if out=$(varnishd -C -f "$top_srcdir/deploy/production/varnish.vcl" 2>&1 >/dev/null); then
+# No file that root opens (nginx's logs, pid files and sockets, the units'
+# pid files) lives under a directory that another user may write.
+tmpfiles=$top_srcdir/deploy/systemd/flashsale.tmpfiles
+is "$(sh "$top_srcdir/tests/install/root-dirs.sh" -t "$tmpfiles" \
+	"$top_srcdir/deploy/production/nginx.conf" "$top_srcdir/deploy/production/nginx-push.conf" \
+	"$top_srcdir"/deploy/systemd/*.service.in)" "" \
+	"root opens no file of the production examples in a directory another user may write"
+# flashsale-metrics reads nginx's ticks files in FLASHSALE_METRICS_DIR: each
+# has its link there.
+metrics_dir=$(sed -n 's/^FLASHSALE_METRICS_DIR=//p' "$env")
+is "$(sed -n 's/.*access_log \([^ ]*\.ticks\) .*/\1/p' "$top_srcdir/deploy/production/nginx.conf" | sort -u |
+	while read -r ticks; do
+		grep -q -x "L $metrics_dir/$(basename "$ticks") - - - - $ticks" "$tmpfiles" || echo "$ticks"
+	done)" "" "every ticks file of deploy/production/nginx.conf has its link in $metrics_dir"
+# varnishd -C compiles as the user vcache, which may not enter the checkout
+# (a 0700 home): it reads a copy in a directory of its own that it can.
+vcl_dir=$(mktemp -d /tmp/flashsale-vcl.XXXXXX)
+trap 'rm -rf "$tmp" "$vcl_dir"' EXIT
+chmod 755 "$vcl_dir"
+cp "$top_srcdir/deploy/production/varnish.vcl" "$vcl_dir/varnish.vcl"
+chmod 644 "$vcl_dir/varnish.vcl"
+if out=$(varnishd -C -f "$vcl_dir/varnish.vcl" 2>&1 >/dev/null); then
 	ok "varnishd -C compiles deploy/production/varnish.vcl"
 else
 	not_ok "varnishd -C compiles deploy/production/varnish.vcl" "$(printf '%s\n' "$out" | tail -n 5)"

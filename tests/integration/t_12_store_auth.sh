@@ -26,7 +26,7 @@ is "$(psql_q 'SELECT current_user')" "flashsale" "the programs connect as the ro
 is "$(psql_q "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" "f" \
     "which is no superuser"
 refuse "PostgreSQL refuses flashsale on the socket without the password" \
-    no_pass "host=$run port=$pg_port dbname=flashsale user=flashsale"
+    no_pass "host=$run/postgres port=$pg_port dbname=flashsale user=flashsale"
 refuse "PostgreSQL refuses flashsale on 127.0.0.1 without the password" \
     no_pass "host=127.0.0.1 port=$pg_port dbname=flashsale user=flashsale"
 refuse "PostgreSQL refuses a wrong password" env PGPASSWORD=0000 \
@@ -34,8 +34,8 @@ refuse "PostgreSQL refuses a wrong password" env PGPASSWORD=0000 \
 refuse "PostgreSQL refuses the superuser over TCP" \
     no_pass "host=127.0.0.1 port=$pg_port dbname=flashsale user=postgres"
 refuse "PostgreSQL refuses the superuser to root on the socket (peer: OS user postgres only)" \
-    no_pass "host=$run port=$pg_port dbname=flashsale user=postgres"
-is "$(stat -c %a "$run/.s.PGSQL.$pg_port")" "770" "the PostgreSQL socket is not world-writable (0770)"
+    no_pass "host=$run/postgres port=$pg_port dbname=flashsale user=postgres"
+is "$(stat -c %a "$run/postgres/.s.PGSQL.$pg_port")" "770" "the PostgreSQL socket is not world-writable (0770)"
 
 # --- Redis -------------------------------------------------------------------
 hredis() { redis_as flashsale "$secrets/redis-flashsale.password" "$@"; }

@@ -8,6 +8,7 @@
 #define FS_TEST_REDIS_SERVER_H
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,25 @@ test_redis_cfg(const struct test_redis *r, struct fs_cfg *cfg)
 	    unsetenv("FLASHSALE_REDIS_PASSWORD_FILE") != 0)
 		return -1;
 	return fs_cfg_load(cfg, FS_CFG_NEED(FS_CFG_REDIS));
+}
+
+/* One command to the server on a connection of its own; the reply (free it) or NULL. */
+static inline redisReply *
+test_redis_cmd(const struct test_redis *r, const char *fmt, ...)
+{
+	redisContext *c = redisConnectUnix(r->sock);
+	redisReply *reply = NULL;
+	va_list ap;
+
+	if (c == NULL || c->err != 0) {
+		redisFree(c);
+		return NULL;
+	}
+	va_start(ap, fmt);
+	reply = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	redisFree(c);
+	return reply;
 }
 
 /* Stops the server and removes its directory. */

@@ -319,6 +319,98 @@ done(redisReply *x)
 	return yes;
 }
 
+/* 1 once no client named name is connected to the server of srv (within 5 s). */
+static int
+client_gone(struct test_redis *srv, const char *name)
+{
+	char want[64];
+	int gone = 0;
+
+	snprintf(want, sizeof(want), "name=%s ", name);
+	for (int i = 0; i < 500 && !gone; i++) {
+		redisReply *x = test_redis_cmd(srv, "CLIENT LIST");
+		struct timespec step = { 0, 10 * 1000000L };
+
+		gone = x != NULL && x->type == REDIS_REPLY_STRING && strstr(x->str, want) == NULL;
+		if (x != NULL)
+			freeReplyObject(x);
+		if (!gone)
+			nanosleep(&step, NULL);
+	}
+	return gone;
+}
+
+/* CLIENT KILL ID id on the server of srv; 1 when killed. */
+static int
+client_kill(struct test_redis *srv, long long id)
+{
+	redisReply *x = test_redis_cmd(srv, "CLIENT KILL ID %lld", id);
+	int killed = x != NULL && x->type == REDIS_REPLY_INTEGER && x->integer == 1;
+
+	if (x != NULL)
+		freeReplyObject(x);
+	return killed;
+}
+
+/*
+ * WAIT after the connection that wrote was cut and a later command of the
+ * same batch reconnected: the new connection wrote nothing (its write
+ * offset is 0), so a WAIT there would count none of the write. The driver
+ * fails instead (-1, I/O), as when the connection is simply gone; whether
+ * the server dropped it (seen before the next command) or it fell silent
+ * behind the relay (the next command lost).
+ */
+static void
+wait_after_reconnect(struct test_redis *srv)
+{
+	struct test_relay relay = { -1, 0 };
+	char addr[64];
+	fs_redis *far = NULL, *near = NULL;
+	redisReply *x;
+	long long id = -1;
+
+	if (test_relay_start(&relay, srv->sock) == 0)
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", relay.port);
+	if (relay.pid < 0 || (far = fs_redis_new(addr, NULL, NULL)) == NULL ||
+	    (near = fs_redis_new(srv->sock, NULL, NULL)) == NULL) {
+		check(0, "drivers behind the relay and on the socket");
+		goto out;
+	}
+	check(done(fs_redis_command(far, "SET %s %s", "held", "1")) &&
+		done(fs_redis_command(far, "CLIENT SETNAME %s", "writer")),
+	    "a write behind the relay, on the connection named writer");
+	kill(relay.pid, SIGUSR1);
+	check(client_gone(srv, "writer"), "the relay cut the writer's connection (the server saw it close)");
+	x = fs_redis_command(far, "GET %s", "held");
+	check(x == NULL && far->err == FS_REDIS_ERR_IO,
+	    "the next command on the cut connection gets no answer: lost, the connection dropped");
+	check(done(fs_redis_command(far, "GET %s", "held")), "a later command of the batch reconnects");
+	check(fs_redis_wait(far, 1, 10) == -1 && far->err == FS_REDIS_ERR_IO &&
+		strstr(far->errstr, "gone") != NULL,
+	    "WAIT after the writer's connection was replaced: failed (I/O), never a count");
+	check(fs_redis_wait(far, 1, 10) == -1 && far->err == FS_REDIS_ERR_REPLY,
+	    "... and the batch is over: nothing left to wait for");
+
+	x = fs_redis_command(near, "CLIENT ID");
+	if (x != NULL && x->type == REDIS_REPLY_INTEGER)
+		id = x->integer;
+	if (x != NULL)
+		freeReplyObject(x);
+	check(id > 0 && done(fs_redis_command(near, "SET %s %s", "held", "2")) &&
+		client_kill(srv, id),
+	    "a write, then the server drops the writer's connection (CLIENT KILL)");
+	check(done(fs_redis_command(near, "GET %s", "held")),
+	    "the next command sees the hang-up and reconnects before it is sent");
+	check(fs_redis_wait(near, 1, 10) == -1 && near->err == FS_REDIS_ERR_IO,
+	    "WAIT after a silent reconnect: failed (I/O), never a count");
+	check(done(fs_redis_command(near, "SET %s %s", "held", "3")) && fs_redis_wait(near, 1, 10) == 0,
+	    "a write on the new connection: its WAIT counts again (no replica here: 0)");
+out:
+	fs_redis_free(far);
+	fs_redis_free(near);
+	test_relay_stop(&relay);
+}
+
 /* Runs CLUSTER SETSLOT slot what id on node i; 1 when it says OK. */
 static int
 setslot(const struct test_cluster *tc, int i, unsigned slot, const char *what, const char *id)
@@ -367,7 +459,7 @@ cluster_tests(void)
 	struct test_cluster tc;
 	char seeds[128], key[64], path[128], id_src[41], id_dst[41];
 	int owners[TEST_CLUSTER_NODES] = { 0 }, routed = 1, slots_ok = 1, keys = 0, nused = 0;
-	int script, src, dst, m, replica, recovered = 0, tries = 0;
+	int script, src, dst, m, replica, recovered = 0, tries = 0, killed, reread = 0;
 	const char *argv[1];
 	long long total = 0;
 	struct timespec t0, t1;
@@ -493,6 +585,17 @@ cluster_tests(void)
 	check(m >= 0 && replica >= 0 && done(fs_redis_command(r, "SET %s %s", "fs:{1}:k", "v2")) &&
 		fs_redis_wait(r, 1, FS_REDIS_WAIT_MAX_MS) == 1,
 	    "a write the replica of its master has (WAIT 1)");
+	/* The server drops the writer's connection; a read of the batch reconnects. */
+	killed = done(fs_redis_command(r, "SET %s %s", "fs:{1}:k", "v2"));
+	x = test_cluster_cmd(tc.port[m], "CLIENT KILL TYPE normal");
+	killed &= x != NULL && x->type == REDIS_REPLY_INTEGER && x->integer >= 1;
+	if (x != NULL)
+		freeReplyObject(x);
+	for (int i = 0; i < 3 && !reread; i++)
+		reread = get_is(r, "fs:{1}:k", "v2");
+	check(killed && reread && fs_redis_wait(r, 1, FS_REDIS_WAIT_MAX_MS) == -1 &&
+		r->err == FS_REDIS_ERR_IO,
+	    "WAIT after the writer's connection was replaced: failed, not the replica count of the new one");
 	test_cluster_kill(&tc, m, SIGKILL);
 	check(done(test_cluster_cmd(tc.port[replica], "CLUSTER FAILOVER FORCE")),
 	    "master killed (SIGKILL); its replica takes over (CLUSTER FAILOVER FORCE)");
@@ -610,6 +713,7 @@ main(void)
 		freeReplyObject(reply);
 
 	pipeline_tests(&srv, r);
+	wait_after_reconnect(&srv);
 
 	test_redis_stop(&srv);
 	check(fs_redis_command(r, "PING") == NULL && r->err == FS_REDIS_ERR_IO && r->node[0].ctx == NULL,

@@ -4,7 +4,8 @@
  * places land on every master are warmed (WATCH, MULTI ... EXEC on the
  * sale's node), reserved (and waited for on a replica), read back in a
  * snapshot, released and forgotten, each through the cluster client's
- * routing; and the uptime of the youngest master.
+ * routing; a warm of an open sale whose places share a master refused;
+ * and the uptime of the youngest master.
  */
 #include "config.h"
 
@@ -29,6 +30,55 @@ warm(fs_stock *st, uint64_t sale)
 	static const struct fs_stock_warm_item items[] = { { 11, 3, 1 }, { 12, 0, 1 } };
 
 	return stock_load(st, sale, items, 2);
+}
+
+/* Begin and write a warm of sale (items 21 over 3 shards, 22 in one key), open or not. */
+static int
+warm_open(fs_stock *st, uint64_t sale, int shards, int open)
+{
+	const struct fs_stock_warm_item items[] = { { 21, 6, shards }, { 22, 2, 1 } };
+	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 2, .open = open };
+	const uint64_t ids[] = { 21, 22 };
+	struct fs_stock_record young[4];
+	size_t nyoung;
+	long holds;
+	int rc;
+
+	if (fs_stock_warm_begin(st, sale, ids, 2, INT64_MAX, young, 4, &nyoung, &holds) != 0)
+		return -1;
+	if ((rc = fs_stock_warm(st, sale, &w)) != 0)
+		fs_stock_warm_abort(st);
+	return rc;
+}
+
+/*
+ * A warm of an open sale with places sharing a master (4 places on 3
+ * masters) is refused before anything is written; before the sale opens it
+ * runs, and so does one whose places each have a master of their own.
+ */
+static void
+check_warm_open(fs_stock *st)
+{
+	const uint64_t items[2] = { 21, 22 };
+	struct fs_stock_shard sh[4];
+	long left[2];
+
+	check(warm_open(st, 40, 4, 1) == -1 && st->err == FS_STOCK_ERR_REPLY &&
+		strstr(st->errstr, "is open and 4 of its places share a Redis master") != NULL &&
+		fs_stock_left(st, 40, items, 2, left) == 0 && left[0] == -1 && left[1] == -1,
+	    "an open sale over 4 places on 3 masters: the warm is refused, nothing written");
+	check(warm_open(st, 40, 4, 0) == 0 && fs_stock_shards(st, 40, 21, sh, 4) == 4 &&
+		fs_stock_left(st, 40, items, 2, left) == 0 && left[0] == 6 && left[1] == 2,
+	    "the same sale before it opens: warmed over its 4 places");
+	check(warm_open(st, 40, 1, 1) == -1 && fs_stock_shards(st, 40, 21, sh, 4) == 4 &&
+		fs_stock_left(st, 40, items, 2, left) == 0 && left[0] == 6,
+	    "open, going back to one place: 4 places still to clear, refused, the layout kept");
+	check(warm_open(st, 41, 3, 1) == 0 && fs_stock_shards(st, 41, 21, sh, 4) == 3 &&
+		fs_stock_left(st, 41, items, 2, left) == 0 && left[0] == 6 && left[1] == 2,
+	    "an open sale whose 3 places each have a master: each place's WATCH holds, warmed");
+	check(warm_open(st, 42, 1, 1) == 0 && fs_stock_left(st, 42, items, 2, left) == 0 &&
+		left[0] == 6 && left[1] == 2,
+	    "an open sale of one place: one MULTI, warmed");
 }
 
 int
@@ -87,6 +137,7 @@ main(void)
 	check(seen, "the snapshot (one MULTI) shows each sale's hold");
 	check(released, "release gives each unit back");
 	check(forgotten, "forget removes each ended sale's keys");
+	check_warm_open(st);
 	check(fs_stock_server_uptime(st) >= 0 && st->redis->nmasters == 3,
 	    "the uptime of the youngest of three masters");
 	fs_stock_free(st);
