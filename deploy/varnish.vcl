@@ -158,6 +158,8 @@ sub vcl_recv {
 			set req.url = regsub(req.url, "\?.*$", "");
 			return (hash);
 		}
+		# Orders (a shopper's /sales/{id}/my-order too), the clock: per
+		# shopper, never cached.
 		return (pass);
 	}
 

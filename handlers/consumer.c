@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cfg.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
@@ -83,15 +84,6 @@ on_stop(int sig)
 	stopping = 1;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sleeps ms milliseconds, waking early when a stop signal came. */
 static void
 pause_ms(long ms)
@@ -117,7 +109,7 @@ collect(struct app *app, struct batch *b)
 		rd_kafka_message_t *m;
 
 		if (b->n > 0) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - fs_clock_mono_ms();
 
 			if (left <= 0)
 				break;
@@ -135,7 +127,7 @@ collect(struct app *app, struct batch *b)
 			continue;
 		}
 		if (b->n == 0)
-			deadline = now_ms() + BATCH_WAIT_MS;
+			deadline = fs_clock_mono_ms() + BATCH_WAIT_MS;
 		b->msg[b->n] = m;
 		b->outcome[b->n] = OUTCOME_ORDER;
 		if (fs_ordertopic_decode(m->payload, m->len, &b->order[b->n]) != 0) {
@@ -374,14 +366,14 @@ finish_batch(struct app *app)
 	count(app, b);
 	release_batch(b);
 	app->pushing = NULL;
-	app->last_ms = now_ms();
+	app->last_ms = fs_clock_mono_ms();
 }
 
 static int
 run(struct app *app)
 {
-	int64_t started = now_ms(), assign_deadline = now_ms() + ASSIGN_WAIT_S * 1000;
-	int64_t last_report = now_ms(), first_ms = 0;
+	int64_t started = fs_clock_mono_ms(), assign_deadline = fs_clock_mono_ms() + ASSIGN_WAIT_S * 1000;
+	int64_t last_report = fs_clock_mono_ms(), first_ms = 0;
 
 	while (!stopping) {
 		/* The batch that is not out being pushed. */
@@ -389,12 +381,12 @@ run(struct app *app)
 
 		collect(app, b);
 		if (b->n > 0 && first_ms == 0)
-			first_ms = now_ms();
+			first_ms = fs_clock_mono_ms();
 		if (b->n == 0) {
 			finish_batch(app);
 			if (app->drain && fs_kafka_consumer_caught_up(app->consumer))
 				break;
-			if (app->drain && now_ms() > assign_deadline && app->total.messages == 0 &&
+			if (app->drain && fs_clock_mono_ms() > assign_deadline && app->total.messages == 0 &&
 			    !fs_kafka_consumer_caught_up(app->consumer)) {
 				fs_log_error("--drain: no partitions read to their end within %d s",
 				    ASSIGN_WAIT_S);
@@ -408,11 +400,11 @@ run(struct app *app)
 		}
 		finish_batch(app);
 		push_statuses(app, b);
-		if (now_ms() - last_report >= 10000) {
+		if (fs_clock_mono_ms() - last_report >= 10000) {
 			fs_log_info("%lu messages: %lu pending, %lu failed, %lu duplicates, %lu malformed",
 			    app->total.messages, app->total.pending, app->total.failed,
 			    app->total.duplicates, app->total.malformed);
-			last_report = now_ms();
+			last_report = fs_clock_mono_ms();
 		}
 	}
 	finish_batch(app);
@@ -423,7 +415,7 @@ run(struct app *app)
 		       "\"busySeconds\":%.3f}\n",
 		    app->total.messages, app->total.pending, app->total.failed, app->total.rejected,
 		    app->total.duplicates, app->total.malformed, app->total.batches,
-		    (double)(now_ms() - started) / 1000.0,
+		    (double)(fs_clock_mono_ms() - started) / 1000.0,
 		    (double)(app->last_ms - first_ms) / 1000.0);
 	}
 	return 0;

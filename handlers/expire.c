@@ -4,7 +4,10 @@
  * One run expires every overdue PENDING order (the units return after the
  * commit), then sweeps the holds: ghosts (a hold whose order never reached
  * the database, older than FLASHSALE_HOLD_MAX_AGE) and holds of orders that
- * are closed already. It prints the counts as JSON.
+ * are closed already; and asks the payment provider again for the refunds
+ * it refused or did not answer, with backoff (FLASHSALE_REFUND_BACKOFF), so
+ * that no refund owed waits for a webhook that will never come again. It
+ * prints the counts as JSON.
  *
  * Started by cron (stdin is not a socket) it runs once. Started by
  * spawn-fcgi it serves POST /api/flash-sales/admin/expire, for operators
@@ -25,6 +28,8 @@
 #include "ordertopic.h"
 #include "log.h"
 #include "metrics.h"
+#include "payments.h"
+#include "provider.h"
 #include "stores.h"
 
 #define EXPIRE_PATH "/api/flash-sales/admin/expire"
@@ -33,6 +38,7 @@ struct app {
 	struct fs_cfg cfg;
 	struct fs_stores stores;
 	fs_expiry expiry;
+	fs_provider *provider; /* NULL without FLASHSALE_PAYMENT_URL: no refund retried */
 	unsigned char token_hash[crypto_generichash_BYTES];
 	int token_set;
 };
@@ -80,12 +86,50 @@ read_backlog(struct app *app, struct fs_ordertopic_backlog *b)
 	return b;
 }
 
+/* The refunds owed whose wait is over, asked of the provider again. 0, or -1 (logged). */
+static int
+retry_refunds(struct app *app, struct fs_payments_retry_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (app->provider == NULL)
+		return 0;
+	if (fs_payments_retry_refunds(app->stores.pg, app->provider,
+		fs_cfg_long(&app->cfg, FS_CFG_REFUND_BACKOFF),
+		fs_cfg_long(&app->cfg, FS_CFG_REFUND_ALERT_AFTER), c) != FS_PAYMENTS_OK) {
+		fs_log_error("refunds owed: %s", app->stores.pg->errstr);
+		return -1;
+	}
+	fs_metrics_add(FS_M_REFUNDS_RETRIED, c->tried);
+	fs_metrics_add(FS_M_REFUNDS_RETRIED_MADE, c->refunded);
+	return 0;
+}
+
+/*
+ * The run's counts as one JSON object: the expiry's (lib/expiry), then the
+ * refunds' ("refundsTried", "refundsMade", "refundsFailed", "refundsFailing").
+ * Its length, or -1 when out is too small.
+ */
+static int
+counts_json(const struct fs_expiry_counts *e, const struct fs_payments_retry_counts *r, char *out,
+    size_t outlen)
+{
+	int n = fs_expiry_counts_json(e, out, outlen), m;
+
+	if (n < 2)
+		return -1;
+	m = snprintf(out + n - 1, outlen - (size_t)(n - 1),
+	    ",\"refundsTried\":%lu,\"refundsMade\":%lu,\"refundsFailed\":%lu,\"refundsFailing\":%lu}",
+	    r->tried, r->refunded, r->failed, r->alerting);
+	return m < 0 || (size_t)m >= outlen - (size_t)(n - 1) ? -1 : n - 1 + m;
+}
+
 /* One whole run; writes the counts as JSON into out. 0, or -1 (errors logged). */
 static int
 run_once(struct app *app, char *out, size_t outlen)
 {
 	struct fs_ordertopic_backlog backlog;
 	struct fs_expiry_counts counts;
+	struct fs_payments_retry_counts refunds;
 	int rc = 0;
 
 	memset(&counts, 0, sizeof(counts));
@@ -98,12 +142,14 @@ run_once(struct app *app, char *out, size_t outlen)
 		fs_log_error("%s", app->expiry.errstr);
 		rc = -1;
 	}
+	if (retry_refunds(app, &refunds) != 0)
+		rc = -1;
 	fs_metrics_count(rc == 0 ? FS_M_EXPIRY_RUNS : FS_M_EXPIRY_FAILURES);
 	fs_metrics_add(FS_M_ORDERS_EXPIRED, counts.expired);
 	fs_metrics_add(FS_M_GHOSTS_SWEPT, counts.ghosts);
-	if (fs_expiry_counts_json(&counts, out, outlen) < 0)
+	if (counts_json(&counts, &refunds, out, outlen) < 0)
 		snprintf(out, outlen, "{}");
-	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0)
+	if (counts.expired > 0 || counts.ghosts > 0 || counts.repaired > 0 || refunds.tried > 0)
 		fs_log_info("%s", out);
 	return rc;
 }
@@ -128,7 +174,7 @@ handle(fs_fcgi *fcgi, void *arg)
 {
 	struct app *app = arg;
 	const char *doc = fs_fcgi_param(fcgi, "DOCUMENT_URI");
-	char body[256];
+	char body[512];
 
 	if (doc == NULL || strcmp(doc, EXPIRE_PATH) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_NOT_FOUND, NULL, NULL);
@@ -181,6 +227,16 @@ setup_app(struct app *app)
 		app->token_set = 1;
 	}
 	fs_expiry_init(&app->expiry, app->stores.pg, app->stores.stock, app->stores.push, age);
+	if (*fs_cfg_get(&app->cfg, FS_CFG_PAYMENT_URL) == '\0') {
+		fs_log_warn("FLASHSALE_PAYMENT_URL is not set: refunds owed are not retried");
+		return 0;
+	}
+	if ((app->provider = fs_provider_new(fs_cfg_get(&app->cfg, FS_CFG_PAYMENT_URL),
+		 fs_cfg_get(&app->cfg, FS_CFG_PAYMENT_API_KEY), err, sizeof(err))) == NULL) {
+		fs_log_error("payment provider: %s", err);
+		return -1;
+	}
+	sodium_memzero(app->cfg.value[FS_CFG_PAYMENT_API_KEY], sizeof(app->cfg.value[FS_CFG_PAYMENT_API_KEY]));
 	return 0;
 }
 
@@ -190,6 +246,8 @@ teardown(void *arg)
 	struct app *app = arg;
 
 	fs_stores_close(&app->stores);
+	fs_provider_free(app->provider);
+	app->provider = NULL;
 	sodium_memzero(app->cfg.value[FS_CFG_EXPIRE_TOKEN],
 	    sizeof(app->cfg.value[FS_CFG_EXPIRE_TOKEN]));
 }
@@ -217,7 +275,7 @@ main(void)
 		"flashsale-expire", setup, teardown, NULL, NULL, handle, ready, 0, NULL
 	};
 	static struct app app;
-	char body[256];
+	char body[512];
 	int rc = 1;
 
 	if (under_fastcgi())

@@ -4,8 +4,9 @@
  * Sums the counters of every process of every program on this host (the
  * blocks in FLASHSALE_METRICS_DIR, see lib/metrics.h) and the answers
  * nginx gave without a handler, then asks the stores what no process
- * counts: the consumer group's backlog in Kafka and the PENDING orders past
- * their expiry in PostgreSQL. Prometheus text format 0.0.4.
+ * counts: the consumer group's backlog in Kafka, and in PostgreSQL the
+ * PENDING orders past their expiry and the refunds owed (those that keep
+ * failing too). Prometheus text format 0.0.4.
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
+#include "payments.h"
 #include "pg.h"
 
 /* The text is a few tens of kilobytes; more means something is wrong. */
@@ -38,7 +40,7 @@ write_store_gauges(struct app *app, FILE *out)
 	const char *brokers = fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS);
 	char err[256];
 	long long lag = -1;
-	long overdue = 0;
+	long overdue = 0, owed = 0, failing = 0;
 	double oldest = 0;
 	int pg_up = 0;
 
@@ -47,10 +49,12 @@ write_store_gauges(struct app *app, FILE *out)
 		 LAG_TIMEOUT_MS, err, sizeof(err))) < 0)
 		fs_log_warn("consumer lag: %s", err);
 	if (app->pg != NULL) {
-		if (fs_orders_overdue(app->pg, &overdue, &oldest) == FS_ORDERS_OK)
+		if (fs_orders_overdue(app->pg, &overdue, &oldest) == FS_ORDERS_OK &&
+		    fs_payments_refunds_owed(app->pg, 0, fs_cfg_long(&app->cfg, FS_CFG_REFUND_ALERT_AFTER),
+			NULL, 0, &owed, &failing) == FS_PAYMENTS_OK)
 			pg_up = 1;
 		else
-			fs_log_warn("overdue orders: %s", app->pg->errstr);
+			fs_log_warn("overdue orders, refunds owed: %s", app->pg->errstr);
 	}
 	fprintf(out, "# HELP flashsale_store_up Whether a store answered this scrape's question.\n"
 		     "# TYPE flashsale_store_up gauge\n");
@@ -71,8 +75,14 @@ write_store_gauges(struct app *app, FILE *out)
 		    "flashsale_orders_overdue %ld\n"
 		    "# HELP flashsale_orders_overdue_seconds How long the oldest overdue PENDING order is past its expiry.\n"
 		    "# TYPE flashsale_orders_overdue_seconds gauge\n"
-		    "flashsale_orders_overdue_seconds %.3f\n",
-		    overdue, oldest);
+		    "flashsale_orders_overdue_seconds %.3f\n"
+		    "# HELP flashsale_refunds_owed Late payments whose refund the provider has not made yet.\n"
+		    "# TYPE flashsale_refunds_owed gauge\n"
+		    "flashsale_refunds_owed %ld\n"
+		    "# HELP flashsale_refunds_failing Refunds owed that failed FLASHSALE_REFUND_ALERT_AFTER times or more.\n"
+		    "# TYPE flashsale_refunds_failing gauge\n"
+		    "flashsale_refunds_failing %ld\n",
+		    overdue, oldest, owed, failing);
 }
 
 static void

@@ -5,6 +5,9 @@
  *   POST /api/flash-sales/orders/{orderId}/cancel   PENDING -> CANCELLED, the unit goes back
  *   POST /api/flash-sales/orders/{orderId}/ticket   a short-lived ticket for the order's
  *                                                   status stream (lib/urlsig)
+ *   GET  /api/flash-sales/sales/{saleId}/my-order   the caller's own order in a sale, for
+ *                                                   a page told 503 that may hold one
+ *                                                   anyway (never cached: no-store, private)
  *   /_fs/auth/order-events                          nchan's authorization of the SSE
  *                                                   subscriber (original URI in REQUEST_URI,
  *                                                   ?ticket=...): no token in any URL
@@ -36,6 +39,9 @@
 #include "uuid.h"
 
 #define AUTH_URI	"/_fs/auth/order-events"
+#define MY_ORDER_SUFFIX	"/my-order"
+/* Per shopper: neither the edge nor a shared cache may keep it. */
+#define NO_STORE	"Cache-Control: no-store, private\r\n"
 #define TICKET_TTL_S	120	/* a ticket opens the stream (and its reconnects) this long */
 
 enum action { ACTION_STATUS, ACTION_CANCEL, ACTION_EVENTS, ACTION_TICKET, ACTION__MAX };
@@ -231,6 +237,50 @@ answer_ticket(struct app *app, fs_fcgi *fcgi, const struct fs_order *o)
 	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, body, (size_t)n);
 }
 
+/*
+ * GET /api/flash-sales/sales/{saleId}/my-order: 200 with the caller's order
+ * in the sale (PROCESSING while only Redis holds it), 404 NO_ORDER.
+ */
+static void
+my_order(struct app *app, fs_fcgi *fcgi, const char *doc)
+{
+	struct fs_order o;
+	enum fs_orders_result r;
+	const char *rest;
+	char body[FS_ORDERS_DOC_MAX];
+	int n;
+
+	memset(&o, 0, sizeof(o));
+	if ((rest = fs_route_path_id(doc, FS_ROUTE_SALE_PREFIX, &o.sale)) == NULL ||
+	    strcmp(rest, MY_ORDER_SUFFIX) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_SALE_NOT_FOUND, NULL, NO_STORE);
+		return;
+	}
+	if (!fs_fcgi_method_is(fcgi, "GET") && !fs_fcgi_method_is(fcgi, "HEAD")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: GET, HEAD\r\n" NO_STORE);
+		return;
+	}
+	if (authenticate(app, fcgi, o.user) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_UNAUTHENTICATED, NULL, FS_HTTP_BEARER_CHALLENGE NO_STORE);
+		return;
+	}
+	if ((r = fs_sales_find_mine(app->stores.pg, app->stores.stock, &o)) == FS_ORDERS_NOT_FOUND) {
+		fs_fcgi_error(fcgi, FS_ERR_NO_ORDER, NULL, NO_STORE);
+		return;
+	}
+	if (r != FS_ORDERS_OK) {
+		fs_log_warn("my-order lookup failed: %s (%s; %s)", fs_orders_strerror(r),
+		    app->stores.pg->errstr, app->stores.stock->errstr);
+		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON NO_STORE);
+		return;
+	}
+	if ((n = fs_orders_document(&o, body, sizeof(body))) < 0) {
+		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NO_STORE);
+		return;
+	}
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, NO_STORE, body, (size_t)n);
+}
+
 static void
 handle(fs_fcgi *fcgi, void *arg)
 {
@@ -242,6 +292,10 @@ handle(fs_fcgi *fcgi, void *arg)
 
 	if (doc != NULL && strcmp(doc, AUTH_URI) == 0) {
 		authorize_events(app, fcgi);
+		return;
+	}
+	if (doc != NULL && strncmp(doc, FS_ROUTE_SALE_PREFIX, strlen(FS_ROUTE_SALE_PREFIX)) == 0) {
+		my_order(app, fcgi, doc);
 		return;
 	}
 	memset(&o, 0, sizeof(o));

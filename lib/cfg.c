@@ -70,6 +70,10 @@ static const struct {
 	    "shared secret of the provider's webhook signatures, 16-256 bytes (flashsale-payment)" },
 	[FS_CFG_SHOP_URL] = { "FLASHSALE_SHOP_URL", NULL,
 	    "the shop's public URL, where the provider sends shoppers back (flashsale-payment)" },
+	[FS_CFG_REFUND_BACKOFF] = { "FLASHSALE_REFUND_BACKOFF", "60",
+	    "seconds flashsale-expire waits before it asks again for a refund the provider refused; doubled after each failure, 6 h at most" },
+	[FS_CFG_REFUND_ALERT_AFTER] = { "FLASHSALE_REFUND_ALERT_AFTER", "5",
+	    "failed tries of one refund after which it counts as failing (flashsale_refunds_failing, an error log line)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -83,6 +87,8 @@ static const struct {
 	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
 	[FS_CFG_PURCHASE_THREADS] = { 1, 64 },
 	[FS_CFG_HOLD_MAX_AGE] = { 1, 86400 },
+	[FS_CFG_REFUND_BACKOFF] = { 1, 86400 },
+	[FS_CFG_REFUND_ALERT_AFTER] = { 1, 1000 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */

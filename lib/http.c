@@ -70,6 +70,7 @@ static const struct {
 	    "The amount or currency differ from the order's." },
 	[FS_ERR_NOT_READY] = { FS_HTTP_SERVICE_UNAVAILABLE, "NOT_READY",
 	    "A store this program needs does not answer." },
+	[FS_ERR_NO_ORDER] = { FS_HTTP_NOT_FOUND, "NO_ORDER", "You hold no order in this sale." },
 };
 
 int

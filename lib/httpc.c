@@ -10,21 +10,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "httpc.h"
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Waits for events on fd until the deadline; 0 ready, -1 timed out or failed. */
 static int
@@ -35,7 +26,7 @@ wait_until(int fd, short events, long long deadline)
 	int n;
 
 	do {
-		if ((left = deadline - now_ms()) <= 0)
+		if ((left = deadline - fs_clock_mono_ms()) <= 0)
 			return -1;
 		n = poll(&p, 1, (int)left);
 	} while (n < 0 && errno == EINTR);
@@ -146,7 +137,7 @@ int
 fs_httpc_send(const char *method, const char *url, const char *headers, const char *body,
     size_t bodylen, int timeout_ms, struct fs_httpc_answer *a, char *err, size_t errlen)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = fs_clock_mono_ms() + timeout_ms;
 	struct sockaddr_in sa;
 	char host[64], *req = NULL, *raw = NULL, *sep;
 	const char *path;

@@ -320,6 +320,30 @@ fs_orders_get(fs_pg *pg, struct fs_order *o)
 	    o, 0);
 }
 
+enum fs_orders_result
+fs_orders_get_mine(fs_pg *pg, struct fs_order *o)
+{
+	char sale_s[24];
+	const char *params[2] = { sale_s, o->user };
+	PGresult *res;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, o->sale);
+	/* One row of the one-live-order index (sql/001_schema.sql). */
+	if ((res = exec_once_more(pg,
+		 "SELECT status, sale_id, item_id, (extract(epoch FROM expires_at) * 1000)::bigint, id "
+		 "FROM orders WHERE sale_id = $1 AND user_id = $2 AND status IN " FS_ORDERS_LIVE_SQL,
+		 2, params)) == NULL)
+		return failure_kind(pg);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return FS_ORDERS_NOT_FOUND;
+	}
+	take_order(o, res, 0);
+	snprintf(o->id, sizeof(o->id), "%s", PQgetvalue(res, 0, 4));
+	PQclear(res);
+	return FS_ORDERS_OK;
+}
+
 long
 fs_orders_count_expiring(fs_pg *pg, uint64_t sale, long within_ms)
 {

@@ -85,6 +85,11 @@ enum fs_orders_result fs_orders_place_batch(fs_pg *, struct fs_order *orders, si
 /* Reads the shopper's order into o (o->id and o->user filled in). */
 enum fs_orders_result fs_orders_get(fs_pg *, struct fs_order *o);
 /*
+ * The shopper's live order (PENDING, PAID) in a sale (o->sale and o->user
+ * filled in) into o, id included; FS_ORDERS_NOT_FOUND when there is none.
+ */
+enum fs_orders_result fs_orders_get_mine(fs_pg *, struct fs_order *o);
+/*
  * PENDING orders of a sale whose payment window ends within within_ms from
  * now (the units about to come back); the count, or -1.
  */

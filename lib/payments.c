@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
+#include "metrics.h"
 #include "payments.h"
 
 static const char *const result_texts[FS_PAYMENTS_RESULT__MAX] = {
@@ -151,17 +153,128 @@ fs_payments_apply(fs_pg *pg, const struct fs_provider_event *ev, enum fs_payment
 	return rc;
 }
 
+/* Records a try of the refund owed for payment that failed; its failures so far, or -1. */
+static long
+refund_failed(fs_pg *pg, const char *payment, const char *why)
+{
+	PGresult *res = exec(pg,
+	    "UPDATE payments SET refund_attempts = refund_attempts + 1, refund_tried_at = now(), "
+	    "refund_error = left($2, 256), updated_at = now() "
+	    "WHERE payment_id = $1 AND state = 'REFUND_PENDING' RETURNING refund_attempts",
+	    2, (const char *[]){ payment, why });
+	long n = -1;
+
+	fs_metrics_count(FS_M_REFUND_FAILURES);
+	if (res != NULL && PQntuples(res) == 1)
+		n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return n;
+}
+
 enum fs_payments_result
 fs_payments_refund(fs_pg *pg, fs_provider *prov, const struct fs_provider_event *ev)
 {
 	char refund[FS_PROVIDER_ID_MAX + 1];
 	PGresult *res;
 
-	if (fs_provider_refund(prov, ev->payment, ev->amount_minor, ev->currency, refund) != 0)
+	if (fs_provider_refund(prov, ev->payment, ev->amount_minor, ev->currency, refund) != 0) {
+		refund_failed(pg, ev->payment, prov->errstr);
 		return FS_PAYMENTS_PROVIDER;
+	}
 	if ((res = exec(pg, "SELECT fs_payment_refunded($1, $2)", 2,
 		 (const char *[]){ ev->payment, refund })) == NULL)
 		return FS_PAYMENTS_TRANSIENT;
+	PQclear(res);
+	return FS_PAYMENTS_OK;
+}
+
+/* Columns of a refund owed, as OWED_COLUMNS reads them, into o. */
+#define OWED_COLUMNS                                                                       \
+	"p.payment_id, p.order_id, p.amount_minor, p.currency, p.refund_attempts, "       \
+	"EXTRACT(EPOCH FROM now() - p.succeeded_at), COALESCE(p.refund_error, '')"
+
+static void
+take_owed(struct fs_payments_owed *o, PGresult *res, int row)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->ev.payment, sizeof(o->ev.payment), "%s", PQgetvalue(res, row, 0));
+	snprintf(o->ev.order, sizeof(o->ev.order), "%s", PQgetvalue(res, row, 1));
+	o->ev.amount_minor = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+	snprintf(o->ev.currency, sizeof(o->ev.currency), "%s", PQgetvalue(res, row, 3));
+	o->attempts = strtol(PQgetvalue(res, row, 4), NULL, 10);
+	o->since_s = strtod(PQgetvalue(res, row, 5), NULL);
+	snprintf(o->error, sizeof(o->error), "%s", PQgetvalue(res, row, 6));
+}
+
+enum fs_payments_result
+fs_payments_retry_refunds(fs_pg *pg, fs_provider *prov, long backoff_s, long alert_after,
+    struct fs_payments_retry_counts *c)
+{
+	char backoff[24], cap[24], max[24];
+	struct fs_payments_owed o;
+	PGresult *res;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(backoff, sizeof(backoff), "%ld", backoff_s);
+	snprintf(cap, sizeof(cap), "%d", FS_PAYMENTS_REFUND_BACKOFF_MAX_S);
+	snprintf(max, sizeof(max), "%d", FS_PAYMENTS_RETRY_MAX);
+	if ((res = exec(pg,
+		 "SELECT " OWED_COLUMNS " FROM payments p WHERE p.state = 'REFUND_PENDING' AND "
+		 "(p.refund_tried_at IS NULL OR p.refund_tried_at + make_interval(secs => "
+		 "least($1::float8 * power(2, least(greatest(p.refund_attempts - 1, 0), 30)), "
+		 "$2::float8)) <= now()) ORDER BY p.updated_at LIMIT $3::int",
+		 3, (const char *[]){ backoff, cap, max })) == NULL)
+		return FS_PAYMENTS_TRANSIENT;
+	for (int i = 0; i < PQntuples(res); i++) {
+		enum fs_payments_result r;
+
+		take_owed(&o, res, i);
+		c->tried++;
+		if ((r = fs_payments_refund(pg, prov, &o.ev)) == FS_PAYMENTS_OK) {
+			c->refunded++;
+			fs_log_info("refund of payment %s (order %s) made after %ld failed tries",
+			    o.ev.payment, o.ev.order, o.attempts);
+			continue;
+		}
+		c->failed++;
+		if (r == FS_PAYMENTS_PROVIDER && o.attempts + 1 >= alert_after) {
+			c->alerting++;
+			fs_log_error("refund of payment %s (order %s, %" PRId64 " %s) failed %ld times: %s; "
+				     "the money is still owed",
+			    o.ev.payment, o.ev.order, o.ev.amount_minor, o.ev.currency, o.attempts + 1,
+			    prov->errstr);
+		} else {
+			fs_log_warn("refund of payment %s (order %s) failed (%s): %s", o.ev.payment,
+			    o.ev.order, fs_payments_strerror(r),
+			    r == FS_PAYMENTS_PROVIDER ? prov->errstr : pg->errstr);
+		}
+	}
+	PQclear(res);
+	return FS_PAYMENTS_OK;
+}
+
+enum fs_payments_result
+fs_payments_refunds_owed(fs_pg *pg, uint64_t sale, long alert_after, struct fs_payments_owed *owed,
+    size_t max, long *n, long *failing)
+{
+	char sale_s[24], alert[24];
+	PGresult *res;
+
+	*n = *failing = 0;
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(alert, sizeof(alert), "%ld", alert_after);
+	if ((res = exec(pg,
+		 "SELECT " OWED_COLUMNS ", p.refund_attempts >= $2::int FROM payments p "
+		 "JOIN orders o ON o.id = p.order_id WHERE p.state = 'REFUND_PENDING' AND "
+		 "($1::bigint = 0 OR o.sale_id = $1::bigint) ORDER BY p.succeeded_at, p.payment_id",
+		 2, (const char *[]){ sale_s, alert })) == NULL)
+		return FS_PAYMENTS_TRANSIENT;
+	*n = PQntuples(res);
+	for (int i = 0; i < PQntuples(res); i++) {
+		if ((size_t)i < max)
+			take_owed(&owed[i], res, i);
+		*failing += strcmp(PQgetvalue(res, i, 7), "t") == 0;
+	}
 	PQclear(res);
 	return FS_PAYMENTS_OK;
 }

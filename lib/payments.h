@@ -57,9 +57,51 @@ enum fs_payments_result fs_payments_checkout(fs_pg *, fs_provider *, const char 
 enum fs_payments_result fs_payments_apply(fs_pg *, const struct fs_provider_event *,
     enum fs_payment_verdict *, struct fs_order *order);
 
-/* Refunds the event's payment through the provider and records the refund. */
+/*
+ * Refunds the event's payment through the provider and records the refund.
+ * A refund the provider did not make (FS_PAYMENTS_PROVIDER) is recorded as
+ * a failed try: fs_payments_retry_refunds tries it again.
+ */
 enum fs_payments_result fs_payments_refund(fs_pg *, fs_provider *,
     const struct fs_provider_event *);
+
+#define FS_PAYMENTS_REFUND_BACKOFF_MAX_S 21600	/* the longest wait between two tries: 6 h */
+#define FS_PAYMENTS_RETRY_MAX		 100	/* refunds tried per fs_payments_retry_refunds */
+#define FS_PAYMENTS_REFUND_ERROR_MAX	 256	/* bytes kept of why a try failed */
+
+/* One refund owed (a REFUND_PENDING payment) and how its tries went. */
+struct fs_payments_owed {
+	struct fs_provider_event ev;	/* payment, order, amount_minor, currency */
+	long attempts;			/* tries that failed so far */
+	double since_s;			/* since the money came (succeeded_at) */
+	char error[FS_PAYMENTS_REFUND_ERROR_MAX + 1]; /* why the last try failed, or "" */
+};
+
+struct fs_payments_retry_counts {
+	unsigned long tried;		/* refunds owed asked of the provider again */
+	unsigned long refunded;		/* of them, made and recorded */
+	unsigned long failed;		/* of them, refused or unanswered again */
+	unsigned long alerting;		/* of the failed, those at alert_after failures or more */
+};
+
+/*
+ * Asks the provider again for the refunds owed whose wait is over: a
+ * refund that failed k times waits backoff_s * 2^(k-1) seconds (at most
+ * FS_PAYMENTS_REFUND_BACKOFF_MAX_S) after its last try; one never tried is
+ * due at once. At most FS_PAYMENTS_RETRY_MAX per call. Each failure is
+ * logged, at error level from alert_after failures on. FS_PAYMENTS_OK
+ * (counts filled in; refusals are counted, not errors), or
+ * FS_PAYMENTS_TRANSIENT when the database cannot answer.
+ */
+enum fs_payments_result fs_payments_retry_refunds(fs_pg *, fs_provider *, long backoff_s,
+    long alert_after, struct fs_payments_retry_counts *);
+/*
+ * The refunds owed for orders of one sale (0: of every sale), oldest
+ * first: the first max of them into owed, their number into *n and how
+ * many have failed alert_after times or more into *failing.
+ */
+enum fs_payments_result fs_payments_refunds_owed(fs_pg *, uint64_t sale, long alert_after,
+    struct fs_payments_owed *owed, size_t max, long *n, long *failing);
 
 /*
  * Reports every payment rule broken (every PAID order has exactly one

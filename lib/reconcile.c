@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "orders.h"
 #include "reconcile.h"
@@ -518,4 +519,60 @@ fs_reconcile_all_sales(fs_pg *pg, uint64_t *sales, int max, char *err, size_t er
 			n++;
 	PQclear(res);
 	return n;
+}
+
+int
+fs_reconcile_repair_wait(fs_stock *r, int64_t inflight_ms, void (*waiting)(void *, long), void *arg)
+{
+	struct timespec pause = { 0, 250000000L };
+	long up;
+
+	while ((up = fs_stock_server_uptime(r)) >= 0 && up * 1000 < inflight_ms) {
+		waiting(arg, up);
+		nanosleep(&pause, NULL);
+	}
+	return up < 0 ? -1 : 0;
+}
+
+static int
+cmp_order_sale(const void *a, const void *b)
+{
+	uint64_t x = ((const struct fs_order *)a)->sale, y = ((const struct fs_order *)b)->sale;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+fs_reconcile_repair(fs_pg *pg, fs_stock *r, const uint64_t *sales, int n, int all,
+    int64_t inflight_ms, struct fs_order *pending, size_t npending,
+    void (*done)(void *, uint64_t, const struct fs_sales_warm_report *), void *arg, char *err,
+    size_t errlen)
+{
+	struct fs_sales_warm_opts opts;
+	struct fs_sales_warm_report rep;
+	char why[512];
+	size_t at = 0;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.repair = 1;
+	opts.inflight_ms = inflight_ms;
+	if (npending > 0)
+		qsort(pending, npending, sizeof(*pending), cmp_order_sale);
+	for (int i = 0; i < n; i++) {
+		while (at < npending && pending[at].sale < sales[i])
+			at++;
+		/* A sale that is over stays out of Redis (unless warmed by name). */
+		if (all && fs_sales_cleared(pg, sales[i]))
+			continue;
+		opts.pending = pending + at;
+		for (opts.npending = 0; at + opts.npending < npending &&
+		     pending[at + opts.npending].sale == sales[i];)
+			opts.npending++;
+		if (fs_sales_warm(pg, r, sales[i], &opts, &rep, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "sale %" PRIu64 ": %s", sales[i], why);
+			return -1;
+		}
+		done(arg, sales[i], &rep);
+	}
+	return 0;
 }

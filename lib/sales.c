@@ -847,3 +847,39 @@ fs_sales_find_processing(fs_pg *pg, fs_stock *st, struct fs_order *o)
 	PQclear(res);
 	return found;
 }
+
+/* Fills o (sale and user set) from the shopper's hold record: PROCESSING. */
+static void
+take_hold(fs_stock *st, struct fs_order *o, const struct fs_stock_record *rec)
+{
+	snprintf(o->id, sizeof(o->id), "%s", rec->order_id);
+	o->item = rec->item;
+	o->reserved_ms = rec->reserved_ms;
+	o->status = FS_ORDER_PROCESSING;
+	o->expires_ms = o->reserved_ms + (int64_t)fs_stock_window(st, o->sale) * 1000;
+}
+
+enum fs_orders_result
+fs_sales_find_mine(fs_pg *pg, fs_stock *st, struct fs_order *o)
+{
+	struct fs_order held = *o;
+	struct fs_stock_record rec;
+	enum fs_orders_result r = fs_orders_get_mine(pg, o);
+	int found;
+
+	if (r != FS_ORDERS_NOT_FOUND)
+		return r;
+	/* Not in the database: a hold on its way there is the shopper's order. */
+	if ((found = fs_stock_find_holder(st, o->sale, o->user, &rec)) < 0)
+		return FS_ORDERS_TRANSIENT;
+	if (found == 0)
+		return FS_ORDERS_NOT_FOUND;
+	take_hold(st, &held, &rec);
+	/* Recorded since the first look, or closed while its hold is being released. */
+	if ((r = fs_orders_get(pg, &held)) == FS_ORDERS_OK && !fs_orders_status_live(held.status))
+		return FS_ORDERS_NOT_FOUND;
+	if (r != FS_ORDERS_OK && r != FS_ORDERS_NOT_FOUND)
+		return r;
+	*o = held;
+	return FS_ORDERS_OK;
+}

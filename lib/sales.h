@@ -147,5 +147,15 @@ int fs_sales_purchase_paths(const fs_urlsig_key *, const struct fs_sale *,
  * none, -1 a store failed.
  */
 int fs_sales_find_processing(fs_pg *, fs_stock *, struct fs_order *o);
+/*
+ * The order the shopper holds in sale o->sale (o->user set), as the
+ * shopper's page must show it: the live order in PostgreSQL, else the
+ * shopper's hold in Redis not recorded yet (PROCESSING). FS_ORDERS_OK (o
+ * filled in, id included), FS_ORDERS_NOT_FOUND when the shopper holds none
+ * (a closed order is none), FS_ORDERS_TRANSIENT (or another failure) when
+ * a store failed. Costs one indexed query, plus two Redis reads when the
+ * database has no live order.
+ */
+enum fs_orders_result fs_sales_find_mine(fs_pg *, fs_stock *, struct fs_order *o);
 
 #endif

@@ -261,6 +261,12 @@ int fs_stock_count_holds(fs_stock *, uint64_t sale, const uint64_t *items, size_
  */
 int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
     struct fs_stock_record *rec);
+/*
+ * The live hold of one shopper in a sale (its guard at the shopper's home
+ * place, then the order's record): 1 found (rec filled), 0 none, -1 err set.
+ */
+int fs_stock_find_holder(fs_stock *, uint64_t sale, const char *user,
+    struct fs_stock_record *rec);
 /* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
 long fs_stock_window(fs_stock *, uint64_t sale);
 /*

@@ -98,6 +98,9 @@ void fs_stock_take_args(struct take_call *tc, const char *tag, const struct atte
 enum take fs_stock_take_reply(fs_stock *s, redisReply *r, struct fs_stock_hold *out);
 int fs_stock_reserve_args(fs_stock *s, struct attempt *a, int64_t now_ms);
 void fs_stock_reserve_place(struct attempt *a, const struct fs_stock_layout *l);
+/* The shopper's guard at its home place: 1 held (its order in held), 0 none, -1 err set. */
+int fs_stock_guard_held(fs_stock *s, const char *home_tag, const char *user,
+    char held[FS_UUID_STRLEN + 1]);
 int fs_stock_home_has_shard(const struct attempt *a);
 enum fs_stock_result fs_stock_reserve_after_home(fs_stock *s, const struct fs_stock_layout *l,
     const struct attempt *a, enum take t, struct fs_stock_hold *out);

@@ -121,6 +121,24 @@ fs_stock_find_hold(fs_stock *s, uint64_t sale, const char *order_id, struct fs_s
 }
 
 int
+fs_stock_find_holder(fs_stock *s, uint64_t sale, const char *user, struct fs_stock_record *rec)
+{
+	const struct fs_stock_layout *l;
+	char held[FS_UUID_STRLEN + 1];
+	int found;
+
+	memset(rec, 0, sizeof(*rec));
+	if ((l = fs_stock_layout_get(s, sale)) == NULL)
+		return -1;
+	if ((found = fs_stock_guard_held(s, l->tags[fs_stock_home(user, l->nplaces)], user, held)) <= 0)
+		return found;
+	if ((found = fs_stock_find_hold(s, sale, held, rec)) <= 0)
+		return found;
+	/* A guard names its shopper's order only; anything else is not theirs. */
+	return strcmp(rec->user, user) == 0;
+}
+
+int
 fs_stock_shards(fs_stock *s, uint64_t sale, uint64_t item, struct fs_stock_shard *out, int max)
 {
 	struct fs_stock_layout l;

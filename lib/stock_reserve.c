@@ -163,9 +163,8 @@ guard(fs_stock *s, const char *home_tag, const char *user, const char *order_id,
 	return rc;
 }
 
-/* The shopper's guard at its home place: 1 held (its order in held), 0 none, -1 err set. */
-static int
-guard_held(fs_stock *s, const char *home_tag, const char *user, char held[FS_UUID_STRLEN + 1])
+int
+fs_stock_guard_held(fs_stock *s, const char *home_tag, const char *user, char held[FS_UUID_STRLEN + 1])
 {
 	char k[KEY_MAX];
 	redisReply *r;
@@ -306,7 +305,7 @@ fs_stock_reserve_from_afar(fs_stock *s, const struct fs_stock_layout *l, const s
     struct fs_stock_hold *out)
 {
 	/* A shopper who holds one stops here. */
-	switch (guard_held(s, l->tags[a->home], a->user, out->order_id)) {
+	switch (fs_stock_guard_held(s, l->tags[a->home], a->user, out->order_id)) {
 	case 1:
 		return FS_STOCK_ALREADY;
 	case 0:

@@ -159,6 +159,9 @@ fs_watch_read(fs_pg *pg, fs_stock *st, const char *brokers, const char *topic, u
 	    0)
 		return -1;
 	f->expiring = fs_orders_count_expiring(pg, sale, FS_WATCH_EXPIRING_MS);
+	if (fs_payments_refunds_owed(pg, sale, f->refund_alert_after, f->owed, FS_WATCH_OWED_MAX,
+		&f->refunds_owed, &f->refunds_failing) != FS_PAYMENTS_OK)
+		f->refunds_owed = -1;
 	f->lag = -1;
 	f->lag_error[0] = '\0';
 	if (brokers == NULL)

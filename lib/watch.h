@@ -2,7 +2,8 @@
  * The live view of a sale (rules): one frame of what an operator watches
  * while it runs, read from the stores and the origins. Per item: units left
  * and held (Redis), sold, PENDING and PAID (PostgreSQL); the orders whose
- * payment window ends within the next minute; the consumer group's lag;
+ * payment window ends within the next minute; the refunds owed for the
+ * sale's late payments, those that keep failing marked; the consumer group's lag;
  * and per origin, the sold-out gate of each item (does nginx answer a
  * purchase of it from its marker file?) and the purchase answers per second
  * by outcome, from the origin's GET /metrics (the handler's answers by
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "payments.h"
 #include "pg.h"
 #include "salectl.h"
 #include "sales.h"
@@ -28,6 +30,7 @@
 #define FS_WATCH_TIMEOUT_MS	500	/* per question to an origin or Kafka */
 
 #define FS_WATCH_COUNTS_MAX	24	/* purchase outcomes followed per origin */
+#define FS_WATCH_OWED_MAX	8	/* refunds owed shown (the oldest) */
 
 /* One purchase outcome of an origin: "202", "410" ... or "nginx:sold_out". */
 struct fs_watch_count {
@@ -61,6 +64,10 @@ struct fs_watch_frame {
 	struct fs_sales_figures *items;	/* the caller's, room for FS_SALES_ITEMS_MAX */
 	int nitems;
 	long expiring;			/* PENDING orders ending within FS_WATCH_EXPIRING_MS; -1 unknown */
+	long refund_alert_after;	/* set by the caller: failed tries that make a refund failing */
+	long refunds_owed;		/* refunds owed for the sale's payments; -1 unknown */
+	long refunds_failing;		/* of them, failed refund_alert_after times or more */
+	struct fs_payments_owed owed[FS_WATCH_OWED_MAX]; /* the oldest min(refunds_owed, MAX) */
 	long long lag;			/* consumer group backlog; -1 unknown (lag_error says why) */
 	char lag_error[128];
 	int norigins;

@@ -14,7 +14,7 @@ import { onSignedOut } from "./api.js";
 import { currentAuth, loadAuth } from "./auth.js";
 import { serverNow, syncClock } from "./clock.js";
 import { pickLanguage, t } from "./i18n.js";
-import { checkExpiry, restoreOrder } from "./order.js";
+import { checkExpiry, findMyOrder, restoreOrder } from "./order.js";
 import { currentSale, fetchReveal, loadSale, revealed, useSale } from "./sale.js";
 import { loadStock } from "./stock.js";
 import { announce, bindView, render, setLanguage, showNoSale, signOut } from "./view.js";
@@ -62,8 +62,11 @@ async function main() {
 	render();
 	await loadSale();
 	loadStock();
-	if (currentAuth())
+	if (currentAuth()) {
 		restoreOrder();
+		/* The server's word: an order bought elsewhere, or after a 503. */
+		findMyOrder();
+	}
 	tick();
 	/* Clocks drift and sleeping tabs lose time: re-sync now and then. */
 	setInterval(syncClock, 60000);

@@ -5,12 +5,18 @@
 import { request, retryAfter } from "./api.js";
 import { token } from "./auth.js";
 import { serverNow } from "./clock.js";
-import { startOrder, currentOrder } from "./order.js";
+import { currentOrder, findMyOrder, startOrder } from "./order.js";
 import { outcome, setOutcome } from "./outcomes.js";
 import { purchaseUrl } from "./sale.js";
 
 /* itemId -> server time (ms) before which Buy stays disabled (Retry-After). */
 const retryAt = new Map();
+/*
+ * Set once an answer left it unknown whether an order exists (503, no
+ * answer): from then on a "sold out" is checked against the shopper's own
+ * order before it is shown. Only then: sold-out answers stay one request.
+ */
+let unsure = false;
 
 export function retryUntil(itemId) {
 	return retryAt.get(String(itemId));
@@ -30,6 +36,12 @@ export async function buy(itemId) {
 	setOutcome(itemId, "buying");
 	const ans = await request("POST", url, { token: tok });
 	const body = ans.body;
+	/* A 503 or no answer may still have bought: the shopper's own order says. */
+	if (ans.status === 0 || ans.status >= 500 || (ans.status === 410 && unsure)) {
+		unsure = true;
+		if (await findMyOrder())
+			return true;
+	}
 	switch (ans.status) {
 	case 0:
 		setOutcome(itemId, "network");

@@ -66,6 +66,27 @@ export function restoreOrder() {
 		startOrder(saved);
 }
 
+/*
+ * Asks the server for the shopper's own order in this sale (GET
+ * .../sales/{id}/my-order, never cached): a purchase answered 503 may have
+ * reached the broker anyway, and another tab or device may have bought.
+ * Follows a live order it finds; true when the shopper holds one.
+ */
+export async function findMyOrder() {
+	const tok = token();
+	if (!tok)
+		return false;
+	const ans = await request("GET", `${API}/sales/${currentSaleId()}/my-order`, { token: tok });
+	const o = ans.body;
+	if (!ans.ok || typeof o.orderId !== "string" || !/^[0-9a-f-]{36}$/.test(o.orderId))
+		return order !== null && LIVE.has(order.status);
+	if (order && order.orderId === o.orderId)
+		applyOrder(o, "poll");
+	else if (LIVE.has(o.status) || !order)
+		startOrder({ orderId: o.orderId, itemId: o.itemId, status: o.status, expiresAt: o.expiresAt });
+	return order !== null && LIVE.has(order.status);
+}
+
 export function startOrder(o) {
 	stopTracking();
 	order = o;

@@ -8,7 +8,7 @@ import { buy, retryUntil } from "./buy.js";
 import { onChange } from "./changes.js";
 import { clockInfo, serverNow } from "./clock.js";
 import { chooseLanguage, language, t } from "./i18n.js";
-import { cancelOrder, checkout, currentOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
+import { cancelOrder, checkout, currentOrder, findMyOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
 import { dropOutcomes, outcome, statusOutcome } from "./outcomes.js";
 import { currentSale, currentSaleId, itemName, purchaseUrl, revealed, saleProblem } from "./sale.js";
 import { unitsLeft, unitsWords } from "./stock.js";
@@ -103,9 +103,11 @@ function itemState(it) {
 	const now = serverNow(), s = currentSale();
 	if (now >= s.endsMs)
 		return "ended";
-	const o = outcome(it.itemId), u = unitsLeft(it.itemId);
+	const o = outcome(it.itemId), u = unitsLeft(it.itemId), ord = currentOrder();
 	const soldOut = u ? u.soldOut : it.state === "sold_out";
-	if (soldOut || (o && o.kind === "sold_out"))
+	/* Whoever holds a unit of the item is never told it is sold out. */
+	const held = ord !== null && LIVE.has(ord.status) && String(ord.itemId) === String(it.itemId);
+	if (!held && (soldOut || (o && o.kind === "sold_out")))
 		return "sold_out";
 	if (now < s.startsMs)
 		return "upcoming";
@@ -404,6 +406,7 @@ async function onSignIn(ev) {
 	const r = await signIn(userId);
 	if (r.ok) {
 		restoreOrder();
+		findMyOrder();
 		dropOutcomes("signed_out");
 	} else {
 		msg.textContent = { network: t("outNetwork"), off: t("signinOff") }[r.why] ||

@@ -105,7 +105,8 @@ sub vcl_recv {
 			set req.url = regsub(req.url, "\?.*$", "");
 			return (hash);
 		}
-		# Orders, purchases, the clock: per shopper, never cached.
+		# Orders (a shopper's /sales/{id}/my-order too), purchases, the
+		# clock: per shopper, never cached.
 		return (pass);
 	}
 

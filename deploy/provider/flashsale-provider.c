@@ -10,9 +10,12 @@
  *                                expires), 303 back to the shop
  *   POST /checkout/{id}/decline  the payment fails, 303 back to the shop
  *   POST /v1/refunds             (API key) refunds a payment once, idempotent
- *   GET  /v1/payments/{id}       (API key) {"status","refunds","deliveries","attempts"}
- *   POST /v1/test/mode           (API key) {"delayMs","duplicate","reorder","drop"}:
- *                                how the next webhooks travel
+ *   GET  /v1/payments/{id}       (API key) {"status","refunds","refundsRefused",
+ *                                "deliveries","attempts"}
+ *   POST /v1/test/mode           (API key) {"delayMs","duplicate","reorder","drop",
+ *                                "refuseRefunds"}: how the next webhooks travel,
+ *                                and how many refund requests to come are refused
+ *                                (503, as a provider in trouble answers)
  *   GET  /healthz
  *
  * Webhooks go to the shop signed (Provider-Signature), from a thread of
@@ -68,7 +71,7 @@ struct session {
 	char refund[FS_PROVIDER_ID_MAX + 1];
 	int64_t amount, expires_ms;
 	enum state state;
-	int refunds, deliveries, attempts, events;
+	int refunds, refused, deliveries, attempts, events;
 };
 
 struct delivery {
@@ -89,6 +92,7 @@ static struct {
 	int nqueue;
 	int64_t delay_ms;
 	int duplicate, reorder, drop;
+	int refuse_refunds;	/* refund requests still to be refused */
 	char public_url[256];
 	char hook_host[64], hook_path[256];
 	int hook_port;
@@ -475,6 +479,11 @@ refund(int fd, const struct req *rq)
 		json(fd, 409, "{\"error\":\"no succeeded payment by that id\"}");
 	} else if (amount != s->amount) {
 		json(fd, 400, "{\"error\":\"refund amount differs from the payment\"}");
+	} else if (g.refuse_refunds > 0) {
+		g.refuse_refunds--;
+		s->refused++;
+		say("refund of %s refused (test mode; %d more to refuse)", s->payment, g.refuse_refunds);
+		json(fd, 503, "{\"error\":\"refunds are unavailable, try again later\"}");
 	} else {
 		if (s->refund[0] == '\0') {
 			snprintf(s->refund, sizeof(s->refund), "re_%s", s->payment + 3);
@@ -504,8 +513,9 @@ test_mode(int fd, const struct req *rq)
 	g.duplicate = fs_jsonread_int(doc, "duplicate", 0, 20, &n) == 0 ? (int)n : 0;
 	g.reorder = json_object_object_get_ex(doc, "reorder", &v) && json_object_get_boolean(v);
 	g.drop = json_object_object_get_ex(doc, "drop", &v) && json_object_get_boolean(v);
-	say("mode: delay %" PRId64 " ms, %d duplicates, reorder %d, drop %d", g.delay_ms, g.duplicate,
-	    g.reorder, g.drop);
+	g.refuse_refunds = fs_jsonread_int(doc, "refuseRefunds", 0, 1000, &n) == 0 ? (int)n : 0;
+	say("mode: delay %" PRId64 " ms, %d duplicates, reorder %d, drop %d, refuse %d refunds",
+	    g.delay_ms, g.duplicate, g.reorder, g.drop, g.refuse_refunds);
 	pthread_mutex_unlock(&g.mu);
 	json_object_put(doc);
 	json(fd, 200, "{\"ok\":true}");
@@ -551,10 +561,10 @@ route(int fd, const struct req *rq)
 		} else {
 			snprintf(body, sizeof(body),
 			    "{\"id\":\"%s\",\"orderId\":\"%s\",\"status\":\"%s\",\"refunds\":%d,"
-			    "\"deliveries\":%d,\"attempts\":%d}",
+			    "\"refundsRefused\":%d,\"deliveries\":%d,\"attempts\":%d}",
 			    s->payment, s->order,
 			    s->state == PAID ? "succeeded" : s->state == DECLINED ? "failed" : "open",
-			    s->refunds, s->deliveries, s->attempts);
+			    s->refunds, s->refused, s->deliveries, s->attempts);
 			json(fd, 200, body);
 		}
 		pthread_mutex_unlock(&g.mu);

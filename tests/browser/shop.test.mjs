@@ -155,13 +155,21 @@ async function outcomes(saleId, items) {
 	try {
 		s = await shopper("c", { viewport: { width: 1280, height: 860 }, locale: "en-GB" });
 		const canned = [];
-		await s.page.route(`**/api/flash-sales/items/${one}/purchase?**`, (route) => {
-			const next = canned.shift();
-			return next ? route.fulfill(next) : route.continue();
-		});
 		const json = (status, body, headers) => ({
 			status, headers: Object.assign({ "Content-Type": "application/json" }, headers || {}),
 			body: JSON.stringify(body),
+		});
+		/* LOST: the purchase really goes through, but the page is told 503 (a lost delivery report). */
+		const LOST = "lost";
+		let lostOrder = null;
+		await s.page.route(`**/api/flash-sales/items/${one}/purchase?**`, async (route) => {
+			const next = canned.shift();
+			if (next === LOST) {
+				const real = await route.fetch();
+				lostOrder = real.status() === 202 ? (await real.json()).orderId : `(answered ${real.status()})`;
+				return route.fulfill(json(503, { error: "TRY_AGAIN", message: "lost" }, { "Retry-After": "2" }));
+			}
+			return next ? route.fulfill(next) : route.continue();
 		});
 		const ghost = "01900000-0000-7000-8000-0000000000ee";
 		await s.page.route(`**/api/flash-sales/orders/${ghost}**`, (route) =>
@@ -234,6 +242,32 @@ async function outcomes(saleId, items) {
 			await s.page.waitForSelector(`#order[data-status="CANCELLED"]`, { timeout: 20000 });
 			await shot(s, "10-cancelled.png");
 			return /again/i.test(armed);
+		}, s);
+		const heldOrder = () => s.page.evaluate(() => {
+			const k = Object.keys(localStorage).find((key) => key.startsWith("fs.order."));
+			return k ? JSON.parse(localStorage.getItem(k)).orderId : null;
+		});
+		await step("a 503 for a purchase that went through shows the order, not try again", async () => {
+			canned.push(LOST);
+			await buy();
+			await s.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`,
+				{ timeout: 10000 });
+			const kind = await s.page.getAttribute(item(one), "data-outcome");
+			const held = await heldOrder();
+			await shot(s, "11-503-but-ordered.png");
+			diag(`outcome ${kind}, order ${held}, bought ${lostOrder}`);
+			return (kind === "reserved" || kind === "processing") && held === lostOrder;
+		}, s);
+		await step("a fresh page load finds the shopper's order on the server (my-order)", async () => {
+			await s.page.evaluate(() => {
+				for (const k of Object.keys(localStorage))
+					if (k.startsWith("fs.order."))
+						localStorage.removeItem(k);
+				location.replace(location.pathname + location.search.replace(/&order=[^&]*/, ""));
+			});
+			await s.page.waitForSelector(`#order[data-status="PENDING"]`, { timeout: 10000 });
+			const kind = await s.page.getAttribute(item(one), "data-outcome");
+			return (await heldOrder()) === lostOrder && kind === "reserved";
 		}, s);
 	} finally {
 		await close(s);

@@ -33,6 +33,7 @@ is "$(printf '%s\n' "$o_frame" | grep -v '^sale \|^purchases/s ')" "$(printf '%s
 	"item     name                      quantity      left      held      sold   pending      paid" \
 	"$(printf '%-8s %-24s %9s %9s %9s %9s %9s %9s' "$o_item" Phone 2 0 2 2 2 0)" \
 	"expiring within 60 s: 2 orders" \
+	"refunds owed: 0 (0 failing: 5 failed tries or more)" \
 	"consumer lag: 0 messages" \
 	"gate $FLASHSALE_ORIGIN_URL: $o_item=sold-out")" "watch --once: units, holds, orders, expiry, lag, gate"
 case $(printf '%s\n' "$o_frame" | grep '^purchases/s ') in

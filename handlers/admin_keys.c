@@ -1,0 +1,164 @@
+/* flashsale-admin's keys and tokens: keys generate, token mint. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "admin.h"
+#include "keys.h"
+#include "token.h"
+#include "urlsig.h"
+
+/* Writes a new secret file; refuses to replace one. */
+static int
+write_key(const char *dir, const char *name, const void *key, size_t len)
+{
+	char path[1024];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		return -1;
+	if (write(fd, key, len) != (ssize_t)len || fsync(fd) != 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return close(fd);
+}
+
+/*
+ * Writes every key file, all or nothing; in a directory of an older version
+ * that has the production keys only, adds the demo pair.
+ */
+int
+admin_keys_generate(int argc, char **argv)
+{
+	enum { NKEYS = 6, NPRODUCTION = 4 };
+	static const char *const names[NKEYS] = { FS_TOKEN_ED25519_PUB_FILE,
+		FS_TOKEN_ED25519_KEY_FILE, FS_TOKEN_HS256_KEY_FILE, FS_URLSIG_KEY_FILE,
+		FS_TOKEN_DEMO_PUB_FILE, FS_TOKEN_DEMO_KEY_FILE };
+	unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES], ed_sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char demo_pk[crypto_sign_PUBLICKEYBYTES], demo_sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char hs[32], url[crypto_auth_KEYBYTES];
+	const void *keys[NKEYS] = { ed_pk, ed_sk, hs, url, demo_pk, demo_sk };
+	const size_t lens[NKEYS] = { sizeof(ed_pk), sizeof(ed_sk), sizeof(hs), sizeof(url),
+		sizeof(demo_pk), sizeof(demo_sk) };
+	const char *dir = argv[0];
+	char path[1024];
+	int rc = 1, first = 0, written, exists[NKEYS], nexisting = 0;
+
+	(void)argc; /* one: the table says so */
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return admin_fail("cannot create %s", dir);
+	for (int i = 0; i < NKEYS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		exists[i] = access(path, F_OK) == 0;
+		nexisting += exists[i];
+	}
+	if (nexisting == NPRODUCTION && exists[0] && exists[1] && exists[2] && exists[3])
+		first = NPRODUCTION;
+	else if (nexisting > 0)
+		return admin_fail("%s has keys already; refusing to replace them", dir);
+	crypto_sign_keypair(ed_pk, ed_sk);
+	crypto_sign_keypair(demo_pk, demo_sk);
+	randombytes_buf(hs, sizeof(hs));
+	crypto_auth_keygen(url);
+	for (written = first; written < NKEYS; written++)
+		if (write_key(dir, names[written], keys[written], lens[written]) != 0)
+			break;
+	if (written == NKEYS) {
+		printf(first == 0 ? "keys written to %s\n" : "demo key added to %s\n", dir);
+		rc = 0;
+	} else {
+		/* All or nothing: remove what this run wrote. */
+		admin_fail("cannot write keys in %s", dir);
+		while (written-- > first) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[written]);
+			unlink(path);
+		}
+	}
+	sodium_memzero(ed_sk, sizeof(ed_sk));
+	sodium_memzero(demo_sk, sizeof(demo_sk));
+	sodium_memzero(hs, sizeof(hs));
+	sodium_memzero(url, sizeof(url));
+	return rc;
+}
+
+int
+admin_token_mint(int argc, char **argv)
+{
+	enum fs_token_alg alg = FS_TOKEN_ALG_EDDSA;
+	const char *user = NULL;
+	long ttl = 3600, count = 0, age = 0;
+	struct fs_cfg cfg;
+	fs_token_keys *keys = NULL;
+	char tok[FS_TOKEN_MAX + 1], sub[FS_TOKEN_SUB_MAX + 1], err[256];
+	enum fs_token_status st;
+	int rc = 1;
+
+	for (int i = 0; i < argc; i++) {
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+
+		if (val == NULL)
+			return admin_fail("%s needs a value", opt);
+		i++;
+		if (strcmp(opt, "--user") == 0) {
+			user = val;
+		} else if (strcmp(opt, "--ttl") == 0 || strcmp(opt, "--count") == 0 ||
+		    strcmp(opt, "--age") == 0) {
+			long v;
+
+			errno = 0;
+			v = strtol(val, &end, 10);
+			if (errno != 0 || *end != '\0' || v <= 0 || v > 100000000)
+				return admin_fail("%s must be a positive integer", opt);
+			*(opt[2] == 't' ? &ttl : opt[2] == 'c' ? &count : &age) = v;
+		} else if (strcmp(opt, "--alg") == 0) {
+			if (strcmp(val, "EdDSA") == 0)
+				alg = FS_TOKEN_ALG_EDDSA;
+			else if (strcmp(val, "HS256") == 0)
+				alg = FS_TOKEN_ALG_HS256;
+			else
+				return admin_fail("unknown algorithm %s (EdDSA or HS256)", val);
+		} else {
+			return admin_fail("unknown option %s", opt);
+		}
+	}
+	if (user == NULL)
+		return admin_fail("%s", "token mint needs --user ID");
+	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
+		return 1;
+	if (fs_keys_load(&cfg, &keys, NULL, err, sizeof(err)) != 0) {
+		admin_fail("%s", err);
+		goto out;
+	}
+	for (long i = count > 0 ? 1 : 0; i <= count; i++) {
+		if (count > 0)
+			snprintf(sub, sizeof(sub), "%s-%ld", user, i);
+		else
+			snprintf(sub, sizeof(sub), "%s", user);
+		if ((st = fs_token_mint(keys, alg, sub, time(NULL) - age, ttl, tok, sizeof(tok))) != FS_TOKEN_OK) {
+			admin_fail("cannot mint: %s", fs_token_strerror(st));
+			goto out;
+		}
+		if (count > 0)
+			printf("%s %s\n", sub, tok);
+		else
+			printf("%s\n", tok);
+	}
+	rc = 0;
+out:
+	fs_token_keys_free(keys);
+	return rc;
+}
