@@ -56,7 +56,10 @@ export async function loadStock() {
  * when few remain (at most 20, or at most a tenth of the quantity), the
  * quantity before any is sold, and the share sold otherwise.
  */
-export function unitsWords(u) {
+export function unitsWords(u, held) {
+	/* Whoever holds a unit of the item is never told it is sold out. */
+	if ((u.soldOut || u.left <= 0) && held)
+		return { key: "stockSold", vars: { p: 100 } };
 	if (u.soldOut || u.left <= 0)
 		return { key: "stockSoldOut", vars: {} };
 	if (u.left <= 20 || u.left * 10 <= u.quantity)

@@ -99,15 +99,20 @@ function renderClock() {
  * The item's state now: the document's, sharpened by the clock, the units
  * left (fresher than the sale document) and answers.
  */
+/* Whether the shopper holds a live order of the item. */
+function holdsItem(itemId) {
+	const ord = currentOrder();
+	return ord !== null && LIVE.has(ord.status) && String(ord.itemId) === String(itemId);
+}
+
 function itemState(it) {
 	const now = serverNow(), s = currentSale();
 	if (now >= s.endsMs)
 		return "ended";
-	const o = outcome(it.itemId), u = unitsLeft(it.itemId), ord = currentOrder();
+	const o = outcome(it.itemId), u = unitsLeft(it.itemId);
 	const soldOut = u ? u.soldOut : it.state === "sold_out";
 	/* Whoever holds a unit of the item is never told it is sold out. */
-	const held = ord !== null && LIVE.has(ord.status) && String(ord.itemId) === String(it.itemId);
-	if (!held && (soldOut || (o && o.kind === "sold_out")))
+	if (!holdsItem(it.itemId) && (soldOut || (o && o.kind === "sold_out")))
 		return "sold_out";
 	if (now < s.startsMs)
 		return "upcoming";
@@ -198,14 +203,14 @@ function renderOutcome(li, id) {
 }
 
 /* How much is left, as shoppers know it; nothing until the first read. */
-function renderUnits(li, u) {
+function renderUnits(li, u, held) {
 	const qty = li.querySelector(".qty"), bar = li.querySelector(".sold-bar");
 	if (!u) {
 		qty.textContent = "";
 		bar.hidden = true;
 		return;
 	}
-	const w = unitsWords(u);
+	const w = unitsWords(u, held);
 	qty.textContent = t(w.key, w.vars);
 	qty.dataset.left = String(u.left);
 	qty.dataset.words = w.key;
@@ -228,7 +233,7 @@ function renderItems(sale) {
 		li.querySelector(".badge").textContent = t({ upcoming: "stateUpcoming", on_sale: "stateOnSale",
 			sold_out: "stateSoldOut", ended: "stateEnded" }[st]);
 		li.querySelector(".price").textContent = money(it.priceMinor, it.currency);
-		renderUnits(li, unitsLeft(id));
+		renderUnits(li, unitsLeft(id), holdsItem(id));
 
 		const o = outcome(id);
 		const btn = li.querySelector(".buy");

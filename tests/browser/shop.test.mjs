@@ -371,15 +371,35 @@ async function units(saleId, itemId, token, others) {
 			const text = await shows(/^Only 16 left$/);
 			return text === "Only 16 left" && st.every((c) => c === 202);
 		}, s);
-		await step("the last unit sold: Sold out, and Hết hàng in Vietnamese", async () => {
+		await step("the last unit sold: 100% sold for the shopper who holds one, never Sold out", async () => {
 			const st = await buyMany(others.slice(10));
 			diag(`${st.length} more purchases by the API: ${st.join(" ")}`);
-			await shows(/^Sold out$/);
+			const text = await shows(/^100% sold$/);
 			const state = await s.page.getAttribute(item(itemId), "data-state");
 			await s.page.click('.lang button[data-lang="vi"]');
-			const vi = await shows(/^Hết hàng$/);
+			const vi = await shows(/^Đã bán 100%$/);
 			await shot(s, "14-units-sold-out-vi.png");
-			return state === "sold_out" && vi === "Hết hàng" && st.every((c) => c === 202);
+			return text === "100% sold" && state !== "sold_out" && vi === "Đã bán 100%" &&
+				st.every((c) => c === 202);
+		}, s);
+		await step("a shopper who holds nothing: Sold out, and Hết hàng in Vietnamese", async () => {
+			const o = await shopper("u2", { viewport: { width: 1280, height: 860 }, locale: "en-GB", noEventSource: true });
+			try {
+				await o.page.goto(`${EDGE}/?sale=${saleId}&lang=en`);
+				await o.page.waitForFunction(([sel]) => {
+					const el = document.querySelector(sel);
+					return el !== null && el.textContent === "Sold out";
+				}, [qty], { timeout: 5000 });
+				const state = await o.page.getAttribute(item(itemId), "data-state");
+				await o.page.click('.lang button[data-lang="vi"]');
+				await o.page.waitForFunction(([sel]) => {
+					const el = document.querySelector(sel);
+					return el !== null && el.textContent === "Hết hàng";
+				}, [qty], { timeout: 5000 });
+				return state === "sold_out";
+			} finally {
+				await close(o);
+			}
 		}, s);
 		check(s.log.errors.length === 0, "no script errors on the units page", s.log.errors.join("\n"));
 	} finally {

@@ -29,7 +29,7 @@ ul_edge_left_is() {
 	while :; do
 		ul_ans=$(http GET "/api/flash-sales/sales/$1/stock" "" "$ul_edge")
 		ul_ms=$((($(date +%s%N) - ul_t0) / 1000000))
-		[ "$(json_get "${ul_ans#* }" left)" = "$2" ] && return 0
+		[ "$(json_get "${ul_ans#* }" '.items[0].left')" = "$2" ] && return 0
 		[ $((ul_t0 / 1000000 + ul_ms)) -ge "$ul_deadline" ] && return 1
 		sleep 0.1
 	done
@@ -173,7 +173,7 @@ ul_two="200 {\"saleId\":$ul_s2,\"items\":[{\"itemId\":$ul_a,\"quantity\":10,\"le
 admin sale warm "$ul_s2" >/dev/null
 # shellcheck disable=SC2059
 is "$(ul_doc "$ul_s2")" "$(printf "$ul_two" 10)" "an item spread over 2 shards: 10 left"
-ul_p2=$(purchase_path "$ul_s2")
+ul_p2=$(purchase_path "$ul_s2" "$ul_a")
 ul_bought=0
 for ul_u in a b c; do
 	[ "$(http POST "$ul_p2" "$(admin token mint --user "ul-$ul_u-$ul_s2")" | cut -d' ' -f1)" = 202 ] &&
@@ -199,7 +199,8 @@ done
 is "$(redis GET "fs:{$ul_sale}:stock:$ul_item")" "$ul_left_before" "the refused requests changed nothing"
 
 # --- The page in Chromium (tests/browser/shop.test.mjs, units): "10% sold",
-# "13% sold" after its own purchase, "Only 16 left", "Sold out", live.
+# "13% sold" after its own purchase, "Only 16 left", then "100% sold" for the
+# page that holds a unit and "Sold out" for one that holds none, live.
 set -- $(new_sale -5 30)
 ul_bsale=$1 ul_bitem=$2
 ul_path=$(purchase_path "$ul_bsale")
