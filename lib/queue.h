@@ -1,0 +1,92 @@
+/*
+ * The waiting room of a sale (docs/QUEUE.md): places drawn from a committed
+ * seed, passes and tickets bound to a shopper and a sale, the join's proof
+ * of work, the queue's Redis layout and the pacer that admits places.
+ * A family behind this header:
+ *   queue.c         keys, draw, passes, tickets, proof of work, settings (no store)
+ *   queue_redis.c   the Redis layout fs:{S}:q:* and its scripts (join, pass, state)
+ *   queue_pacer.c   the pacer: admission paced to the stock, journal to PostgreSQL
+ */
+#ifndef FS_QUEUE_H
+#define FS_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FS_QUEUE_KEY_FILE	"queue.key"
+#define FS_QUEUE_KEYBYTES	32
+#define FS_QUEUE_SEEDBYTES	32
+/* Scores: below FS_QUEUE_LATE_BASE a drawn place, from it the late ones. */
+#define FS_QUEUE_LATE_BASE	4503599627370496LL	/* 2^52 */
+#define FS_QUEUE_SCORE_END	9007199254740992LL	/* 2^53: exact in a double */
+#define FS_QUEUE_TOKEN_MAX	256	/* a pass or a ticket, NUL included */
+#define FS_QUEUE_NONCE_MAX	32	/* a proof of work's nonce, characters */
+#define FS_QUEUE_POW_BITS_MAX	28
+
+/* ---- no store (queue.c) ---- */
+
+/* The pass and ticket keys, derived from queue.key; wiped when freed. */
+typedef struct fs_queue_keys fs_queue_keys;
+
+enum fs_queue_status {
+	FS_QUEUE_OK = 0,
+	FS_QUEUE_MALFORMED,	/* not a pass/ticket/nonce of this format, or too long */
+	FS_QUEUE_BAD_TAG,	/* forged, or made under another key */
+	FS_QUEUE_EXPIRED,	/* genuine pass, at or after its expiry */
+	FS_QUEUE_OTHER_SALE,	/* genuine, for another sale */
+	FS_QUEUE_WEAK,		/* a proof of work with too few zero bits */
+	FS_QUEUE__MAX
+};
+
+const char *fs_queue_strerror(enum fs_queue_status);
+
+fs_queue_keys *fs_queue_keys_new(void);
+void fs_queue_keys_free(fs_queue_keys *);
+/* Reads dir/queue.key (exactly FS_QUEUE_KEYBYTES raw bytes); 0, or -1 with err. */
+int fs_queue_keys_load_dir(fs_queue_keys *, const char *dir, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void fs_queue_keys_set(fs_queue_keys *, const unsigned char raw[FS_QUEUE_KEYBYTES]);
+
+/* The draw of an account: the first 52 bits of HMAC-SHA256(seed, sub). */
+int64_t fs_queue_draw(const unsigned char seed[FS_QUEUE_SEEDBYTES], const char *sub,
+    size_t sublen);
+/* hex SHA-256 of the seed, 64 characters and a NUL. */
+void fs_queue_seed_commit(const unsigned char seed[FS_QUEUE_SEEDBYTES], char hex[65]);
+
+/* A pass for sub in sale until expires_s (unix seconds); 0, or -1 when out is short. */
+int fs_queue_pass_mint(const fs_queue_keys *, uint64_t sale, const char *sub,
+    int64_t expires_s, char *out, size_t outmax) __attribute__((warn_unused_result));
+/*
+ * Checks a pass (len bytes, no NUL needed) for sale at now_s; FS_QUEUE_OK
+ * with the shopper in sub (submax bytes) and the expiry in *expires_s
+ * (either may be NULL).
+ */
+enum fs_queue_status fs_queue_pass_check(const fs_queue_keys *, const char *pass, size_t len,
+    uint64_t sale, int64_t now_s, char *sub, size_t submax, int64_t *expires_s);
+
+/* The join's ticket for sub in sale; 0, or -1 when out is short. */
+int fs_queue_ticket_mint(const fs_queue_keys *, uint64_t sale, const char *sub, char *out,
+    size_t outmax) __attribute__((warn_unused_result));
+enum fs_queue_status fs_queue_ticket_check(const fs_queue_keys *, const char *ticket,
+    size_t len, uint64_t sale, char *sub, size_t submax);
+
+/* SHA-256("fsq1|<sale>|<sub>|<nonce>") starts with bits zero bits (0: always OK). */
+enum fs_queue_status fs_queue_pow_check(uint64_t sale, const char *sub, const char *nonce,
+    size_t len, unsigned bits);
+
+/* A sale's waiting room settings ("queue" of the sale file). */
+struct fs_queue_settings {
+	int pre_s;		/* preQueueSeconds, 60..86400, 900 */
+	int pass_s;		/* passSeconds, 30..1800, 120 */
+	int pow_bits;		/* powBits, 0..28 */
+	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
+	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
+};
+
+void fs_queue_settings_default(struct fs_queue_settings *);
+
+/* ---- Redis (queue_redis.c) ---- */
+
+/* ---- the pacer (queue_pacer.c) ---- */
+
+#endif
