@@ -111,85 +111,105 @@ print_frame(const struct fs_watch_frame *f)
 	}
 }
 
+/* --once, and --origin URL up to FS_WATCH_ORIGINS_MAX times: 0, or 1 said. */
+static int
+watch_options(struct fs_watch_frame *f, int argc, char **argv, int *once)
+{
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--once") == 0) {
+			*once = 1;
+		} else if (strcmp(argv[i], "--origin") == 0 && i + 1 < argc) {
+			if (f->norigins == FS_WATCH_ORIGINS_MAX)
+				return admin_fail("at most %d origins", FS_WATCH_ORIGINS_MAX);
+			if (strncmp(argv[i + 1], "http://", 7) != 0 ||
+			    strlen(argv[i + 1]) >= sizeof(f->origins[0].url))
+				return admin_fail("--origin wants http://A.B.C.D:PORT, not %s",
+				    argv[i + 1]);
+			snprintf(f->origins[f->norigins++].url, sizeof(f->origins[0].url), "%s",
+			    argv[++i]);
+		} else {
+			return admin_fail("unknown option %s", argv[i]);
+		}
+	}
+	return 0;
+}
+
+/* Sleeps out the second that began at started_ms, waking early when interrupted. */
+static void
+rest_of_second(int64_t started_ms)
+{
+	for (int64_t left = 1000 - (fs_clock_now_ms() - started_ms); left > 0 && !watch_stop;
+	     left -= 100) {
+		struct timespec ts = { 0, (left < 100 ? left : 100) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * Prints the sale's frame every second until interrupted, or once (after a
+ * reading a second before it, as rates need two). 0, or 1 said.
+ */
+static int
+watch_frames(struct admin_stores *st, uint64_t sale, struct fs_watch_frame *f, int once)
+{
+	const char *brokers = fs_cfg_get(&st->cfg, FS_CFG_KAFKA_BROKERS);
+	const char *topic = fs_cfg_get(&st->cfg, FS_CFG_KAFKA_TOPIC);
+	char err[512];
+	int rc = 1;
+
+	if (once && f->norigins > 0) {
+		struct timespec second = { 1, 0 };
+
+		if (fs_watch_read(st->st.pg, st->st.stock, NULL, topic, sale, f, err, sizeof(err)) !=
+		    0)
+			return admin_fail("%s", err);
+		nanosleep(&second, NULL);
+	}
+	while (!watch_stop) {
+		int64_t started = fs_clock_now_ms();
+
+		if (fs_watch_read(st->st.pg, st->st.stock, brokers[0] != '\0' ? brokers : NULL, topic,
+			sale, f, err, sizeof(err)) != 0)
+			return admin_fail("%s", err);
+		/* A plain terminal over SSH: home, clear, the frame. */
+		if (!once)
+			fputs("\033[H\033[2J", stdout);
+		print_frame(f);
+		fflush(stdout);
+		if (once)
+			return 0;
+		rest_of_second(started);
+		rc = 0;
+	}
+	return rc;
+}
+
 /* sale watch SALE [--once] [--origin URL]... */
 int
 admin_sale_watch(uint64_t sale, int argc, char **argv)
 {
 	struct fs_watch_frame *f = NULL;
 	struct admin_stores st;
-	char err[512];
 	int once = 0, rc = 1;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL ||
-	    (f->items = calloc(FS_SALES_ITEMS_MAX, sizeof(*f->items))) == NULL)
-		goto fail_mem;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--once") == 0) {
-			once = 1;
-		} else if (strcmp(argv[i], "--origin") == 0 && i + 1 < argc) {
-			if (f->norigins == FS_WATCH_ORIGINS_MAX) {
-				rc = admin_fail("at most %d origins", FS_WATCH_ORIGINS_MAX);
-				goto out;
-			}
-			if (strncmp(argv[i + 1], "http://", 7) != 0 ||
-			    strlen(argv[i + 1]) >= sizeof(f->origins[0].url)) {
-				rc = admin_fail("--origin wants http://A.B.C.D:PORT, not %s", argv[i + 1]);
-				goto out;
-			}
-			snprintf(f->origins[f->norigins++].url, sizeof(f->origins[0].url), "%s",
-			    argv[++i]);
-		} else {
-			rc = admin_fail("unknown option %s", argv[i]);
-			goto out;
-		}
+	    (f->items = calloc(FS_SALES_ITEMS_MAX, sizeof(*f->items))) == NULL) {
+		admin_fail("%s", "out of memory");
+		goto out;
 	}
-	if (admin_stores_open(&st, 0) != 0)
+	if ((rc = watch_options(f, argc, argv, &once)) != 0)
+		goto out;
+	if (admin_stores_open(&st, 0) != 0) {
+		rc = 1;
 		goto done;
+	}
 	f->refund_alert_after = fs_cfg_long(&st.cfg, FS_CFG_REFUND_ALERT_AFTER);
 	signal(SIGINT, on_interrupt);
 	signal(SIGTERM, on_interrupt);
-	/* Rates need two readings: --once takes one a second before its frame. */
-	if (once && f->norigins > 0) {
-		struct timespec second = { 1, 0 };
-
-		if (fs_watch_read(st.st.pg, st.st.stock, NULL, fs_cfg_get(&st.cfg, FS_CFG_KAFKA_TOPIC), sale,
-			f, err, sizeof(err)) != 0) {
-			rc = admin_fail("%s", err);
-			goto done;
-		}
-		nanosleep(&second, NULL);
-	}
-	while (!watch_stop) {
-		const char *brokers = fs_cfg_get(&st.cfg, FS_CFG_KAFKA_BROKERS);
-		int64_t started = fs_clock_now_ms(), left;
-
-		if (fs_watch_read(st.st.pg, st.st.stock, brokers[0] != '\0' ? brokers : NULL,
-			fs_cfg_get(&st.cfg, FS_CFG_KAFKA_TOPIC), sale, f, err, sizeof(err)) != 0) {
-			rc = admin_fail("%s", err);
-			break;
-		}
-		/* A plain terminal over SSH: home, clear, the frame. */
-		if (!once)
-			fputs("\033[H\033[2J", stdout);
-		print_frame(f);
-		fflush(stdout);
-		if (once) {
-			rc = 0;
-			break;
-		}
-		for (left = 1000 - (fs_clock_now_ms() - started); left > 0 && !watch_stop;
-		     left -= 100) {
-			struct timespec ts = { 0, (left < 100 ? left : 100) * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
-		rc = 0;
-	}
+	rc = watch_frames(&st, sale, f, once);
 done:
 	admin_stores_close(&st);
-	goto out;
-fail_mem:
-	admin_fail("%s", "out of memory");
 out:
 	if (f != NULL)
 		free(f->items);

@@ -133,87 +133,134 @@ fs_httpc_request(const char *method, const char *url, int timeout_ms, struct fs_
 	return fs_httpc_send(method, url, NULL, NULL, 0, timeout_ms, a, err, errlen);
 }
 
+/*
+ * The request's bytes, head then body, in a new buffer of *cap bytes that
+ * the caller wipes (the headers may hold an API key) and frees; *len of
+ * them are used. NULL with err set.
+ */
+static char *
+request_bytes(const char *method, const char *host, const char *path, const char *headers,
+    const char *body, size_t bodylen, size_t *cap, size_t *len, char *err, size_t errlen)
+{
+	size_t hlen = headers != NULL ? strlen(headers) : 0;
+	char *req;
+	int n;
+
+	if (hlen > FS_HTTPC_REQ_HEAD_MAX || bodylen > FS_HTTPC_REQ_BODY_MAX) {
+		snprintf(err, errlen, "request headers over %d or body over %d bytes", FS_HTTPC_REQ_HEAD_MAX,
+		    FS_HTTPC_REQ_BODY_MAX);
+		return NULL;
+	}
+	*cap = FS_HTTPC_URL_MAX + 256 + hlen + bodylen;
+	if ((req = malloc(*cap)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	n = snprintf(req, *cap,
+	    "%s %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: flashsale\r\nConnection: close\r\n"
+	    "%sContent-Length: %zu\r\n\r\n",
+	    method, path, host, headers != NULL ? headers : "", bodylen);
+	if (n < 0 || (size_t)n + bodylen > *cap) {
+		snprintf(err, errlen, "request too long");
+		sodium_memzero(req, *cap);
+		free(req);
+		return NULL;
+	}
+	if (bodylen > 0)
+		memcpy(req + n, body, bodylen);
+	*len = (size_t)n + bodylen;
+	return req;
+}
+
+/* Sends the len bytes at buf before the deadline; 0, or -1 with err set. */
+static int
+send_all(int fd, const char *buf, size_t len, long long deadline, const char *url, char *err,
+    size_t errlen)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		if (wait_until(fd, POLLOUT, deadline) != 0) {
+			snprintf(err, errlen, "timed out sending to %s", url);
+			return -1;
+		}
+		if ((n = send(fd, buf + off, len - off, MSG_NOSIGNAL)) < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			snprintf(err, errlen, "write: %s", strerror(errno));
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Splits raw, the len bytes of an answer (NUL-terminated), into a's
+ * status and head, and moves the body to the front of raw, which becomes
+ * a->body: one allocation to free. 0, or -1 with err set and raw still
+ * the caller's.
+ */
+static int
+take_answer(char *raw, size_t len, struct fs_httpc_answer *a, const char *url, char *err,
+    size_t errlen)
+{
+	char *sep;
+	size_t headlen;
+
+	if ((sep = strstr(raw, "\r\n\r\n")) == NULL ||
+	    (headlen = (size_t)(sep - raw)) > FS_HTTPC_HEAD_MAX ||
+	    sscanf(raw, "HTTP/1.%*1[01] %3d", &a->status) != 1 || a->status < 100 ||
+	    a->status > 599) {
+		snprintf(err, errlen, "not an HTTP answer from %s", url);
+		return -1;
+	}
+	memcpy(a->head, raw, headlen);
+	a->head[headlen] = '\0';
+	a->len = len - headlen - 4;
+	if (a->len > FS_HTTPC_BODY_MAX) {
+		snprintf(err, errlen, "body larger than %d bytes", FS_HTTPC_BODY_MAX);
+		return -1;
+	}
+	memmove(raw, sep + 4, a->len + 1);
+	a->body = raw;
+	return 0;
+}
+
 int
 fs_httpc_send(const char *method, const char *url, const char *headers, const char *body,
     size_t bodylen, int timeout_ms, struct fs_httpc_answer *a, char *err, size_t errlen)
 {
 	long long deadline = fs_clock_mono_ms() + timeout_ms;
 	struct sockaddr_in sa;
-	char host[64], *req = NULL, *raw = NULL, *sep;
+	char host[64], *req, *raw = NULL;
 	const char *path;
-	size_t off = 0, headlen, cap, hlen = headers != NULL ? strlen(headers) : 0;
-	ssize_t n, len;
-	int fd = -1, rc = -1, reqlen;
+	size_t cap = 0, reqlen = 0;
+	ssize_t len;
+	int fd = -1, rc = -1;
 
 	memset(a, 0, sizeof(*a));
 	if (parse_url(url, &sa, host, &path) != 0) {
 		snprintf(err, errlen, "not a URL http://A.B.C.D:PORT/path: %.200s", url);
 		return -1;
 	}
-	if (hlen > FS_HTTPC_REQ_HEAD_MAX || bodylen > FS_HTTPC_REQ_BODY_MAX) {
-		snprintf(err, errlen, "request headers over %d or body over %d bytes", FS_HTTPC_REQ_HEAD_MAX,
-		    FS_HTTPC_REQ_BODY_MAX);
+	if ((req = request_bytes(method, host, path, headers, body, bodylen, &cap, &reqlen, err,
+		 errlen)) == NULL)
 		return -1;
-	}
-	cap = FS_HTTPC_URL_MAX + 256 + hlen + bodylen;
-	if ((req = malloc(cap)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	reqlen = snprintf(req, cap,
-	    "%s %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: flashsale\r\nConnection: close\r\n"
-	    "%sContent-Length: %zu\r\n\r\n",
-	    method, path, host, headers != NULL ? headers : "", bodylen);
-	if (reqlen < 0 || (size_t)reqlen + bodylen > cap) {
-		snprintf(err, errlen, "request too long");
-		goto out;
-	}
-	if (bodylen > 0)
-		memcpy(req + reqlen, body, bodylen);
-	reqlen += (int)bodylen;
 	if ((fd = dial(&sa, deadline)) < 0) {
 		snprintf(err, errlen, "cannot connect to %s", url);
 		goto out;
 	}
-	while (off < (size_t)reqlen) {
-		if (wait_until(fd, POLLOUT, deadline) != 0) {
-			snprintf(err, errlen, "timed out sending to %s", url);
-			goto out;
-		}
-		if ((n = send(fd, req + off, (size_t)reqlen - off, MSG_NOSIGNAL)) < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			snprintf(err, errlen, "write: %s", strerror(errno));
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	if ((len = read_all(fd, deadline, &raw, err, errlen)) < 0)
+	if (send_all(fd, req, reqlen, deadline, url, err, errlen) != 0 ||
+	    (len = read_all(fd, deadline, &raw, err, errlen)) < 0 ||
+	    take_answer(raw, (size_t)len, a, url, err, errlen) != 0)
 		goto out;
-	if ((sep = strstr(raw, "\r\n\r\n")) == NULL ||
-	    (headlen = (size_t)(sep - raw)) > FS_HTTPC_HEAD_MAX ||
-	    sscanf(raw, "HTTP/1.%*1[01] %3d", &a->status) != 1 || a->status < 100 ||
-	    a->status > 599) {
-		snprintf(err, errlen, "not an HTTP answer from %s", url);
-		goto out;
-	}
-	memcpy(a->head, raw, headlen);
-	a->head[headlen] = '\0';
-	a->len = (size_t)len - headlen - 4;
-	if (a->len > FS_HTTPC_BODY_MAX) {
-		snprintf(err, errlen, "body larger than %d bytes", FS_HTTPC_BODY_MAX);
-		goto out;
-	}
-	/* The body moves to the front of the buffer: one allocation to free. */
-	memmove(raw, sep + 4, a->len + 1);
-	a->body = raw;
 	raw = NULL;
 	rc = 0;
 out:
-	if (req != NULL) {
-		sodium_memzero(req, cap);
-		free(req);
-	}
+	sodium_memzero(req, cap);
+	free(req);
 	free(raw);
 	if (fd >= 0)
 		close(fd);

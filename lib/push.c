@@ -35,14 +35,70 @@ set_err(fs_push *p, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* "/SOCKET:/PATH" (after unix:): the socket into p, *path the path. 0, or -1 with err set. */
+static int
+parse_unix(fs_push *p, const char *sock, const char **path, char *err, size_t errlen)
+{
+	const char *colon;
+
+	if (*sock != '/' || (colon = strchr(sock, ':')) == NULL || colon[1] != '/' ||
+	    (size_t)(colon - sock) >= sizeof(p->sock)) {
+		snprintf(err, errlen, "push URL: want unix:/SOCKET:/PATH (socket path under %zu bytes)",
+		    sizeof(p->sock));
+		return -1;
+	}
+	memcpy(p->sock, sock, (size_t)(colon - sock));
+	p->sock[colon - sock] = '\0';
+	strcpy(p->host, "localhost");
+	*path = colon + 1;
+	return 0;
+}
+
+/*
+ * "A.B.C.D:PORT[/PATH]" (after http://): the address into p, *path the
+ * path. 0, or -1 with err set.
+ */
+static int
+parse_http(fs_push *p, const char *host, const char **path, char *err, size_t errlen)
+{
+	const char *colon;
+	struct in_addr a;
+	size_t hostlen;
+	char *end;
+	long port;
+
+	if ((colon = strchr(host, ':')) == NULL) {
+		snprintf(err, errlen, "push URL needs an explicit port");
+		return -1;
+	}
+	hostlen = (size_t)(colon - host);
+	if (hostlen == 0 || hostlen >= sizeof(p->host)) {
+		snprintf(err, errlen, "push URL host too long or empty");
+		return -1;
+	}
+	memcpy(p->host, host, hostlen);
+	p->host[hostlen] = '\0';
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno != 0 || end == colon + 1 || port < 1 || port > 65535 ||
+	    (*end != '/' && *end != '\0')) {
+		snprintf(err, errlen, "push URL port is not a number from 1 to 65535");
+		return -1;
+	}
+	p->port = (int)port;
+	if (inet_pton(AF_INET, p->host, &a) != 1) {
+		snprintf(err, errlen, "push URL host must be a numeric IPv4 address");
+		return -1;
+	}
+	*path = end;
+	return 0;
+}
+
 /* One publisher: base is a single URL. */
 static fs_push *
 push_one_new(const char *base, char *err, size_t errlen)
 {
-	const char *host, *colon, *slash;
-	char *end;
-	size_t hostlen;
-	long port;
+	const char *path;
 	fs_push *p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
@@ -53,59 +109,18 @@ push_one_new(const char *base, char *err, size_t errlen)
 	if (*base == '\0')
 		return p;
 	if (strncmp(base, "unix:", 5) == 0) {
-		const char *sock = base + 5;
-
-		if (*sock != '/' || (colon = strchr(sock, ':')) == NULL || colon[1] != '/' ||
-		    (size_t)(colon - sock) >= sizeof(p->sock)) {
-			snprintf(err, errlen, "push URL: want unix:/SOCKET:/PATH (socket path under %zu bytes)",
-			    sizeof(p->sock));
+		if (parse_unix(p, base + 5, &path, err, errlen) != 0)
 			goto fail;
-		}
-		memcpy(p->sock, sock, (size_t)(colon - sock));
-		p->sock[colon - sock] = '\0';
-		strcpy(p->host, "localhost");
-		slash = colon + 1;
-		goto path;
-	}
-	if (strncmp(base, "http://", 7) != 0) {
+	} else if (strncmp(base, "http://", 7) != 0) {
 		snprintf(err, errlen, "push URL must start with http:// or unix:");
 		goto fail;
-	}
-	host = base + 7;
-	if ((colon = strchr(host, ':')) == NULL) {
-		snprintf(err, errlen, "push URL needs an explicit port");
+	} else if (parse_http(p, base + 7, &path, err, errlen) != 0)
 		goto fail;
-	}
-	hostlen = (size_t)(colon - host);
-	if (hostlen == 0 || hostlen >= sizeof(p->host)) {
-		snprintf(err, errlen, "push URL host too long or empty");
-		goto fail;
-	}
-	memcpy(p->host, host, hostlen);
-	p->host[hostlen] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || end == colon + 1 || port < 1 || port > 65535 ||
-	    (*end != '/' && *end != '\0')) {
-		snprintf(err, errlen, "push URL port is not a number from 1 to 65535");
-		goto fail;
-	}
-	p->port = (int)port;
-	slash = end;
-	{
-		struct in_addr a;
-
-		if (inet_pton(AF_INET, p->host, &a) != 1) {
-			snprintf(err, errlen, "push URL host must be a numeric IPv4 address");
-			goto fail;
-		}
-	}
-path:
-	if (strlen(slash) >= sizeof(p->path)) {
+	if (strlen(path) >= sizeof(p->path)) {
 		snprintf(err, errlen, "push URL path too long");
 		goto fail;
 	}
-	strcpy(p->path, slash);
+	strcpy(p->path, path);
 	/* "/pub/" and "/pub" name the same place. */
 	while (p->path[0] != '\0' && p->path[strlen(p->path) - 1] == '/')
 		p->path[strlen(p->path) - 1] = '\0';
