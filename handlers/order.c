@@ -148,15 +148,6 @@ answer_failure(struct app *app, fs_fcgi *fcgi, enum fs_orders_result r)
 	fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 }
 
-static void
-publish(struct app *app, const struct fs_order *o)
-{
-	const struct fs_order *list[1] = { o };
-
-	if (fs_orders_publish(app->stores.push, list, 1) != 0)
-		fs_log_warn("status push for %s failed: %s", o->id, app->stores.push->errstr);
-}
-
 /*
  * Pays (PENDING -> PAID) or cancels (PENDING -> CANCELLED, then, once
  * committed, the unit goes back). Repeating either answers the same again.
@@ -192,7 +183,7 @@ change_order(struct app *app, fs_fcgi *fcgi, struct fs_order *o, enum action act
 		    app->stores.stock->errstr);
 	if (o->changed) {
 		fs_log_info("order %s %s by %s", o->id, actions[action].done, o->user);
-		publish(app, o);
+		fs_orders_publish_one(app->stores.push, o);
 	}
 	fs_answer_order(fcgi, o);
 }

@@ -112,15 +112,6 @@ checkout(struct app *app, fs_fcgi *fcgi, const char *id)
 }
 
 static void
-publish(struct app *app, const struct fs_order *o)
-{
-	const struct fs_order *list[1] = { o };
-
-	if (fs_orders_publish(app->stores.push, list, 1) != 0)
-		fs_log_warn("status push for %s failed: %s", o->id, app->stores.push->errstr);
-}
-
-static void
 webhook(struct app *app, fs_fcgi *fcgi)
 {
 	const char *sig = fs_fcgi_param(fcgi, "HTTP_PROVIDER_SIGNATURE"), *body;
@@ -176,7 +167,7 @@ webhook(struct app *app, fs_fcgi *fcgi)
 	    v == FS_PAYMENT_REFUND ? "REFUNDED" : fs_payments_verdict_name(v));
 	fs_fcgi_answer(fcgi, FS_HTTP_OK, NULL, answer, (size_t)n);
 	if (v == FS_PAYMENT_PAID)
-		publish(app, &o);
+		fs_orders_publish_one(app->stores.push, &o);
 }
 
 static void

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "log.h"
 #include "orders.h"
 
 /* SQLSTATE of a unique violation: a shopper's second live order. */
@@ -578,4 +579,13 @@ size_t
 fs_orders_publish_start(fs_push *push, const struct fs_order *const *orders, size_t n)
 {
 	return publish(push, orders, n, 1);
+}
+
+void
+fs_orders_publish_one(fs_push *push, const struct fs_order *o)
+{
+	const struct fs_order *list[1] = { o };
+
+	if (fs_orders_publish(push, list, 1) != 0)
+		fs_log_warn("status push for %s failed: %s", o->id, push->errstr);
 }

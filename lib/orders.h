@@ -150,5 +150,10 @@ size_t fs_orders_publish(fs_push *, const struct fs_order *const *orders, size_t
  * rendered); fs_push_finish says how many of the rest failed.
  */
 size_t fs_orders_publish_start(fs_push *, const struct fs_order *const *orders, size_t n);
+/*
+ * Tells the shopper's page one order's status, as a handler does after a
+ * change: a failure costs only the push, and is logged.
+ */
+void fs_orders_publish_one(fs_push *, const struct fs_order *);
 
 #endif

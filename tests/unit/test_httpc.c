@@ -1,8 +1,9 @@
 /*
  * Unit test of lib/httpc against a one-shot server in a child process on
- * a loopback port of the kernel's choosing: the answer's status, headers
- * and body, and the refusals (bad URL, no server, a server that does not
- * answer in time, an answer that is not HTTP).
+ * a loopback port of the kernel's choosing: the request's bytes, the
+ * answer's status, headers and body, and the refusals (bad URL, a request
+ * too big, no server, a server that does not answer in time, an answer
+ * that is not HTTP).
  */
 #include "config.h"
 
@@ -56,6 +57,69 @@ serve_once(int lfd, const char *answer)
 	return pid;
 }
 
+/* A child that accepts one connection and answers 200 with the request's bytes as the body. */
+static pid_t
+echo_once(int lfd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		static const char head[] = "HTTP/1.0 200 OK\r\n\r\n";
+		char req[8192], *end;
+		size_t have = 0;
+		ssize_t n;
+		long body = -1;
+		int c = accept(lfd, NULL, NULL);
+
+		/* Until the head and the Content-Length bytes after it are in. */
+		while (c >= 0 && have < sizeof(req) - 1 &&
+		    (n = read(c, req + have, sizeof(req) - 1 - have)) > 0) {
+			have += (size_t)n;
+			req[have] = '\0';
+			if ((end = strstr(req, "\r\n\r\n")) != NULL && body < 0 &&
+			    strstr(req, "Content-Length: ") != NULL)
+				body = strtol(strstr(req, "Content-Length: ") + 16, NULL, 10);
+			if (end != NULL && body >= 0 && have >= (size_t)(end + 4 - req) + (size_t)body)
+				break;
+		}
+		if (c < 0 || write(c, head, strlen(head)) < 0 || write(c, req, have) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* A request with headers and a body goes out as these bytes exactly; too big, it does not. */
+static void
+test_send(int lfd, const char *url)
+{
+	static char big[FS_HTTPC_REQ_BODY_MAX + 2];
+	struct fs_httpc_answer a;
+	char want[512], err[256];
+	pid_t pid = echo_once(lfd);
+	int rc;
+
+	rc = fs_httpc_send("POST", url, "Authorization: Bearer k\r\n", "{\"a\":1}", 7, 2000, &a, err,
+	    sizeof(err));
+	snprintf(want, sizeof(want),
+	    "POST /api/x HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: flashsale\r\n"
+	    "Connection: close\r\nAuthorization: Bearer k\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+	check(rc == 0 && a.status == 200 && strcmp(a.body, want) == 0 && a.len == strlen(want),
+	    "send: the request line, Host, the caller's headers, Content-Length, the body");
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+
+	memset(big, 'x', sizeof(big) - 1);
+	check(fs_httpc_send("POST", url, NULL, big, sizeof(big) - 1, 2000, &a, err, sizeof(err)) ==
+		    -1 &&
+		strcmp(err, "request headers over 4096 or body over 65536 bytes") == 0,
+	    "send: a body over FS_HTTPC_REQ_BODY_MAX is refused before connecting");
+	big[FS_HTTPC_REQ_HEAD_MAX + 1] = '\0';
+	check(fs_httpc_send("POST", url, big, NULL, 0, 2000, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "request headers over 4096 or body over 65536 bytes") == 0,
+	    "send: headers over FS_HTTPC_REQ_HEAD_MAX are refused");
+}
+
 int
 main(void)
 {
@@ -79,8 +143,11 @@ main(void)
 	fs_httpc_answer_free(&a);
 	waitpid(pid, NULL, 0);
 
+	test_send(lfd, url);
+
 	pid = serve_once(lfd, "SSH-2.0-OpenSSH\r\n\r\n");
-	check(fs_httpc_request("GET", url, 2000, &a, err, sizeof(err)) == -1,
+	check(fs_httpc_request("GET", url, 2000, &a, err, sizeof(err)) == -1 &&
+		strncmp(err, "not an HTTP answer from http://127.0.0.1:", 41) == 0,
 	    "an answer that is not HTTP is refused");
 	waitpid(pid, NULL, 0);
 
@@ -92,9 +159,11 @@ main(void)
 	waitpid(pid, NULL, 0);
 	close(lfd);
 
-	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1,
+	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1 &&
+		strncmp(err, "cannot connect to http://127.0.0.1:", 35) == 0,
 	    "no server: refused");
-	check(fs_httpc_request("GET", "http://localhost:80/", 300, &a, err, sizeof(err)) == -1,
+	check(fs_httpc_request("GET", "http://localhost:80/", 300, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "not a URL http://A.B.C.D:PORT/path: http://localhost:80/") == 0,
 	    "a host name is refused (numeric IPv4 only)");
 	check(fs_httpc_request("GET", "ftp://127.0.0.1:21/", 300, &a, err, sizeof(err)) == -1,
 	    "another scheme is refused");

@@ -221,22 +221,48 @@ test_urls(void)
 	check(p != NULL && !p->enabled && fs_push_publish(p, "abc", "{}", 2) == 0,
 	    "an empty URL publishes nothing, successfully");
 	fs_push_free(p);
-	check(fs_push_new("ftp://127.0.0.1:1/pub", err, sizeof(err)) == NULL,
+	check(fs_push_new("ftp://127.0.0.1:1/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL must start with http:// or unix:") == 0,
 	    "refuses a non-http URL");
-	check(fs_push_new("http://127.0.0.1/pub", err, sizeof(err)) == NULL,
+	check(fs_push_new("http://127.0.0.1/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL needs an explicit port") == 0,
 	    "refuses a URL without port");
-	check(fs_push_new("http://127.0.0.1:99999/pub", err, sizeof(err)) == NULL,
+	check(fs_push_new("http://:80/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL host too long or empty") == 0,
+	    "refuses an empty host");
+	check(fs_push_new("http://127.0.0.1:99999/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL port is not a number from 1 to 65535") == 0,
 	    "refuses port 99999");
-	check(fs_push_new("http://localhost:80/pub", err, sizeof(err)) == NULL,
+	check(fs_push_new("http://127.0.0.1:80x/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL port is not a number from 1 to 65535") == 0,
+	    "refuses a port followed by other than a path");
+	check(fs_push_new("http://localhost:80/pub", err, sizeof(err)) == NULL &&
+		strcmp(err, "push URL host must be a numeric IPv4 address") == 0,
 	    "refuses a host name");
-	check(fs_push_new("unix:relative.sock:/pub", err, sizeof(err)) == NULL,
+	check(fs_push_new("unix:relative.sock:/pub", err, sizeof(err)) == NULL &&
+		strncmp(err, "push URL: want unix:/SOCKET:/PATH", 33) == 0,
 	    "refuses a relative socket path");
-	check(fs_push_new("unix:/run/x.sock", err, sizeof(err)) == NULL,
+	check(fs_push_new("unix:/run/x.sock", err, sizeof(err)) == NULL &&
+		strncmp(err, "push URL: want unix:/SOCKET:/PATH", 33) == 0,
 	    "refuses a socket without a URL path");
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, "http://127.0.0.1:80/", 20);
-	check(fs_push_new(big, err, sizeof(err)) == NULL, "refuses an overlong URL");
+	check(fs_push_new(big, err, sizeof(err)) == NULL && strcmp(err, "push URL too long") == 0,
+	    "refuses an overlong URL");
+	big[20 + FS_PUSH_URL_MAX] = '\0';
+	check(fs_push_new(big, err, sizeof(err)) == NULL && strcmp(err, "push URL path too long") == 0,
+	    "refuses an overlong path");
+	p = fs_push_new("http://127.0.0.1:80/pub/", err, sizeof(err));
+	check(p != NULL && p->enabled && strcmp(p->host, "127.0.0.1") == 0 && p->port == 80 &&
+		strcmp(p->path, "/pub") == 0,
+	    "an http URL: address, port and the path without its final slash");
+	fs_push_free(p);
+	p = fs_push_new("unix:/run/x.sock:/pub", err, sizeof(err));
+	check(p != NULL && p->enabled && strcmp(p->sock, "/run/x.sock") == 0 &&
+		strcmp(p->host, "localhost") == 0 && strcmp(p->path, "/pub") == 0,
+	    "a unix URL: the socket, Host localhost and the path");
+	fs_push_free(p);
 	fs_push_free(NULL);
 }
 
