@@ -22,6 +22,9 @@
 #define FS_QUEUE_TOKEN_MAX	256	/* a pass or a ticket, NUL included */
 #define FS_QUEUE_NONCE_MAX	32	/* a proof of work's nonce, characters */
 #define FS_QUEUE_POW_BITS_MAX	28
+#define FS_QUEUE_SETTINGS_JSON_MAX	160	/* fs_queue_settings_json's output, NUL included */
+
+struct json_object;
 
 /* ---- no store (queue.c) ---- */
 
@@ -78,12 +81,26 @@ enum fs_queue_status fs_queue_pow_check(uint64_t sale, const char *sub, const ch
 struct fs_queue_settings {
 	int pre_s;		/* preQueueSeconds, 60..86400, 900 */
 	int pass_s;		/* passSeconds, 30..1800, 120 */
-	int pow_bits;		/* powBits, 0..28 */
+	int pow_bits;		/* powBits, 0..28, 16 */
 	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
 	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
 };
 
 void fs_queue_settings_default(struct fs_queue_settings *);
+/*
+ * Reads the "queue" member of a sale file (a JSON object; every member
+ * optional, the rest from the defaults) into *s. 0, or -1 with err naming
+ * the unknown member, the wrong type or the value out of range; *s is
+ * then unchanged.
+ */
+int fs_queue_settings_parse(const struct json_object *queue, struct fs_queue_settings *s,
+    char *err, size_t errlen) __attribute__((warn_unused_result));
+/*
+ * The settings as one canonical JSON object with every member (what
+ * sales.queue stores) into out; its length, or -1 when out is too small
+ * (FS_QUEUE_SETTINGS_JSON_MAX always suffices).
+ */
+int fs_queue_settings_json(const struct fs_queue_settings *, char *out, size_t outmax);
 
 /* ---- Redis (queue_redis.c) ---- */
 
