@@ -38,6 +38,8 @@
 #define JOURNAL_BATCHES 10
 /* The journal is still copied this long after the end (the last joins). */
 #define AFTER_END_MS 60000
+/* A sale's queue keys stay in Redis this long after its end, then expire. */
+#define KEEP_AFTER_END_MS INT64_C(86400000)
 /* Steps remembered for the admission rate (at least a second's worth). */
 #define RECENT 64
 /* A warning repeats at most this often. */
@@ -60,7 +62,7 @@ struct paced {
 		long n;
 	} recent[RECENT];	/* admission steps, a ring */
 	int next;
-	int seen;		/* listed by the latest scan */
+	int expiring;		/* its keys were given their expiry */
 };
 
 struct fs_queue_pacer {
@@ -409,7 +411,8 @@ journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
 /*
  * Copies the journal's entries to queue_places and drops them from the
  * journal, a batch at a time (at most JOURNAL_BATCHES in one step): an
- * entry is dropped only once PostgreSQL has it. 0, or -1 (logged).
+ * entry is dropped only once PostgreSQL has it. 1 the journal is empty, 0
+ * more is left for the next step, -1 failed (logged).
  */
 static int
 journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
@@ -445,7 +448,7 @@ journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
 		n = r->elements;
 		freeReplyObject(r);
 		if (n == 0) {
-			rc = 0;
+			rc = 1;
 			break;
 		}
 		if (b.bad > 0)
@@ -725,20 +728,46 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
 	(void)move(p, s, f.admitted, k, soldout, now);
 }
 
+/*
+ * After the end, once the journal is all in PostgreSQL (which keeps the
+ * waiting room for good), the sale's queue keys expire a day after the end.
+ */
+static void
+expire_keys(fs_queue_pacer *p, struct paced *s)
+{
+	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
+		NULL };
+	char k[KEY_LEN], at[24];
+	redisReply *r;
+
+	snprintf(at, sizeof(at), "%" PRId64, s->ends_ms + KEEP_AFTER_END_MS);
+	for (int i = 0; names[i] != NULL; i++) {
+		qkey(k, s->id, names[i]);
+		if ((r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIREAT", k, at }, NULL)) ==
+		    NULL)
+			return;
+		freeReplyObject(r);
+	}
+	s->expiring = 1;
+}
+
 /* One step of a live sale: its lease, its journal, its admission from the opening to the end. */
 static int
 step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 {
-	int lease = lease_take(p, s->id);
+	int lease = lease_take(p, s->id), copied;
 
 	if (lease < 0)
 		pacer_warn(p, now, "sale %" PRIu64 ": lease: %s", s->id, p->st->redis->errstr);
 	if (lease != 1)
 		return 0;
-	if (journal_copy(p, s->id, now) != 0)
+	if ((copied = journal_copy(p, s->id, now)) < 0)
 		return 1;
-	if (now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
+	/* Every place in Redis is in PostgreSQL before any is admitted. */
+	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
 		admit_step(p, s, now);
+	if (now >= s->ends_ms && copied == 1 && !s->expiring)
+		expire_keys(p, s);
 	return 1;
 }
 
@@ -870,4 +899,105 @@ fs_queue_pacer_stop(fs_queue_pacer *p)
 		pthread_mutex_destroy(&p->mu);
 	}
 	fs_queue_pacer_free(p);
+}
+
+/* ---- the figures of a waiting room (queue status) ---- */
+
+/* A field of a hash reply of HMGET: an integer, dflt when absent. */
+static int64_t
+field(const redisReply *r, size_t i, int64_t dflt)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
+	    r->element[i]->type != REDIS_REPLY_STRING)
+		return dflt;
+	return (int64_t)strtod(r->element[i]->str, NULL);
+}
+
+/* Redis' half of the figures; 0, or -1 with the stock's err. */
+static int
+figures_redis(fs_stock *st, uint64_t sale, int64_t now, struct fs_queue_figures *q)
+{
+	char state[KEY_LEN], places[KEY_LEN], journal[KEY_LEN], lease[KEY_LEN];
+	redisReply *r;
+
+	qkey(state, sale, "state");
+	qkey(places, sale, "places");
+	qkey(journal, sale, "journal");
+	qkey(lease, sale, "lease");
+	if ((r = fs_redis_argv(st->redis, 7, (const char *[]){ "HMGET", state, "admitted", "through",
+		 "rate", "at", "soldout" }, NULL)) == NULL)
+		goto fail;
+	q->admitted = (long)field(r, 0, 0);
+	q->through = field(r, 1, -1);
+	q->rate_milli = (long)field(r, 2, 0);
+	q->at_ms = field(r, 3, 0);
+	q->soldout = (int)field(r, 4, 0);
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", lease }, NULL)) == NULL)
+		goto fail;
+	snprintf(q->lease, sizeof(q->lease), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "ZCARD", places }, NULL)) == NULL)
+		goto fail;
+	q->joined = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "LLEN", journal }, NULL)) == NULL)
+		goto fail;
+	q->journal = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+	freeReplyObject(r);
+	if ((q->passes_out = fs_queue_passes_outstanding(st, sale, now)) < 0)
+		return -1;
+	return 0;
+fail:
+	snprintf(st->errstr, sizeof(st->errstr), "queue state: %s", st->redis->errstr);
+	return -1;
+}
+
+/* PostgreSQL's half; 0, or -1 with err. */
+static int
+figures_pg(fs_pg *pg, uint64_t sale, struct fs_queue_figures *q, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+	PGresult *res;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	res = fs_pg_exec(pg,
+	    "SELECT s.queue IS NOT NULL, (SELECT count(*) FROM queue_places WHERE sale_id = s.id), "
+	    "(SELECT count(*) FROM queue_places WHERE sale_id = s.id AND drawn), "
+	    "(SELECT count(*) FROM queue_admissions WHERE sale_id = s.id), "
+	    "coalesce((SELECT admitted FROM queue_admissions WHERE sale_id = s.id "
+	    "ORDER BY step DESC LIMIT 1), 0) FROM sales s WHERE s.id = $1",
+	    1, p);
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", pg->errstr);
+		return -1;
+	}
+	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		snprintf(err, errlen, PQntuples(res) != 1 ? "no sale %s" : "sale %s has no waiting room",
+		    sale_s);
+		PQclear(res);
+		return -1;
+	}
+	q->pg_places = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+	q->pg_drawn = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+	q->pg_steps = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+	q->pg_admitted = strtol(PQgetvalue(res, 0, 4), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+int
+fs_queue_figures_read(fs_pg *pg, fs_stock *st, uint64_t sale, int64_t now,
+    struct fs_queue_figures *q, char *err, size_t errlen)
+{
+	memset(q, 0, sizeof(*q));
+	q->through = -1;
+	if (figures_pg(pg, sale, q, err, errlen) != 0)
+		return -1;
+	if (figures_redis(st, sale, now, q) != 0) {
+		snprintf(err, errlen, "redis: %s", st->errstr);
+		return -1;
+	}
+	return 0;
 }
