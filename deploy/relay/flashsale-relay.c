@@ -13,8 +13,9 @@
  * COMMAND on the unix socket SOCKET: "cut LABEL" silences every connection
  * that carries LABEL, those open and those to come (accepted, never passed
  * on: a peer behind a partition neither answers nor refuses); "heal"
- * lifts every cut, and what waited flows; "show" prints the cut labels and
- * the connections relayed. Each answers one line, "ok ..." or "error ...".
+ * lifts every cut, and what waited flows; "show" prints the connections
+ * relayed and the labels cut ("none"). Each answers one line, "ok ..." or
+ * "error ...".
  */
 #include "config.h"
 
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -285,6 +287,8 @@ command(char *line, char *out, size_t outlen)
 	} else if (strcmp(line, "show") == 0) {
 		size_t o = (size_t)snprintf(out, outlen, "ok relayed %lu refused %lu cut", relayed, refused);
 
+		if (cut_mask == 0)
+			o += (size_t)snprintf(out + o, outlen - o, " none");
 		for (int i = 0; i < nlabels && o < outlen; i++)
 			if (cut_mask & (1ULL << i))
 				o += (size_t)snprintf(out + o, outlen - o, " %s", label_name[i]);
@@ -444,6 +448,7 @@ int
 main(int argc, char **argv)
 {
 	struct sigaction sa;
+	struct rlimit nofile;
 
 	if (argc >= 4 && strcmp(argv[1], "-c") == 0)
 		return client(argv[2], argc - 3, argv + 3);
@@ -456,6 +461,11 @@ main(int argc, char **argv)
 			fprintf(stderr, "flashsale-relay: bad spec '%s'\n", argv[i]);
 			return 2;
 		}
+	/* Two descriptors a pair: room for all of them (cut links pile up). */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 2 * MAX_PAIRS + 128) {
+		nofile.rlim_cur = nofile.rlim_max < 2 * MAX_PAIRS + 128 ? nofile.rlim_max : 2 * MAX_PAIRS + 128;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
