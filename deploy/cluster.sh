@@ -9,9 +9,15 @@
 #                  swaps the roles), cluster bus on base+21..26; AOF with
 #                  appendfsync everysec on every node; the stack's ACL users
 #                  (flashsale-admin also replicates and forms the cluster)
+#   relay          flashsale-relay: every link between Redis nodes (cluster
+#                  bus and replication) goes through it, so that a fault
+#                  test can cut one node off while its clients still reach
+#                  it (a node announces 127.0.2.N, where the relay listens,
+#                  and dials from there; clients get 127.0.0.1)
 #   postgres       one, as in the single topology (base+3)
 #   kafka-1..3     KRaft, each broker (base+31..33) and controller
-#                  (base+34..36); both topics replicated 3 times with
+#                  (base+34..36), replication listener (base+41..43, where
+#                  the other brokers reach it through the relay); both topics replicated 3 times with
 #                  min.insync.replicas=2, the group offsets likewise
 #   origin-a, -b   two origin hosts, 127.0.0.2 and 127.0.0.3, port base+1:
 #                  nginx and every handler each, with their own run, log,
@@ -47,6 +53,19 @@ redis_bus_port() {
 	echo $(($(redis_node_port "$1") + 10))
 }
 
+# The address a Redis node has for its peers: 127.0.2.1 (m1) ... 127.0.2.6
+# (r3). The node announces it to the cluster and dials its peers from it;
+# flashsale-relay listens there on the node's ports and passes the bytes
+# on to 127.0.0.1, unless a test cut the node off. Clients are told
+# 127.0.0.1 (the node's hostname), so purchases never take the relay.
+redis_peer_ip() {
+	case $1 in
+	m[1-3]) echo "127.0.2.${1#m}" ;;
+	r[1-3]) echo "127.0.2.$((3 + ${1#r}))" ;;
+	*) die "no Redis node '$1'" ;;
+	esac
+}
+
 # What the programs are given: every node as a seed, every broker.
 REDIS_ADDR=$(for n in $REDIS_NODES; do printf '127.0.0.1:%s,' "$(redis_node_port "$n")"; done)
 REDIS_ADDR=${REDIS_ADDR%,}
@@ -59,7 +78,7 @@ PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-$ORIGIN_A:$PORT_ORIGIN $ORIGI
 # The operator's user also replicates (masteruser) and forms the cluster.
 REDIS_ADMIN_EXTRA="+psync +replconf +sync +cluster|addslots +cluster|addslotsrange +cluster|meet +cluster|replicate +cluster|set-config-epoch +cluster|setslot +cluster|failover +cluster|replicas"
 
-PARTS="redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 postgres kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
+PARTS="relay redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 postgres kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
 
 # The stack's own directories; an origin host's replace them (use_origin).
 STACK_RUN=$RUN
@@ -108,6 +127,26 @@ use_consumer() {
 	CONSUMER=consumer-$1
 }
 
+# The peer links of Kafka node I to node J go through flashsale-relay:
+# the controllers of node I are 127.0.3.IJ (its own, 127.0.0.1), the
+# brokers replicate from node J's listener on 127.0.4.J (kafka_peer_ip I J).
+kafka_peer_ip() {
+	if [ "$1" = "$2" ]; then
+		echo "127.0.4.$1"
+	else
+		echo "127.0.3.$1$2"
+	fi
+}
+kafka_voters_of() {
+	for j in $KAFKA_NODES; do
+		if [ "$1" = "$j" ]; then
+			printf '%s@127.0.0.1:%s,' "$j" $((BASE + 33 + j))
+		else
+			printf '%s@%s:%s,' "$j" "$(kafka_peer_ip "$1" "$j")" $((BASE + 33 + j))
+		fi
+	done | sed 's/,$//'
+}
+
 # Kafka node N (1-3): the variables of start_kafka_node and friends.
 use_kafka() {
 	use_stack
@@ -115,6 +154,9 @@ use_kafka() {
 	KAFKA_NODE_ID=$1
 	KAFKA_PORT=$((BASE + 30 + $1))
 	KAFKA_CONTROLLER_PORT=$((BASE + 33 + $1))
+	KAFKA_REPLICATION_PORT=$((BASE + 40 + $1))
+	KAFKA_PEER_IP=$(kafka_peer_ip "$1" "$1")
+	KAFKA_VOTERS=$(kafka_voters_of "$1")
 	KAFKA_DIR=$STATE/kafka-$1
 	KAFKA_DATA=$KAFKA_DIR/data
 	KAFKA_CONF=$CONF/kafka-$1.properties
@@ -164,6 +206,10 @@ protected-mode yes
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-port $(redis_bus_port "$1")
+cluster-announce-ip $(redis_peer_ip "$1")
+bind-source-addr $(redis_peer_ip "$1")
+cluster-announce-hostname 127.0.0.1
+cluster-preferred-endpoint-type hostname
 cluster-node-timeout 2000
 cluster-replica-validity-factor 0
 cluster-require-full-coverage no
@@ -286,6 +332,67 @@ status_redis_node() {
 	[ "$state" = ok ]
 }
 
+# --- the peer relay ----------------------------------------------------------
+
+# deploy/relay/flashsale-relay: each Redis node's client and bus ports on
+# its peer address, and the connections dialled from that address, labelled
+# redis-m1 ... redis-r3 (`flashsale-relay -c $RUN/relay.sock cut redis-m1`);
+# the Kafka nodes' controller and replication links, labelled kafka-1..3.
+relay_specs() {
+	for n in $REDIS_NODES; do
+		ip=$(redis_peer_ip "$n")
+		p=$(redis_node_port "$n")
+		b=$(redis_bus_port "$n")
+		echo "redis-$n@$ip:$p=127.0.0.1:$p redis-$n@$ip:$b=127.0.0.1:$b redis-$n@$ip"
+	done
+	# Kafka: node i's controller links to node j, labelled with both; the
+	# fetches from node j's replication listener, labelled kafka-j (who
+	# fetches cannot be told: a broker cut off from the controllers is
+	# fenced, and a fenced broker is out of every in-sync replica set).
+	for i in $KAFKA_NODES; do
+		r=$((BASE + 40 + i))
+		echo "kafka-$i@$(kafka_peer_ip "$i" "$i"):$r=127.0.0.1:$r"
+		for j in $KAFKA_NODES; do
+			[ "$i" = "$j" ] && continue
+			c=$((BASE + 33 + j))
+			echo "kafka-$i,kafka-$j@$(kafka_peer_ip "$i" "$j"):$c=127.0.0.1:$c"
+		done
+	done
+}
+
+start_relay() {
+	prog=$BINDIR/deploy/relay/flashsale-relay
+	if [ -n "$(part_pids relay)" ]; then
+		say relay "already running (pid $(cat "$RUN/relay.pid"))"
+		return 0
+	fi
+	[ -x "$prog" ] || die "$(not_built "${prog#"$BINDIR"/}")"
+	# shellcheck disable=SC2046
+	spawn "$RUN/relay.pid" "$LOG/relay.log" "$prog" "$RUN/relay.sock" $(relay_specs)
+	wait_for 10 ready_relay || die "flashsale-relay does not answer; see $LOG/relay.log"
+	say relay "up (pid $(cat "$RUN/relay.pid"), the Redis nodes' peer links)"
+}
+
+ready_relay() {
+	[ -n "$(part_pids relay)" ] &&
+		"$BINDIR/deploy/relay/flashsale-relay" -c "$RUN/relay.sock" show >/dev/null 2>&1
+}
+
+stop_relay() {
+	stop_pidfile relay "$RUN/relay.pid" 5
+}
+
+# "up (pid ...), relayed N, cut LABEL..." : a cut shows until healed.
+status_relay() {
+	pids=$(part_pids relay)
+	if [ -n "$pids" ] && sr_show=$("$BINDIR/deploy/relay/flashsale-relay" -c "$RUN/relay.sock" show 2>/dev/null); then
+		say relay "up (pid $(echo $pids), ${sr_show#ok })"
+		return 0
+	fi
+	say relay "down"
+	return 1
+}
+
 # --- Kafka -------------------------------------------------------------------
 
 # All three brokers in the metadata.
@@ -388,6 +495,7 @@ cmd_up() {
 	started=$(now)
 	use_stack
 	ensure_dirs
+	start_relay
 	REDIS_NOWAIT=1
 	for n in $REDIS_NODES; do
 		start_redis_node "$n"
@@ -429,6 +537,7 @@ cmd_down() {
 	stop_together 60 kafka $(for n in $KAFKA_NODES; do echo "kafka-$n"; done)
 	stop_postgres
 	stop_together 10 redis $(for n in $REDIS_NODES; do echo "redis-$n"; done)
+	stop_relay
 }
 
 # stop_together GRACE WHAT PART...: SIGTERM to every part at once.

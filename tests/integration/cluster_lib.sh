@@ -229,3 +229,23 @@ k_kill_master_waiting_promotion() {
 	done
 	k_promoted_ms=$(($(k_now_ms) - k_killed_at))
 }
+
+# k_relay COMMAND...: a command to the peer relay of the cluster topology
+# (deploy/relay/flashsale-relay): "cut redis-m1", "heal", "show".
+k_relay() {
+	"$FLASHSALE_BINDIR/deploy/relay/flashsale-relay" -c "$FLASHSALE_STATE/run/relay.sock" "$@"
+}
+
+# The cluster_state ("ok", "fail") the node on PORT believes in.
+k_cluster_state() {
+	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
+		--user "$FLASHSALE_REDIS_USER" -p "$1" CLUSTER INFO 2>/dev/null | tr -d '\r' |
+		sed -n 's/^cluster_state://p'
+}
+
+# k_holds PORT SALE: the order ids the node on PORT holds for SALE (one
+# place: its hash tag is the sale's), one a line.
+k_holds() {
+	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
+		--user "$FLASHSALE_REDIS_USER" -p "$1" HKEYS "fs:{$2}:orders" 2>/dev/null | tr -d '\r'
+}
