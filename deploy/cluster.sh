@@ -9,7 +9,9 @@
 #                  swaps the roles), cluster bus on base+21..26; AOF with
 #                  appendfsync everysec on every node; the stack's ACL users
 #                  (flashsale-admin also replicates and forms the cluster)
-#   postgres       one, as in the single topology (base+3)
+#   pg-monitor     PostgreSQL under pg_auto_failover (deploy/cluster_pg.sh):
+#   pg-1, pg-2     the monitor (base+40) and two nodes (base+41, +42), one
+#                  primary and one synchronous standby
 #   kafka-1..3     KRaft, each broker (base+31..33) and controller
 #                  (base+34..36); both topics replicated 3 times with
 #                  min.insync.replicas=2, the group offsets likewise
@@ -59,7 +61,9 @@ PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-$ORIGIN_A:$PORT_ORIGIN $ORIGI
 # The operator's user also replicates (masteruser) and forms the cluster.
 REDIS_ADMIN_EXTRA="+psync +replconf +sync +cluster|addslots +cluster|addslotsrange +cluster|meet +cluster|replicate +cluster|set-config-epoch +cluster|setslot +cluster|failover +cluster|replicas"
 
-PARTS="redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 postgres kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
+. "$here/cluster_pg.sh"
+
+PARTS="redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 pg-monitor pg-1 pg-2 kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
 
 # The stack's own directories; an origin host's replace them (use_origin).
 STACK_RUN=$RUN
@@ -380,6 +384,8 @@ part_do() {
 	*:kafka-*) "$1_kafka" ;;
 	*:consumer-*) "$1_consumer" ;;
 	*:origin-*) "$1_origin" "${2#origin-}" ;;
+	*:pg-monitor) "$1_pg_monitor" ;;
+	*:pg-[1-9]) "$1_pg_node" "${2#pg-}" ;;
 	*) "$1_$2" ;;
 	esac
 }
@@ -394,7 +400,7 @@ cmd_up() {
 	done
 	REDIS_NOWAIT=
 	create_redis_cluster
-	start_postgres
+	start_pg_cluster
 	start_kafka_cluster
 	start_provider
 	for o in $ORIGINS; do
@@ -427,7 +433,10 @@ cmd_down() {
 	use_stack
 	stop_provider
 	stop_together 60 kafka $(for n in $KAFKA_NODES; do echo "kafka-$n"; done)
-	stop_postgres
+	# The monitor first: stopping a primary must start no failover.
+	stop_pg_monitor
+	stop_pg_node 2
+	stop_pg_node 1
 	stop_together 10 redis $(for n in $REDIS_NODES; do echo "redis-$n"; done)
 }
 
