@@ -74,6 +74,13 @@ fs_pg_connect(fs_pg *pg)
 	return 0;
 }
 
+/* 25006 read_only_sql_transaction: a write reached a read-only server. */
+static int
+is_read_only(const char *sqlstate)
+{
+	return sqlstate != NULL && strcmp(sqlstate, "25006") == 0;
+}
+
 int
 fs_pg_lost(const fs_pg *pg)
 {
@@ -97,6 +104,16 @@ fs_pg_exec(fs_pg *pg, const char *sql, int nparams, const char *const *params)
 	if (PQstatus(pg->conn) != CONNECTION_OK) {
 		/* The server went away: report it as a connection failure. */
 		set_err(pg, "08006", PQerrorMessage(pg->conn));
+		fs_metrics_count(FS_M_PG_RECONNECTS);
+		PQfinish(pg->conn);
+		pg->conn = NULL;
+	} else if (res != NULL && is_read_only(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
+		/*
+		 * The server became a standby under us (a failover demoted it):
+		 * a connection failure too, so that the next statement connects
+		 * again and libpq's target_session_attrs finds the new primary.
+		 */
+		set_err(pg, "08006", PQresultErrorMessage(res));
 		fs_metrics_count(FS_M_PG_RECONNECTS);
 		PQfinish(pg->conn);
 		pg->conn = NULL;

@@ -28,7 +28,11 @@ int fs_pg_connect(fs_pg *);
 PGresult *fs_pg_exec(fs_pg *, const char *sql, int nparams, const char *const *params);
 /* Runs a statement whose result is not needed; 0 or -1. */
 int fs_pg_run(fs_pg *, const char *sql, int nparams, const char *const *params);
-/* True when the last failure was the connection, not the statement. */
+/*
+ * True when the last failure was the connection, not the statement; a
+ * write refused by a server that became read-only (a failover demoted it)
+ * counts as one, and the next statement connects again.
+ */
 int fs_pg_lost(const fs_pg *);
 
 /* SELECT 1: 0 when the server answers, -1 with errstr set. */

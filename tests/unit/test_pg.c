@@ -93,6 +93,27 @@ test_statements(fs_pg *pg)
 	    "a parameter of the wrong form: SQLSTATE 22P02");
 }
 
+/*
+ * A server that turns read-only under a connection (a failover demoted it)
+ * refuses the write with 25006: reported as a lost connection, dropped, and
+ * the next statement connects again (where the primary now is).
+ */
+static void
+test_read_only(fs_pg *pg)
+{
+	const char *p3[] = { "d", "40" };
+	const char *ins = "INSERT INTO pg_unit (name, n) VALUES ($1, $2::int)";
+
+	check(fs_pg_run(pg, "SET default_transaction_read_only = on", 0, NULL) == 0,
+	    "the session turns read-only");
+	check(fs_pg_run(pg, ins, 2, p3) == -1 && fs_pg_lost(pg) && pg->conn == NULL &&
+	    strstr(pg->errstr, "read-only") != NULL,
+	    "a write to a read-only server fails as a lost connection, and drops it");
+	check(fs_pg_run(pg, ins, 2, p3) == 0 && pg->err == 0,
+	    "the next statement connects again and writes");
+	check(fs_pg_run(pg, "DELETE FROM pg_unit WHERE name = 'd'", 0, NULL) == 0, "(tidied)");
+}
+
 static void
 test_reconnect(fs_pg *pg, struct test_pg *server)
 {
@@ -121,6 +142,7 @@ main(void)
 	if ((pg = fs_pg_new(server.conninfo)) == NULL)
 		return 99;
 	test_statements(pg);
+	test_read_only(pg);
 	test_reconnect(pg, &server);
 	fs_pg_free(pg);
 	test_pg_finish(&server);
