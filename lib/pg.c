@@ -141,3 +141,33 @@ fs_pg_ping(fs_pg *pg)
 {
 	return fs_pg_run(pg, "SELECT 1", 0, NULL);
 }
+
+int
+fs_pg_hosts(const fs_pg *pg)
+{
+	PQconninfoOption *opts, *o;
+	int n = 1;
+
+	if ((opts = PQconninfoParse(pg->conninfo, NULL)) == NULL)
+		return 1;
+	for (o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "host") == 0 && o->val != NULL)
+			for (const char *c = o->val; *c != '\0'; c++)
+				n += *c == ',';
+	PQconninfoFree(opts);
+	return n;
+}
+
+int
+fs_pg_synchronous(fs_pg *pg)
+{
+	PGresult *res = fs_pg_exec(pg, "SELECT current_setting('synchronous_standby_names') <> ''", 0,
+	    NULL);
+	int sync;
+
+	if (res == NULL)
+		return -1;
+	sync = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return sync;
+}

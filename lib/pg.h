@@ -38,4 +38,12 @@ int fs_pg_lost(const fs_pg *);
 /* SELECT 1: 0 when the server answers, -1 with errstr set. */
 int fs_pg_ping(fs_pg *);
 
+/* How many hosts the connection string names (1 without any). */
+int fs_pg_hosts(const fs_pg *);
+/*
+ * Whether a commit waits for a synchronous standby (synchronous_standby_names
+ * is set): 1, 0 when the server commits alone, -1 with errstr set.
+ */
+int fs_pg_synchronous(fs_pg *);
+
 #endif

@@ -114,6 +114,18 @@ test_read_only(fs_pg *pg)
 	check(fs_pg_run(pg, "DELETE FROM pg_unit WHERE name = 'd'", 0, NULL) == 0, "(tidied)");
 }
 
+/* The connection string's hosts, and whether commits wait for a standby. */
+static void
+test_replication(fs_pg *pg)
+{
+	fs_pg *two = fs_pg_new("host=127.0.0.1,127.0.0.1 port=1,2 target_session_attrs=read-write");
+
+	check(two != NULL && fs_pg_hosts(two) == 2 && fs_pg_hosts(pg) == 1,
+	    "a multi-host string names 2 hosts, the test server's 1");
+	fs_pg_free(two);
+	check(fs_pg_synchronous(pg) == 0, "a server without a standby commits alone (0)");
+}
+
 static void
 test_reconnect(fs_pg *pg, struct test_pg *server)
 {
@@ -143,6 +155,7 @@ main(void)
 		return 99;
 	test_statements(pg);
 	test_read_only(pg);
+	test_replication(pg);
 	test_reconnect(pg, &server);
 	fs_pg_free(pg);
 	test_pg_finish(&server);

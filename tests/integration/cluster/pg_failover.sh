@@ -16,6 +16,8 @@
 # find it. g_status N: deploy/stack's status line of pg-N.
 g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 40)); }
 g_status() { "$stack" status "pg-$1" 2>/dev/null; }
+# g_sync: the line of /metrics that says whether commits wait for a standby.
+g_sync() { curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" | grep '^flashsale_pg_synchronous '; }
 # g_answer METHOD PATH TOKEN: "STATUS RETRY-AFTER" of a request.
 g_answer() {
 	curl -s -o /dev/null -D "$FLASHSALE_STATE/g.headers" -w '%{http_code}' -X "$1" \
@@ -30,6 +32,7 @@ case $(g_status "$primary") in
 *"primary, quorum standby"*) ok "pg-$primary is the primary with a synchronous standby" ;;
 *) not_ok "pg-$primary is the primary with a synchronous standby" "$(g_status "$primary")" ;;
 esac
+is "$(g_sync)" "flashsale_pg_synchronous 1" "/metrics: commits wait for the standby"
 
 # Three shoppers of a sale of their own, each with a PENDING order: one to
 # check out, one to cancel and one to pay during the failover.
@@ -54,7 +57,7 @@ sale=$1 item=$2
 k_pids_of "pg-$primary"
 k_burst kp "$sale" 3000 4
 k_until_purchases 20
-k_kill
+k_kill 2>/dev/null # backends listed a moment ago may have ended
 killed_at=$(k_now_ms)
 # During the failover: the payment, checkout, cancel and an expiry run.
 is "$(p_press "$pay_url" pay)" "303" "the shopper pays at the provider during the failover"
@@ -78,6 +81,7 @@ case $(g_status "$standby") in
 *"primary ALONE"*) ok "pg-$standby says it is alone: commits are on one node until pg-$primary is back" ;;
 *) not_ok "pg-$standby says it is alone" "$(g_status "$standby")" ;;
 esac
+is "$(g_sync)" "flashsale_pg_synchronous 0" "and so does /metrics (the alert FlashsaleDatabaseAlone)"
 wait "$k_burst_pid"
 requests=$(wc -l <"$k_out" | tr -d ' ')
 is "$(awk '$1 != "202" && $1 != "410"' "$k_out" | wc -l | tr -d ' ')" "0" \
@@ -113,5 +117,6 @@ is "$p_out" "standby" "pg-$primary rejoins as a standby of pg-$standby"
 is "$(g_primary)" "$standby" "writes still go to pg-$standby"
 p_until 30 1 sh -c "\"$stack\" status pg-$standby | grep -c 'primary, quorum standby'"
 is "$p_out" "1" "pg-$standby has a synchronous standby again"
+is "$(g_sync)" "flashsale_pg_synchronous 1" "and /metrics says so"
 is "$("$stack" status pg-1 | grep -c 'up (.*primary'; "$stack" status pg-2 | grep -c 'up (.*primary')" "$(printf '%s\n%s' \
     "$((standby == 1))" "$((standby == 2))")" "one primary, never two"
