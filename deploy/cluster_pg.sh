@@ -247,8 +247,14 @@ start_pg_node() {
 # then the second; then the schema, on the primary.
 start_pg_cluster() {
 	start_pg_monitor
+	# A formed pair starts together: a node waiting alone for its state
+	# would have the monitor fail the other over meanwhile.
+	if [ -f "$(pg_node_data 1)/PG_VERSION" ] && [ -f "$(pg_node_data 2)/PG_VERSION" ]; then
+		PG_NOWAIT=1
+	fi
 	start_pg_node 1
 	start_pg_node 2
+	PG_NOWAIT=
 	wait_for 120 pg_formation_ok || die "no primary with a synchronous standby; see $LOG/pg-*.log"
 	migrate_postgres
 	say postgres "primary with a synchronous standby (monitor 127.0.0.1:$PORT_PG_MONITOR)"

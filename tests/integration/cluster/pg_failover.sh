@@ -94,6 +94,8 @@ is "$(psql_q "SELECT count(*) - count(DISTINCT id) FROM orders WHERE sale_id = $
     "no order id twice"
 admin reconcile "$sale" --check >/dev/null 2>&1
 is "$?" "0" "reconcile --check finds nothing to repair"
+admin sale watch "$sale" --once --origin "$FLASHSALE_ORIGIN_URL" >/dev/null 2>&1
+is "$?" "0" "sale watch --once works on the new primary"
 diag "PostgreSQL failover: writable again ${failover_ms} ms after the kill; orders waiting in Kafka at the worst moment $waiting; lost $k_lost, duplicated $k_dup, oversold $k_oversold"
 k_report "primary killed" 1 "$requests"
 
