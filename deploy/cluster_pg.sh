@@ -153,7 +153,7 @@ pg_include_conf() {
 }
 
 pg_prepare_dirs() {
-	for pdir in "$PGAF_HOME" "$@"; do
+	for pdir in "$PGAF_HOME" "$PGAF_HOME/run" "$@"; do
 		mkdir -p "$pdir"
 		chown postgres:postgres "$pdir"
 		chmod 700 "$pdir"
@@ -165,8 +165,14 @@ pg_prepare_dirs() {
 	pg_write_confs
 }
 
-# spawn_pgautoctl PART DATA: pg_autoctl run in the background.
+# spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
+# left by a pg_autoctl that was killed goes first: its PID may still be a
+# zombie, which pg_autoctl would take for a live instance.
 spawn_pgautoctl() {
+	sp_pidfile=$PGAF_HOME/run/pg_autoctl$2/pg_autoctl.pid
+	if [ -f "$sp_pidfile" ] && ! pid_alive "$(head -n 1 "$sp_pidfile")"; then
+		rm -f "$sp_pidfile"
+	fi
 	setsid runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
 		pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
@@ -200,15 +206,19 @@ pg_node_states() {
 	pg_node_q monitor "SELECT reportedstate || ' ' || goalstate FROM pgautofailover.node WHERE nodename = 'pg-$1'"
 }
 
-# True when the formation has a writable primary and a synchronous standby.
+# True when the formation has a primary and a synchronous standby (as the
+# monitor last heard, which may be from before a restart) and the primary
+# takes writes now.
 pg_formation_ok() {
 	[ "$(pg_node_q monitor "SELECT count(*) FROM pgautofailover.node
-		WHERE reportedstate = goalstate AND reportedstate IN ('primary', 'secondary')")" = 2 ]
+		WHERE reportedstate = goalstate AND reportedstate IN ('primary', 'secondary')")" = 2 ] &&
+		[ "$(psql_super -A -t -c 'SELECT 1' 2>/dev/null)" = 1 ]
 }
 
 # True when node N runs a PostgreSQL that accepts writes, or has become a
 # replica of one (a node that starts alone does).
 pg_node_settled() {
+	[ "$(pg_node_q "$1" 'SELECT 1')" = 1 ] || return 1
 	case $(pg_node_states "$1") in
 	"single single" | "primary primary" | "wait_primary wait_primary" | "secondary secondary") return 0 ;;
 	esac
