@@ -27,7 +27,7 @@
 #                  round-robin director over the origins, base+9 scraping
 #                  both origins)
 #
-# With the default test base 28080 the highest port is 28116: below the
+# With the default test base 28080 the highest port is 28122: below the
 # ephemeral range, and clear of the single topology's base+0..9 but for the
 # parts that are the same in both (edge, origin port, PostgreSQL, provider,
 # Prometheus).
