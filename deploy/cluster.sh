@@ -14,7 +14,9 @@
 #                  test can cut one node off while its clients still reach
 #                  it (a node announces 127.0.2.N, where the relay listens,
 #                  and dials from there; clients get 127.0.0.1)
-#   postgres       one, as in the single topology (base+3)
+#   pg-monitor     PostgreSQL under pg_auto_failover (deploy/cluster_pg.sh):
+#   pg-1, pg-2     the monitor (base+50) and two nodes (base+51, +52), one
+#                  primary and one synchronous standby
 #   kafka-1..3     KRaft, each broker (base+31..33) and controller
 #                  (base+34..36), replication listener (base+41..43, where
 #                  the other brokers reach it through the relay); both topics replicated 3 times with
@@ -31,7 +33,7 @@
 #                  round-robin director over the origins, base+9 scraping
 #                  both origins)
 #
-# With the default test base 28080 the highest port is 28116: below the
+# With the default test base 28080 the highest port is 28122: below the
 # ephemeral range, and clear of the single topology's base+0..9 but for the
 # parts that are the same in both (edge, origin port, PostgreSQL, provider,
 # Prometheus).
@@ -78,7 +80,9 @@ PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-$ORIGIN_A:$PORT_ORIGIN $ORIGI
 # The operator's user also replicates (masteruser) and forms the cluster.
 REDIS_ADMIN_EXTRA="+psync +replconf +sync +cluster|addslots +cluster|addslotsrange +cluster|meet +cluster|replicate +cluster|set-config-epoch +cluster|setslot +cluster|failover +cluster|replicas"
 
-PARTS="relay redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 postgres kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
+. "$here/cluster_pg.sh"
+
+PARTS="relay redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 pg-monitor pg-1 pg-2 kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
 
 # The stack's own directories; an origin host's replace them (use_origin).
 STACK_RUN=$RUN
@@ -487,6 +491,8 @@ part_do() {
 	*:kafka-*) "$1_kafka" ;;
 	*:consumer-*) "$1_consumer" ;;
 	*:origin-*) "$1_origin" "${2#origin-}" ;;
+	*:pg-monitor) "$1_pg_monitor" ;;
+	*:pg-[1-9]) "$1_pg_node" "${2#pg-}" ;;
 	*) "$1_$2" ;;
 	esac
 }
@@ -502,7 +508,7 @@ cmd_up() {
 	done
 	REDIS_NOWAIT=
 	create_redis_cluster
-	start_postgres
+	start_pg_cluster
 	start_kafka_cluster
 	start_provider
 	for o in $ORIGINS; do
@@ -535,7 +541,10 @@ cmd_down() {
 	use_stack
 	stop_provider
 	stop_together 60 kafka $(for n in $KAFKA_NODES; do echo "kafka-$n"; done)
-	stop_postgres
+	# The monitor first: stopping a primary must start no failover.
+	stop_pg_monitor
+	stop_pg_node 2
+	stop_pg_node 1
 	stop_together 10 redis $(for n in $REDIS_NODES; do echo "redis-$n"; done)
 	stop_relay
 }

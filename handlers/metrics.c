@@ -42,7 +42,7 @@ write_store_gauges(struct app *app, FILE *out)
 	long long lag = -1;
 	long overdue = 0, owed = 0, failing = 0;
 	double oldest = 0;
-	int pg_up = 0;
+	int pg_up = 0, sync;
 
 	if (brokers[0] != '\0' &&
 	    (lag = fs_kafka_group_lag(brokers, FS_ORDERTOPIC_GROUP, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC),
@@ -62,6 +62,13 @@ write_store_gauges(struct app *app, FILE *out)
 		fprintf(out, "flashsale_store_up{store=\"kafka\"} %d\n", lag >= 0);
 	if (app->pg != NULL)
 		fprintf(out, "flashsale_store_up{store=\"postgresql\"} %d\n", pg_up);
+	/* Several hosts: a primary and its standby, whose absence is news. */
+	if (pg_up && fs_pg_hosts(app->pg) > 1 && (sync = fs_pg_synchronous(app->pg)) >= 0)
+		fprintf(out,
+		    "# HELP flashsale_pg_synchronous Whether PostgreSQL's commits wait for a synchronous standby (0: the primary is alone).\n"
+		    "# TYPE flashsale_pg_synchronous gauge\n"
+		    "flashsale_pg_synchronous %d\n",
+		    sync);
 	if (lag >= 0)
 		fprintf(out,
 		    "# HELP flashsale_consumer_lag_messages Order messages the consumer group has not committed.\n"

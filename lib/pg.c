@@ -74,6 +74,13 @@ fs_pg_connect(fs_pg *pg)
 	return 0;
 }
 
+/* 25006 read_only_sql_transaction: a write reached a read-only server. */
+static int
+is_read_only(const char *sqlstate)
+{
+	return sqlstate != NULL && strcmp(sqlstate, "25006") == 0;
+}
+
 int
 fs_pg_lost(const fs_pg *pg)
 {
@@ -100,6 +107,16 @@ fs_pg_exec(fs_pg *pg, const char *sql, int nparams, const char *const *params)
 		fs_metrics_count(FS_M_PG_RECONNECTS);
 		PQfinish(pg->conn);
 		pg->conn = NULL;
+	} else if (res != NULL && is_read_only(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
+		/*
+		 * The server became a standby under us (a failover demoted it):
+		 * a connection failure too, so that the next statement connects
+		 * again and libpq's target_session_attrs finds the new primary.
+		 */
+		set_err(pg, "08006", PQresultErrorMessage(res));
+		fs_metrics_count(FS_M_PG_RECONNECTS);
+		PQfinish(pg->conn);
+		pg->conn = NULL;
 	} else {
 		set_err(pg, res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL,
 		    res != NULL ? PQresultErrorMessage(res) : PQerrorMessage(pg->conn));
@@ -123,4 +140,34 @@ int
 fs_pg_ping(fs_pg *pg)
 {
 	return fs_pg_run(pg, "SELECT 1", 0, NULL);
+}
+
+int
+fs_pg_hosts(const fs_pg *pg)
+{
+	PQconninfoOption *opts, *o;
+	int n = 1;
+
+	if ((opts = PQconninfoParse(pg->conninfo, NULL)) == NULL)
+		return 1;
+	for (o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "host") == 0 && o->val != NULL)
+			for (const char *c = o->val; *c != '\0'; c++)
+				n += *c == ',';
+	PQconninfoFree(opts);
+	return n;
+}
+
+int
+fs_pg_synchronous(fs_pg *pg)
+{
+	PGresult *res = fs_pg_exec(pg, "SELECT current_setting('synchronous_standby_names') <> ''", 0,
+	    NULL);
+	int sync;
+
+	if (res == NULL)
+		return -1;
+	sync = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return sync;
 }

@@ -28,10 +28,22 @@ int fs_pg_connect(fs_pg *);
 PGresult *fs_pg_exec(fs_pg *, const char *sql, int nparams, const char *const *params);
 /* Runs a statement whose result is not needed; 0 or -1. */
 int fs_pg_run(fs_pg *, const char *sql, int nparams, const char *const *params);
-/* True when the last failure was the connection, not the statement. */
+/*
+ * True when the last failure was the connection, not the statement; a
+ * write refused by a server that became read-only (a failover demoted it)
+ * counts as one, and the next statement connects again.
+ */
 int fs_pg_lost(const fs_pg *);
 
 /* SELECT 1: 0 when the server answers, -1 with errstr set. */
 int fs_pg_ping(fs_pg *);
+
+/* How many hosts the connection string names (1 without any). */
+int fs_pg_hosts(const fs_pg *);
+/*
+ * Whether a commit waits for a synchronous standby (synchronous_standby_names
+ * is set): 1, 0 when the server commits alone, -1 with errstr set.
+ */
+int fs_pg_synchronous(fs_pg *);
 
 #endif

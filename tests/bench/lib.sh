@@ -258,8 +258,12 @@ component_pids() {
 		esac
 	done
 	if [ "$1" = postgres ]; then
-		master=$(head -n 1 "$STATE/postgres/postmaster.pid" 2>/dev/null)
-		[ -n "$master" ] && echo "$master" && pgrep -P "$master"
+		# The cluster topology's two nodes (deploy/cluster_pg.sh) both
+		# count: the standby's work is the price of synchronous commits.
+		for pgdata in "$STATE/postgres" "$STATE"/pgha/pg-[0-9]; do
+			master=$(head -n 1 "$pgdata/postmaster.pid" 2>/dev/null)
+			[ -n "$master" ] && echo "$master" && pgrep -P "$master"
+		done
 	fi
 	return 0
 }

@@ -93,6 +93,39 @@ test_statements(fs_pg *pg)
 	    "a parameter of the wrong form: SQLSTATE 22P02");
 }
 
+/*
+ * A server that turns read-only under a connection (a failover demoted it)
+ * refuses the write with 25006: reported as a lost connection, dropped, and
+ * the next statement connects again (where the primary now is).
+ */
+static void
+test_read_only(fs_pg *pg)
+{
+	const char *p3[] = { "d", "40" };
+	const char *ins = "INSERT INTO pg_unit (name, n) VALUES ($1, $2::int)";
+
+	check(fs_pg_run(pg, "SET default_transaction_read_only = on", 0, NULL) == 0,
+	    "the session turns read-only");
+	check(fs_pg_run(pg, ins, 2, p3) == -1 && fs_pg_lost(pg) && pg->conn == NULL &&
+	    strstr(pg->errstr, "read-only") != NULL,
+	    "a write to a read-only server fails as a lost connection, and drops it");
+	check(fs_pg_run(pg, ins, 2, p3) == 0 && pg->err == 0,
+	    "the next statement connects again and writes");
+	check(fs_pg_run(pg, "DELETE FROM pg_unit WHERE name = 'd'", 0, NULL) == 0, "(tidied)");
+}
+
+/* The connection string's hosts, and whether commits wait for a standby. */
+static void
+test_replication(fs_pg *pg)
+{
+	fs_pg *two = fs_pg_new("host=127.0.0.1,127.0.0.1 port=1,2 target_session_attrs=read-write");
+
+	check(two != NULL && fs_pg_hosts(two) == 2 && fs_pg_hosts(pg) == 1,
+	    "a multi-host string names 2 hosts, the test server's 1");
+	fs_pg_free(two);
+	check(fs_pg_synchronous(pg) == 0, "a server without a standby commits alone (0)");
+}
+
 static void
 test_reconnect(fs_pg *pg, struct test_pg *server)
 {
@@ -121,6 +154,8 @@ main(void)
 	if ((pg = fs_pg_new(server.conninfo)) == NULL)
 		return 99;
 	test_statements(pg);
+	test_read_only(pg);
+	test_replication(pg);
 	test_reconnect(pg, &server);
 	fs_pg_free(pg);
 	test_pg_finish(&server);

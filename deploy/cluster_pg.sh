@@ -1,0 +1,318 @@
+# shellcheck shell=sh
+# PostgreSQL of the cluster topology, sourced by deploy/cluster.sh: two
+# nodes with synchronous replication under pg_auto_failover (Debian's
+# postgresql-15-auto-failover), whose monitor decides failovers.
+#
+#   pg-monitor   the monitor: a PostgreSQL of its own (base+50) that
+#                health-checks the nodes every second and drives each
+#                keeper's state machine
+#   pg-1, pg-2   base+51, base+52: pg_autoctl (the keeper) and the
+#                PostgreSQL it runs; one primary, one synchronous standby
+#                (synchronous_standby_names 'ANY 1 (...)', commits wait
+#                for the standby's flush)
+#
+# The programs reach the primary through libpq's multi-host connection
+# string (target_session_attrs=read-write): no router to run or to fail,
+# and a standby being promoted stays read-only until the monitor confirms
+# the promotion, so nobody writes to two primaries.
+#
+# Tuned for a sale (docs/CLUSTER.md): the monitor calls a node dead after
+# 3 s of failed checks and promotes the standby without waiting more than
+# 5 s for the old primary to say it stepped down (a primary cut off from
+# the monitor and the standby cannot commit meanwhile: its commits wait
+# for the standby that is gone); a primary that reaches neither the
+# monitor nor a standby steps down itself after 5 s.
+#
+# When the standby dies the primary goes on alone (the monitor clears
+# synchronous_standby_names: state wait_primary) and says so: `status`
+# prints "ALONE", the metric flashsale_pg_synchronous drops to 0 and the
+# alert FlashsaleDatabaseAlone fires.
+
+PG_NODES="1 2"
+PORT_PG_MONITOR=$((BASE + 50))
+PG_PORTS="$((BASE + 51)) $((BASE + 52))"
+# Everything of PostgreSQL's under one directory of the user postgres
+# (pg_autoctl renames a standby's data directory when it rebuilds it):
+# the data directories, pg_autoctl's configuration, state and pid files
+# (its XDG directories) and the backups a standby is built from.
+PGAF_HOME=$STATE/pgha
+PG_MONITOR_DATA=$PGAF_HOME/pg-monitor
+# The keepers reach their PostgreSQL through the default socket directory.
+PGAF_SOCKDIR=/var/run/postgresql
+PG_MONITOR_URI="postgres://autoctl_node@127.0.0.1:$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable"
+
+pg_node_port() { echo $((BASE + 50 + $1)); }
+pg_node_data() { echo "$PGAF_HOME/pg-$1"; }
+
+# pg_autoctl as the OS user postgres, with its files under $PGAF_HOME.
+as_pgautoctl() {
+	runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
+		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" "$@"
+}
+
+# The application's connection string: both nodes, the primary chosen by
+# libpq (a node that refuses, or answers read-only, is skipped).
+pg_conninfo() {
+	echo "host=127.0.0.1,127.0.0.1 port=$(pg_node_port 1),$(pg_node_port 2) dbname=$1 user=$PG_ROLE passfile=$SECRETS/pgpass target_session_attrs=read-write connect_timeout=2"
+}
+
+# psql as the superuser (peer, on the socket) on the primary.
+psql_super() {
+	PGOPTIONS='-c client_min_messages=warning' as_postgres psql -X -q \
+		"host=$PGAF_SOCKDIR,$PGAF_SOCKDIR port=$(pg_node_port 1),$(pg_node_port 2) user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2" \
+		-v ON_ERROR_STOP=1 "$@"
+}
+
+# psql as the superuser on one node (N) or the monitor (monitor): one value.
+pg_node_q() {
+	if [ "$1" = monitor ]; then
+		pnq_port=$PORT_PG_MONITOR pnq_db=pg_auto_failover
+	else
+		pnq_port=$(pg_node_port "$1") pnq_db=postgres
+	fi
+	as_postgres psql -X -q -A -t -h "$PGAF_SOCKDIR" -p "$pnq_port" -U postgres -d "$pnq_db" \
+		-c "$2" 2>/dev/null
+}
+
+# The live PIDs of pg-N or pg-monitor: the pg_autoctl we started and every
+# process under it (its services, the postmaster and its backends), so that
+# kill takes the node whole, as a host that dies would.
+pg_part_pids() {
+	ppp_root=$(live_pids pg_autoctl $(pids_in "$RUN/$1.pid"))
+	[ -n "$ppp_root" ] || return 0
+	ps -e -o pid= -o ppid= | awk -v root="$ppp_root" '
+		{ parent[$1] = $2 }
+		END {
+			keep[root] = 1
+			do { grew = 0
+				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
+			} while (grew)
+			for (p in keep) print p
+		}'
+}
+
+pg_write_confs() {
+	# Who may connect: the superuser by peer (this script and the keepers,
+	# as the OS user postgres), the application role with its password,
+	# and pg_auto_failover's own roles (replication, rewind, health checks,
+	# the keepers' reports) from loopback only.
+	cat >"$CONF/pg-node_hba.conf" <<EOF
+local all postgres peer
+local all $PG_ROLE scram-sha-256
+host all $PG_ROLE 127.0.0.1/32 scram-sha-256
+host replication pgautofailover_replicator 127.0.0.1/32 trust
+host postgres pgautofailover_replicator 127.0.0.1/32 trust
+host postgres pgautofailover_monitor 127.0.0.1/32 trust
+EOF
+	cat >"$CONF/pg-monitor_hba.conf" <<EOF
+local all postgres peer
+host pg_auto_failover autoctl_node 127.0.0.1/32 trust
+EOF
+	# After pg_auto_failover's own settings (included before these): the
+	# stack's sizes instead of its host-wide tuning, loopback only.
+	cat >"$CONF/pg-node.conf" <<EOF
+listen_addresses = '127.0.0.1'
+hba_file = '$CONF/pg-node_hba.conf'
+password_encryption = scram-sha-256
+max_connections = 200
+shared_buffers = 256MB
+effective_cache_size = 1GB
+maintenance_work_mem = 64MB
+work_mem = 4MB
+logging_collector = off
+log_line_prefix = '%m [%p] %q%u@%d '
+wal_sender_timeout = 5s
+wal_receiver_timeout = 5s
+EOF
+	# The monitor: checks every second, a node is dead after 3 s of
+	# failed checks, the standby is promoted without waiting more than 5 s
+	# for the old primary to step down (defaults: 20 s, 20 s and 30 s).
+	cat >"$CONF/pg-monitor.conf" <<EOF
+listen_addresses = '127.0.0.1'
+hba_file = '$CONF/pg-monitor_hba.conf'
+max_connections = 50
+shared_buffers = 32MB
+effective_cache_size = 256MB
+maintenance_work_mem = 16MB
+work_mem = 4MB
+logging_collector = off
+pgautofailover.health_check_period = 1000
+pgautofailover.health_check_timeout = 1000
+pgautofailover.health_check_max_retries = 1
+pgautofailover.health_check_retry_delay = 500
+pgautofailover.node_considered_unhealthy_timeout = 3000
+pgautofailover.primary_demote_timeout = 5000
+EOF
+}
+
+# Appends the include of CONF to DATA's postgresql.conf once (a standby's
+# copy of the primary's file has it already).
+pg_include_conf() {
+	grep -q "^include_if_exists = '$2'" "$1/postgresql.conf" ||
+		echo "include_if_exists = '$2'" | as_postgres tee -a "$1/postgresql.conf" >/dev/null
+}
+
+pg_prepare_dirs() {
+	for pdir in "$PGAF_HOME" "$PGAF_HOME/run" "$@"; do
+		mkdir -p "$pdir"
+		chown postgres:postgres "$pdir"
+		chmod 700 "$pdir"
+	done
+	mkdir -p "$PGAF_SOCKDIR"
+	chown postgres:postgres "$PGAF_SOCKDIR"
+	touch "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
+	chown postgres:postgres "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
+	pg_write_confs
+}
+
+# spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
+# left by a pg_autoctl that was killed goes first: its PID may still be a
+# zombie, which pg_autoctl would take for a live instance.
+spawn_pgautoctl() {
+	sp_pidfile=$PGAF_HOME/run/pg_autoctl$2/pg_autoctl.pid
+	if [ -f "$sp_pidfile" ] && ! pid_alive "$(head -n 1 "$sp_pidfile")"; then
+		rm -f "$sp_pidfile"
+	fi
+	setsid runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
+		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
+		pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
+	echo $! >"$RUN/$1.pid"
+}
+
+ready_pg_monitor() {
+	[ "$(pg_node_q monitor 'SELECT 1')" = 1 ]
+}
+
+start_pg_monitor() {
+	if [ -n "$(pg_part_pids pg-monitor)" ]; then
+		say pg-monitor "already running (pid $(cat "$RUN/pg-monitor.pid"))"
+		return 0
+	fi
+	pg_prepare_dirs
+	if [ ! -f "$PG_MONITOR_DATA/PG_VERSION" ]; then
+		as_pgautoctl pg_autoctl create monitor --pgdata "$PG_MONITOR_DATA" \
+			--pgport "$PORT_PG_MONITOR" --hostname 127.0.0.1 --skip-pg-hba \
+			--no-ssl --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
+			die "pg_autoctl create monitor failed; see $LOG/pg-monitor.log"
+		pg_include_conf "$PG_MONITOR_DATA" "$CONF/pg-monitor.conf"
+	fi
+	spawn_pgautoctl pg-monitor "$PG_MONITOR_DATA"
+	wait_for 60 ready_pg_monitor || die "the monitor does not answer; see $LOG/pg-monitor.log"
+	say pg-monitor "up (pid $(cat "$RUN/pg-monitor.pid"), port $PORT_PG_MONITOR)"
+}
+
+# "STATE GOAL" of node pg-N as the monitor sees them (reported, assigned).
+pg_node_states() {
+	pg_node_q monitor "SELECT reportedstate || ' ' || goalstate FROM pgautofailover.node WHERE nodename = 'pg-$1'"
+}
+
+# True when the formation has a primary and a synchronous standby (as the
+# monitor last heard, which may be from before a restart) and the primary
+# takes writes now.
+pg_formation_ok() {
+	[ "$(pg_node_q monitor "SELECT count(*) FROM pgautofailover.node
+		WHERE reportedstate = goalstate AND reportedstate IN ('primary', 'secondary')")" = 2 ] &&
+		[ "$(psql_super -A -t -c 'SELECT 1' 2>/dev/null)" = 1 ]
+}
+
+# True when node N runs a PostgreSQL that accepts writes, or has become a
+# replica of one (a node that starts alone does).
+pg_node_settled() {
+	[ "$(pg_node_q "$1" 'SELECT 1')" = 1 ] || return 1
+	case $(pg_node_states "$1") in
+	"single single" | "primary primary" | "wait_primary wait_primary" | "secondary secondary") return 0 ;;
+	esac
+	return 1
+}
+
+start_pg_node() {
+	name=pg-$1
+	data=$(pg_node_data "$1")
+	if [ -n "$(pg_part_pids "$name")" ]; then
+		say "$name" "already running (pid $(cat "$RUN/$name.pid"))"
+		return 0
+	fi
+	ready_pg_monitor || die "$name needs the monitor: deploy/stack start pg-monitor"
+	pg_prepare_dirs
+	if [ ! -f "$data/PG_VERSION" ]; then
+		# The second node starts as a standby of the first (pg_basebackup).
+		as_pgautoctl pg_autoctl create postgres --pgdata "$data" --pgport "$(pg_node_port "$1")" \
+			--hostname 127.0.0.1 --listen 127.0.0.1 --name "$name" --monitor "$PG_MONITOR_URI" \
+			--dbname postgres --skip-pg-hba --no-ssl --pgctl "$PGBIN/pg_ctl" \
+			>>"$LOG/$name.log" 2>&1 || die "pg_autoctl create postgres failed; see $LOG/$name.log"
+		pg_include_conf "$data" "$CONF/pg-node.conf"
+		# A primary that reaches neither the monitor nor a standby steps
+		# down after 5 s (default 20 s).
+		as_pgautoctl pg_autoctl config set --pgdata "$data" timeout.network_partition_timeout 5 \
+			>>"$LOG/$name.log" 2>&1
+	fi
+	spawn_pgautoctl "$name" "$data"
+	if [ -z "${PG_NOWAIT:-}" ]; then
+		wait_for 120 pg_node_settled "$1" || die "$name did not join; see $LOG/$name.log"
+	fi
+	say "$name" "up (pid $(cat "$RUN/$name.pid"), 127.0.0.1:$(pg_node_port "$1"), $(pg_node_states "$1"))"
+}
+
+# The monitor, then the first node (primary when the formation is new),
+# then the second; then the schema, on the primary.
+start_pg_cluster() {
+	start_pg_monitor
+	# A formed pair starts together: a node waiting alone for its state
+	# would have the monitor fail the other over meanwhile.
+	if [ -f "$(pg_node_data 1)/PG_VERSION" ] && [ -f "$(pg_node_data 2)/PG_VERSION" ]; then
+		PG_NOWAIT=1
+	fi
+	start_pg_node 1
+	start_pg_node 2
+	PG_NOWAIT=
+	wait_for 120 pg_formation_ok || die "no primary with a synchronous standby; see $LOG/pg-*.log"
+	migrate_postgres
+	say postgres "primary with a synchronous standby (monitor 127.0.0.1:$PORT_PG_MONITOR)"
+}
+
+# stop_pg PART DATA: pg_autoctl stop (fast shutdown), then signals.
+stop_pg() {
+	sp_pids=$(pg_part_pids "$1")
+	if [ -z "$sp_pids" ]; then
+		say "$1" "not running"
+		return 0
+	fi
+	as_pgautoctl pg_autoctl stop --pgdata "$2" >>"$LOG/$1.log" 2>&1 || true
+	# shellcheck disable=SC2086
+	wait_for 30 all_dead $sp_pids || kill_pids 5 $sp_pids
+	rm -f "$RUN/$1.pid"
+	say "$1" "stopped (pid $(echo $sp_pids))"
+}
+stop_pg_monitor() { stop_pg pg-monitor "$PG_MONITOR_DATA"; }
+stop_pg_node() { stop_pg "pg-$1" "$(pg_node_data "$1")"; }
+
+status_pg_monitor() {
+	if [ -z "$(pg_part_pids pg-monitor)" ] || ! ready_pg_monitor; then
+		say pg-monitor "down"
+		return 1
+	fi
+	say pg-monitor "up (pid $(cat "$RUN/pg-monitor.pid"), port $PORT_PG_MONITOR, $(pg_node_q monitor \
+		"SELECT string_agg(nodename || ' ' || reportedstate || CASE WHEN goalstate <> reportedstate THEN '->' || goalstate ELSE '' END, ', ' ORDER BY nodename) FROM pgautofailover.node"))"
+}
+
+# "up (pid, address, primary, synchronous standby pg-2, lag N bytes)",
+# "primary ALONE ...", or "standby of pg-1, replay lag N bytes".
+status_pg_node() {
+	name=pg-$1
+	if [ -z "$(pg_part_pids "$name")" ] || [ "$(pg_node_q "$1" 'SELECT 1')" != 1 ]; then
+		say "$name" "down"
+		return 1
+	fi
+	if [ "$(pg_node_q "$1" 'SELECT pg_is_in_recovery()')" = t ]; then
+		role=$(pg_node_q "$1" "SELECT 'standby of ' || coalesce((SELECT 'pg-' || (sender_port - $BASE - 40)::text
+			|| ', ' || status FROM pg_stat_wal_receiver), 'nobody (no WAL receiver)')
+			|| ', replay lag ' || coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0)::bigint || ' bytes'")
+	else
+		role=$(pg_node_q "$1" "SELECT CASE WHEN current_setting('synchronous_standby_names') = ''
+			THEN 'primary ALONE (no synchronous standby: commits are on this node only)'
+			ELSE 'primary, ' || coalesce((SELECT string_agg(sync_state || ' standby ' || replace(application_name, 'pgautofailover_standby_', 'node ')
+				|| ' lag ' || pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint || ' bytes', ', ')
+				FROM pg_stat_replication), 'no standby connected: commits wait') END")
+	fi
+	say "$name" "up (pid $(cat "$RUN/$name.pid"), 127.0.0.1:$(pg_node_port "$1"), $role; monitor: $(pg_node_states "$1"))"
+}

@@ -1,0 +1,46 @@
+# The PostgreSQL standby is SIGKILLed mid-burst. The stated behaviour: the
+# primary goes on alone, and says so. Its commits wait a few seconds for
+# the standby that is gone, until the monitor releases them (wait_primary,
+# synchronous_standby_names cleared); deploy/stack status prints "ALONE",
+# /metrics flashsale_pg_synchronous 0 (the alert FlashsaleDatabaseAlone).
+# Every 202 is recorded once. The standby, started again, catches up and
+# commits wait for it again.
+
+. "$top_srcdir/tests/integration/cluster_lib.sh"
+. "$top_srcdir/tests/integration/pipeline_lib.sh"
+
+g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 40)); }
+g_sync() { curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" | grep '^flashsale_pg_synchronous '; }
+
+primary=$(g_primary)
+standby=$((3 - primary))
+p_until 60 1 sh -c "\"$stack\" status pg-$primary | grep -c 'primary, quorum standby'"
+is "$p_out" "1" "pg-$primary is the primary, pg-$standby its synchronous standby"
+
+units=300
+set -- $(new_sale -5 $units)
+sale=$1 item=$2
+k_pids_of "pg-$standby"
+k_burst ks "$sale" 1500 4
+k_until_purchases 20
+k_kill 2>/dev/null # backends listed a moment ago may have ended
+killed_at=$(k_now_ms)
+p_until 30 1 sh -c "\"$stack\" status pg-$primary | grep -c 'primary ALONE'"
+is "$p_out" "1" "pg-$primary goes on alone and says so in deploy/stack status"
+alone_ms=$(($(k_now_ms) - killed_at))
+is "$(g_sync)" "flashsale_pg_synchronous 0" "and in /metrics (the alert FlashsaleDatabaseAlone)"
+wait "$k_burst_pid"
+requests=$(wc -l <"$k_out" | tr -d ' ')
+is "$(awk '$1 != "202" && $1 != "410"' "$k_out" | wc -l | tr -d ' ')" "0" "every answer is 202 or 410"
+if consumer_caught_up 60; then ok "the consumers record every order on the lone primary"; else
+	not_ok "the consumers record every order on the lone primary" "lag: $("$FLASHSALE_BINDIR/flashsale-consumer" --lag 2>&1)"; fi
+k_sweep "$sale" "$item" "$k_out"
+is "$k_202 $k_live $k_failed" "$units $units 0" "$units 202s, $units live orders, none FAILED"
+diag "standby killed: the primary went on alone ${alone_ms} ms after the kill (commits waited until then)"
+k_report "standby killed" 1 "$requests"
+
+check "pg-$standby starts again" "$stack" start "pg-$standby"
+p_until 60 1 sh -c "\"$stack\" status pg-$primary | grep -c 'primary, quorum standby'"
+is "$p_out" "1" "pg-$standby catches up and commits wait for it again"
+is "$(g_sync)" "flashsale_pg_synchronous 1" "/metrics says so"
+is "$(g_primary)" "$primary" "pg-$primary stayed the primary throughout"
