@@ -304,7 +304,7 @@ status_pg_node() {
 		return 1
 	fi
 	if [ "$(pg_node_q "$1" 'SELECT pg_is_in_recovery()')" = t ]; then
-		role=$(pg_node_q "$1" "SELECT 'standby of ' || coalesce((SELECT 'pg-' || (sender_port - $BASE - 40)::text
+		role=$(pg_node_q "$1" "SELECT 'standby of ' || coalesce((SELECT 'pg-' || (sender_port - $BASE - 50)::text
 			|| ', ' || status FROM pg_stat_wal_receiver), 'nobody (no WAL receiver)')
 			|| ', replay lag ' || coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0)::bigint || ' bytes'")
 	else

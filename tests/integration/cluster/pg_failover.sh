@@ -14,7 +14,7 @@
 
 # g_primary: the node (1, 2) that takes writes, found the way the programs
 # find it. g_status N: deploy/stack's status line of pg-N.
-g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 40)); }
+g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 50)); }
 g_status() { "$stack" status "pg-$1" 2>/dev/null; }
 # g_sync: the line of /metrics that says whether commits wait for a standby.
 g_sync() { curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" | grep '^flashsale_pg_synchronous '; }

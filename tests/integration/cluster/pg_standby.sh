@@ -9,7 +9,7 @@
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 . "$top_srcdir/tests/integration/pipeline_lib.sh"
 
-g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 40)); }
+g_primary() { echo $(($(psql_q 'SELECT inet_server_port()') - FLASHSALE_PORT_BASE - 50)); }
 g_sync() { curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" | grep '^flashsale_pg_synchronous '; }
 
 primary=$(g_primary)
