@@ -1,16 +1,15 @@
 vcl 4.1;
 
-# The caching edge standing in for the CDN. deploy/stack renders this file
+# The caching edge standing in for the CDN, behind the edge's nginx
+# (deploy/edge.conf.in), which answers purchases itself and hands
+# everything else here, on a unix socket. deploy/stack renders this file
 # into $FLASHSALE_STATE/conf/varnish.vcl, filling in the origin port; the
 # cluster topology's lines take two origin hosts instead of one.
 #
 # Cached: static files, the public sale documents (sale, reveal, units
-# left), and an item's sold-out answer to a purchase (410, for at most a
-# second). Passed: every other /api/ request (per user, or not GET/HEAD).
+# left). Passed: every other /api/ request (per user, or not GET/HEAD).
 # Piped: the order events stream. Refused: the operator endpoints (expiry, /metrics, /healthz,
 # /readyz) and the nchan publisher.
-
-import std;
 
 # @SINGLE_BEGIN@
 # The origin's /readyz: its purchase handler answers and reaches Redis and
@@ -86,7 +85,8 @@ sub vcl_backend_fetch {
 }
 
 # An origin that died under a request: once more, on the next healthy one.
-# Safe for a purchase too, since a shopper holds one unit per sale: a
+# Safe for a POST too (a purchase in another spelling than the one the
+# edge's nginx passes itself): a shopper holds one unit per sale, and a
 # repeated purchase is answered 409 with the order it already has.
 sub vcl_backend_error {
 	if (bereq.retries == 0) {
@@ -96,10 +96,12 @@ sub vcl_backend_error {
 # @CLUSTER_END@
 
 sub vcl_recv {
-	# The edge is the first hop: its client's address replaces whatever
-	# X-Forwarded-For the client sent, so the origin's per-IP limit cannot
-	# be dodged by forging the header.
-	set req.http.X-Forwarded-For = client.ip;
+	# The edge's nginx is the first hop and Varnish's only client: it put
+	# its client's address in X-Forwarded-For in place of whatever the
+	# client sent, so that the origin's per-IP limit cannot be dodged by
+	# forging the header. Varnish appends its own client (the socket):
+	# keep the first.
+	set req.http.X-Forwarded-For = regsub(req.http.X-Forwarded-For, "\s*,.*$", "");
 
 	# nginx would decode %XX, merge slashes and resolve dot segments before
 	# routing: refuse such paths here, so that the checks below see the
@@ -118,33 +120,6 @@ sub vcl_recv {
 	if (req.url ~ "^/api/flash-sales/orders/[^/?]+/events(\?|$)") {
 		return (pipe);
 	}
-
-	unset req.http.X-Fs-Bench-Hit;
-	# @BENCH_BEGIN@
-	# The benchmarks' ceiling for the edge (tests/bench/purchase, e0): a
-	# purchase URL behind /bench/edge-hit goes the purchases' way below,
-	# but its 410 is kept an hour, so every request is a cached hit.
-	if (req.url ~ "^/bench/edge-hit/api/") {
-		set req.url = regsub(req.url, "^/bench/edge-hit", "");
-		set req.http.X-Fs-Bench-Hit = "1";
-	}
-	# @BENCH_END@
-
-	# A purchase is looked up by its item alone (vcl_hash): the origin's
-	# 410 SOLD_OUT is the same for every shopper and URL of that item, so
-	# the edge answers it for up to a second and the origin sees about one
-	# purchase per sold-out item per second, not one per shopper. Any other
-	# answer (202, 409, 401, 403, 425, 429, 503 ...) is never stored
-	# (vcl_backend_response); the request still goes to the origin as the
-	# POST it was, body included, token and signed query untouched.
-	if (req.method == "POST" && req.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
-		if (!std.cache_req_body(4KB)) {
-			return (synth(413));
-		}
-		set req.http.X-Fs-Purchase = "1";
-		return (hash);
-	}
-	unset req.http.X-Fs-Purchase;
 
 	if (req.method != "GET" && req.method != "HEAD") {
 		return (pass);
@@ -170,53 +145,13 @@ sub vcl_recv {
 	return (hash);
 }
 
-# One cache entry per URL, whatever Host the client sent; one per item for
-# purchases, whatever their shopper, query string or signature.
+# One cache entry per URL, whatever Host the client sent.
 sub vcl_hash {
-	if (req.http.X-Fs-Purchase) {
-		hash_data("purchase");
-		hash_data(req.http.X-Fs-Bench-Hit);
-		hash_data(regsub(req.url, "\?.*$", ""));
-	} else {
-		hash_data(req.url);
-	}
+	hash_data(req.url);
 	return (lookup);
 }
 
-# A lookup's miss is fetched as a GET without a body: a purchase goes as
-# the POST it is, with its (cached) body.
-sub vcl_backend_fetch {
-	if (bereq.http.X-Fs-Purchase) {
-		set bereq.method = "POST";
-		unset bereq.http.X-Fs-Purchase;
-	}
-}
-
 sub vcl_backend_response {
-	# A purchase: only the sold-out answer is kept, for one second, never
-	# served stale (grace 0) so a unit that comes back sells again within
-	# about a second. Anything else becomes a hit-for-miss object: the
-	# next purchases of the item go to the origin at once, in parallel
-	# (never queued behind one another), and a later 410 may be stored.
-	if (bereq.method == "POST" && bereq.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
-		unset beresp.http.Set-Cookie;
-		if (beresp.status == 410) {
-			set beresp.ttl = 1s;
-			set beresp.grace = 0s;
-			set beresp.keep = 0s;
-			# @BENCH_BEGIN@
-			if (bereq.http.X-Fs-Bench-Hit) {
-				set beresp.ttl = 1h;
-			}
-			# @BENCH_END@
-		} else {
-			set beresp.ttl = 5s;
-			set beresp.grace = 0s;
-			set beresp.keep = 0s;
-			set beresp.uncacheable = true;
-		}
-		return (deliver);
-	}
 	# Errors of the origin are never cached, and a request after one goes
 	# to the origin again at once (no hit-for-miss period).
 	if (beresp.status >= 500) {

@@ -3,17 +3,21 @@ vcl 4.1;
 # The caching edge in front of the origins: an example for production.
 #
 # The local stack renders its own from deploy/varnish.vcl; this file says
-# what each rule is for and what to change (lines marked CHANGE). A
-# commercial CDN needs the same five rules: cache the page and the sale
-# documents for about a second (without grace, but the units left with a
-# second of it), keep an item's sold-out answer to a purchase for at most
-# a second, pass every other API request, stream the order events, refuse
-# the operator paths.
+# what each rule is for and what to change (lines marked CHANGE). It sits
+# behind the edge's nginx (deploy/production/nginx-edge.conf), which
+# answers purchases itself (an item's sold-out answer kept a second or
+# two, every other purchase passed to an origin) and hands everything
+# else here, on a unix socket only that nginx reaches: run varnishd with
+# `-a /run/varnish/edge.sock,user=varnish,group=www-data,mode=660`
+# (CHANGE the group to nginx's user's). A commercial CDN needs the same
+# five rules: cache the page and the sale documents for about a second
+# (without grace, but the units left with a second of it), keep an item's
+# sold-out answer to a purchase for at most a second or two, pass every
+# other API request, stream the order events, refuse the operator paths.
 #
 # Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
 
 import directors;
-import std;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
 # The probe takes an origin out of rotation when it is not ready: its
@@ -54,11 +58,12 @@ sub vcl_init {
 sub vcl_recv {
 	set req.backend_hint = origins.backend();
 
-	# The edge is the first hop: its client's address replaces whatever
-	# X-Forwarded-For the client sent, so the origin's per-IP limit cannot
-	# be dodged by forging the header. CHANGE only if another proxy sits
-	# in front of this one (then append instead, and trust that proxy).
-	set req.http.X-Forwarded-For = client.ip;
+	# The edge's nginx is the first hop and Varnish's only client: it put
+	# its client's address in X-Forwarded-For in place of whatever the
+	# client sent, so that the origin's per-IP limit cannot be dodged by
+	# forging the header. Varnish appends its own client (the socket):
+	# keep the first.
+	set req.http.X-Forwarded-For = regsub(req.http.X-Forwarded-For, "\s*,.*$", "");
 
 	# nginx decodes %XX, merges slashes and resolves dot segments before it
 	# routes: refuse such paths, so that the rules below see the path the
@@ -78,21 +83,6 @@ sub vcl_recv {
 		return (pipe);
 	}
 
-	# A purchase is looked up by its item alone (vcl_hash): the origin's
-	# 410 SOLD_OUT is the same for every shopper and URL of that item, so
-	# the edge answers it for up to a second and each origin sees about one
-	# purchase per sold-out item per second, not one per shopper. Any other
-	# answer is never stored (vcl_backend_response); the request still goes
-	# to the origin as the POST it was, body, token and signed query intact.
-	if (req.method == "POST" && req.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
-		if (!std.cache_req_body(4KB)) {
-			return (synth(413));
-		}
-		set req.http.X-Fs-Purchase = "1";
-		return (hash);
-	}
-	unset req.http.X-Fs-Purchase;
-
 	if (req.method != "GET" && req.method != "HEAD") {
 		return (pass);
 	}
@@ -105,8 +95,9 @@ sub vcl_recv {
 			set req.url = regsub(req.url, "\?.*$", "");
 			return (hash);
 		}
-		# Orders (a shopper's /sales/{id}/my-order too), purchases, the
-		# clock: per shopper, never cached.
+		# Orders (a shopper's /sales/{id}/my-order too), purchases in
+		# another spelling than the edge's nginx passes itself, the clock:
+		# per shopper, never cached.
 		return (pass);
 	}
 
@@ -117,47 +108,14 @@ sub vcl_recv {
 	return (hash);
 }
 
-# One cache entry per URL, whatever Host the client sent; one per item for
-# purchases, whatever their shopper, query string or signature. CHANGE: add
+# One cache entry per URL, whatever Host the client sent. CHANGE: add
 # hash_data(req.http.host) if this edge serves other sites too.
 sub vcl_hash {
-	if (req.http.X-Fs-Purchase) {
-		hash_data("purchase");
-		hash_data(regsub(req.url, "\?.*$", ""));
-	} else {
-		hash_data(req.url);
-	}
+	hash_data(req.url);
 	return (lookup);
 }
 
-# A lookup's miss is fetched as a GET without a body: a purchase goes as
-# the POST it is, with its (cached) body.
-sub vcl_backend_fetch {
-	if (bereq.http.X-Fs-Purchase) {
-		set bereq.method = "POST";
-		unset bereq.http.X-Fs-Purchase;
-	}
-}
-
 sub vcl_backend_response {
-	# A purchase: only the sold-out answer is kept, for one second, never
-	# stale (grace 0), so a unit that comes back sells again within about a
-	# second. Anything else becomes a hit-for-miss object: the next
-	# purchases of the item go to the origin at once, in parallel.
-	if (bereq.method == "POST" && bereq.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
-		unset beresp.http.Set-Cookie;
-		if (beresp.status == 410) {
-			set beresp.ttl = 1s;
-			set beresp.grace = 0s;
-			set beresp.keep = 0s;
-		} else {
-			set beresp.ttl = 5s;
-			set beresp.grace = 0s;
-			set beresp.keep = 0s;
-			set beresp.uncacheable = true;
-		}
-		return (deliver);
-	}
 	# Errors of the origin are never cached, and the next request goes to
 	# the origin again at once (no hit-for-miss period).
 	if (beresp.status >= 500) {

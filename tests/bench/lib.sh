@@ -251,6 +251,12 @@ component_pids() {
 				echo "$master" && pgrep -P "$master"
 			done
 			;;
+		edge-nginx)
+			# The edge's nginx, in front of Varnish.
+			for master in $(cat "$run/nginx-edge.pid" 2>/dev/null); do
+				echo "$master" && pgrep -P "$master"
+			done
+			;;
 		redis | kafka) cat "$run/$1.pid" "$run/$1"-*.pid 2>/dev/null ;;
 		consumer) cat "$run"/flashsale-consumer*.pid 2>/dev/null ;;
 		postgres) ;;

@@ -113,7 +113,7 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	share/flashsale/sql/007_place_orders_joins.sql share/flashsale/sql/008_orders_item_check.sql \
 	share/flashsale/static/index.html share/flashsale/static/app.js \
 	share/flashsale/examples/flashsale.env share/flashsale/examples/nginx.conf \
-	share/flashsale/examples/nginx-push.conf \
+	share/flashsale/examples/nginx-push.conf share/flashsale/examples/nginx-edge.conf \
 	share/flashsale/examples/varnish.vcl share/man/man5/flashsale.conf.5 \
 	$(for p in $programs; do echo "share/man/man8/$p.8"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
@@ -167,6 +167,12 @@ sed -e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
 	"$top_srcdir/deploy/production/nginx-push.conf" >"$tmp/nginx-push.conf"
 check "nginx -t accepts deploy/production/nginx-push.conf" \
 	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx-push.conf"
+sed -e "s|listen 80 |listen 127.0.0.1:$((base + 13)) |" \
+	-e "s|/run/nginx-edge.pid|$tmp/nginx-edge.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
+	-e "s|/var/cache/nginx/flashsale-edge|$tmp/edge-cache|" \
+	"$top_srcdir/deploy/production/nginx-edge.conf" >"$tmp/nginx-edge.conf"
+check "nginx -t accepts deploy/production/nginx-edge.conf" \
+	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx-edge.conf"
 # The nchan publisher listens on a unix socket only (nginx makes it 0666),
 # in a directory that only root and the handlers' group enter, and the
 # example environment points the handlers there.
@@ -194,7 +200,7 @@ is "$(sed -n 's/^FLASHSALE_NCHAN_PUB=//p' "$env") $(grep '/run/flashsale/nchan '
 tmpfiles=$top_srcdir/deploy/systemd/flashsale.tmpfiles
 is "$(sh "$top_srcdir/tests/install/root-dirs.sh" -t "$tmpfiles" \
 	"$top_srcdir/deploy/production/nginx.conf" "$top_srcdir/deploy/production/nginx-push.conf" \
-	"$top_srcdir"/deploy/systemd/*.service.in)" "" \
+	"$top_srcdir/deploy/production/nginx-edge.conf" "$top_srcdir"/deploy/systemd/*.service.in)" "" \
 	"root opens no file of the production examples in a directory another user may write"
 # flashsale-metrics reads nginx's ticks files in FLASHSALE_METRICS_DIR: each
 # has its link there.
@@ -217,7 +223,7 @@ else
 fi
 
 # 6. The production examples follow the local templates: every location of
-# deploy/nginx.conf.in (and of deploy/push.conf.in) and every URL pattern
+# deploy/nginx.conf.in (and of deploy/push.conf.in, deploy/edge.conf.in) and every URL pattern
 # of deploy/varnish.vcl (the benchmarks' parts aside) is in them too.
 # Change both in one commit.
 locations() {
@@ -235,6 +241,10 @@ locations "$top_srcdir/deploy/push.conf.in" >"$tmp/loc.push.local"
 locations "$top_srcdir/deploy/production/nginx-push.conf" >"$tmp/loc.push.prod"
 is "$(comm -23 "$tmp/loc.push.local" "$tmp/loc.push.prod")" "" \
 	"deploy/production/nginx-push.conf has every location of deploy/push.conf.in"
+locations "$top_srcdir/deploy/edge.conf.in" >"$tmp/loc.edge.local"
+locations "$top_srcdir/deploy/production/nginx-edge.conf" >"$tmp/loc.edge.prod"
+is "$(comm -23 "$tmp/loc.edge.local" "$tmp/loc.edge.prod")" "" \
+	"deploy/production/nginx-edge.conf has every location of deploy/edge.conf.in"
 patterns "$top_srcdir/deploy/varnish.vcl" >"$tmp/vcl.local"
 patterns "$top_srcdir/deploy/production/varnish.vcl" >"$tmp/vcl.prod"
 is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \

@@ -14,7 +14,7 @@
 
 cr_run=$FLASHSALE_STATE/run
 is "$(sh "$top_srcdir/tests/install/root-dirs.sh" "$FLASHSALE_STATE/conf/nginx.conf" \
-    "$FLASHSALE_STATE/conf/nginx-push.conf" "$cr_run/varnish.pid" "$cr_run/varnishncsa.pid" \
+    "$FLASHSALE_STATE/conf/nginx-push.conf" "$FLASHSALE_STATE/conf/nginx-edge.conf" "$cr_run/varnish.pid" \
     "$cr_run/redis.pid" "$FLASHSALE_STATE/metrics/edge-sold_out.ticks")" "" \
     "root opens no file of the running stack in a directory another user may write"
 

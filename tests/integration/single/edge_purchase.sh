@@ -1,9 +1,10 @@
-# Purchases through the edge (Varnish): only an item's sold-out answer is
-# remembered, for at most a second, so that the origin sees about one
-# purchase per sold-out item per second however many shoppers press Buy;
+# Purchases through the edge (its nginx, deploy/edge.conf.in): only an
+# item's sold-out answer is remembered, for one to two seconds (nginx's
+# cache counts whole seconds), so that the origin sees about one purchase
+# per sold-out item per second or two however many shoppers press Buy;
 # every other answer reaches the origin each time, and a unit that comes
-# back sells again within about a second. Origin requests are counted in
-# nginx's access log.
+# back sells again within about two seconds. Origin requests are counted
+# in nginx's access log.
 
 edge=$FLASHSALE_EDGE_URL
 alog=$FLASHSALE_STATE/log/nginx-access.log
@@ -60,11 +61,11 @@ is "$(edge_post "$early" "$t1") $(edge_post "$early" "$t1")" "425 MISS 425 MISS"
 	"edge: before the start: 425 twice, both from the origin"
 is "$(origin_reached "$before" "$2" 2)" 2 "edge: the origin answered both early purchases"
 
-# --- Sold out: two herds of 1,000 shoppers, 1.2 s apart, once the edge
+# --- Sold out: two herds of 1,000 shoppers, 2.1 s apart, once the edge
 # has the item's 410. (Before that, purchases in flight when the item sold
 # out each reach the origin, as they would without the edge.) The origin
 # then sees one request per second at most (each time the remembered
-# answer expires) and at least one (it is kept a second only).
+# answer expires) and at least one (it is kept two seconds at most).
 is "$(edge_post "$path" "$t3")" "410 MISS" "edge: sold out: the origin's 410"
 tokfile=$FLASHSALE_STATE/edge-herd.tokens
 yes "$t3 $path" | head -n 1000 >"$tokfile"
@@ -76,13 +77,13 @@ herd() {
 before=$(wc -l <"$alog")
 t0=$(date +%s%N)
 first410=$(herd)
-sleep 1.2
+sleep 2.1
 second410=$(herd)
 ms=$((($(date +%s%N) - t0) / 1000000))
 is "$first410 $second410" "1000 1000" "edge: 2,000 purchases of the sold-out item all answer 410"
 n=$(origin_reached "$before" "$item" 1)
-# Concurrent misses wait for the one fetch of the item (a 410 leaves no
-# hit-for-miss object behind).
+# Once the answer has expired, one purchase goes to the origin while the
+# others still get the answer (nginx: proxy_cache_use_stale updating).
 most=$((ms / 1000 + 1))
 diag "2,000 sold-out purchases through the edge in $ms ms: $n origin request(s)"
 if [ "$n" -ge 1 ] && [ "$n" -le "$most" ]; then
@@ -93,13 +94,10 @@ fi
 h=$(curl -s -o "$FLASHSALE_STATE/edge-body" -D - -X POST -H "Authorization: Bearer $t3" "$edge$path" | tr -d '\r')
 is "$(printf '%s\n' "$h" | sed -n 's/^Cache-Control: //Ip')" no-store "edge: the remembered 410 still tells browsers no-store"
 is "$(json_get "$(cat "$FLASHSALE_STATE/edge-body")" error)" SOLD_OUT "edge: the remembered answer is the origin's SOLD_OUT"
-age=$(printf '%s\n' "$h" | sed -n 's/^Age: //Ip')
-if [ "${age:-9}" -le 1 ]; then ok "edge: the remembered 410 is at most a second old (Age $age)"; else
-	not_ok "edge: the remembered 410 is at most a second old" "$h"
-fi
+is "$(printf '%s\n' "$h" | sed -n 's/^X-Cache: //Ip')" HIT "edge: the edge answered it from what it remembers"
 
-# --- A unit comes back: through the edge it sells again within about a
-# second (the edge's second, plus nginx's marker cache of a second).
+# --- A unit comes back: through the edge it sells again within about two
+# seconds (the edge's one to two, plus the origin's marker cache of one).
 consumer_caught_up
 first=$(psql_q "SELECT id FROM orders WHERE sale_id = $sale AND user_id = 'ep1-$sale'")
 ans=$(http POST "/api/flash-sales/orders/$first/cancel" "$t1")
@@ -116,6 +114,6 @@ done
 ms=$((($(date +%s%N) - t0) / 1000000))
 is "${st%% *}" 202 "edge: the unit that came back sells through the edge"
 diag "a purchase through the edge succeeded $ms ms after the cancel ($n sold-out answers before it)"
-if [ "$ms" -le 3500 ]; then ok "edge: within the edge's and the marker's second each (+ slack): $ms ms"; else
-	not_ok "edge: sells again within about a second" "took $ms ms"
+if [ "$ms" -le 4500 ]; then ok "edge: within the edge's two seconds and the marker's one (+ slack): $ms ms"; else
+	not_ok "edge: sells again within about two seconds" "took $ms ms"
 fi
