@@ -10,7 +10,7 @@
 void
 ld_usage(FILE *f)
 {
-	fputs("usage: " LD_NAME " --tokens FILE --port N [options]\n"
+	fputs("usage: " LD_NAME " --tokens FILE|--queue FILE --port N [options]\n"
 	    "  --tokens FILE       a line a shopper: <bearer token> <path>\n"
 	    "  --host ADDR         127.0.0.0/8 or ::1 only (127.0.0.1)\n"
 	    "  --port N            server port\n"
@@ -26,6 +26,19 @@ ld_usage(FILE *f)
 	    "                      (status 0: a network error)\n"
 	    "  --progress          a line a second on stderr\n"
 	    "  --seed N            seed of the retry jitter (the clock)\n"
+	    "  --bots-permille N   this share of shoppers are bots (0): they\n"
+	    "                      press at once, people after a reaction\n"
+	    "  --react-min-ms MS   a person's reaction, from (0)\n"
+	    "  --react-max-ms MS   ... to (0: nobody waits, one burst)\n"
+	    "The waiting room's journey (instead of --tokens):\n"
+	    "  --queue FILE        a line a shopper: <sub> <token> <path>\n"
+	    "                      join, wait, pass, buy with the pass\n"
+	    "  --sale S            the sale (its waiting room)\n"
+	    "  --bot-joins K       a bot joins from K connections (3)\n"
+	    "  --poll-rate R       status documents asked a second (20)\n"
+	    "  --page-poll-ms MS   a person's page polls this often (1000)\n"
+	    "  --queue-csv FILE    t_ms,state,joined,admitted,through,\n"
+	    "                      units_left,passes_out a status read\n"
 	    "  --self-test         check the response parser, then exit\n"
 	    "Defaults in parentheses.\n", f);
 }
@@ -62,6 +75,22 @@ static const struct ld_opt {
 	{ "expect-202", LD_OPT_INT, offsetof(struct ld_opts, expect_202), 1,
 	    LD_REQUESTS_MAX },
 	{ "seed", LD_OPT_INT, offsetof(struct ld_opts, seed), 1, INT64_MAX },
+	{ "bots-permille", LD_OPT_INT, offsetof(struct ld_opts, bots_permille),
+	    0, 1000 },
+	{ "react-min-ms", LD_OPT_INT, offsetof(struct ld_opts, react_min_ms), 0,
+	    LD_REACT_MAX_MS },
+	{ "react-max-ms", LD_OPT_INT, offsetof(struct ld_opts, react_max_ms), 0,
+	    LD_REACT_MAX_MS },
+	{ "queue", LD_OPT_STRING, offsetof(struct ld_opts, queue), 0, 0 },
+	{ "queue-csv", LD_OPT_STRING, offsetof(struct ld_opts, queue_csv), 0,
+	    0 },
+	{ "sale", LD_OPT_INT, offsetof(struct ld_opts, sale), 1, INT64_MAX },
+	{ "bot-joins", LD_OPT_INT, offsetof(struct ld_opts, bot_joins), 1,
+	    LD_BOT_JOINS_MAX },
+	{ "poll-rate", LD_OPT_INT, offsetof(struct ld_opts, poll_rate), 1,
+	    LD_POLL_RATE_MAX },
+	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
+	    1, LD_REACT_MAX_MS },
 	{ "progress", LD_OPT_FLAG, offsetof(struct ld_opts, progress), 0, 0 },
 	{ "self-test", LD_OPT_FLAG, offsetof(struct ld_opts, self_test), 0, 0 },
 	{ "help", LD_OPT_FLAG, offsetof(struct ld_opts, help), 0, 0 },
