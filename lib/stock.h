@@ -267,6 +267,13 @@ int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
  */
 int fs_stock_find_holder(fs_stock *, uint64_t sale, const char *user,
     struct fs_stock_record *rec);
+/*
+ * Whether each of n shoppers holds a unit of the sale (a guard at its home
+ * place): held[i] 1 or 0, read with one HMGET per place (the waiting
+ * room's count of passes outstanding). 0, or -1 with err set.
+ */
+int fs_stock_holding(fs_stock *, uint64_t sale, const char *const *users, size_t n,
+    unsigned char *held);
 /* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
 long fs_stock_window(fs_stock *, uint64_t sale);
 /*
