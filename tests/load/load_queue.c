@@ -430,8 +430,8 @@ ld_queue_start(struct ld_run *run)
 	q->opens_ms = run->o.start_at;
 	if (q->opens_ms == 0 && (ld_json_int(r->kbody, r->kept, "opensAt",
 	    &q->opens_ms) != 0 || q->opens_ms < 1000000000000LL)) {
-		ld_warn("the status document has no opensAt in ms: give "
-		    "--start-at");
+		ld_warn("the status document gives no opensAt in ms: give "
+		    "--start-at (the opening, unix ms)");
 		free(r);
 		return -1;
 	}
@@ -718,6 +718,11 @@ ld_join_done(struct ld_run *run, const struct ld_conn *c, int status,
 	if (q->state[s] == LD_Q_DONE)
 		return;
 	if (status != 200) {
+		/* Joining not open yet (409): again in a second. */
+		if (status == 409 && now < run->deadline_us) {
+			ld_schedule(run, now + LD_NOT_YET_US, c->job);
+			return;
+		}
 		if ((status == 503 || status == 0) && ld_retry(run, c, status, now))
 			return;
 		if (--q->joins_out[s] == 0 && q->state[s] == LD_Q_NEW)
@@ -774,7 +779,7 @@ ld_pass_done(struct ld_run *run, const struct ld_conn *c, int status,
 		    LD_JOB(s, LD_K_BUY));
 		return;
 	}
-	if (status == 409) {
+	if (status == 409 && now < run->deadline_us) {
 		ld_schedule(run, now + LD_NOT_YET_US, c->job);
 		return;
 	}
