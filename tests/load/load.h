@@ -178,6 +178,7 @@ struct ld_opts {
 	int64_t		 bot_joins;
 	int64_t		 poll_rate;	/* status documents asked per second */
 	int64_t		 page_poll_ms;	/* a person's page asks this often */
+	int64_t		 source_ips;	/* 0: the kernel's choice */
 	int		 progress;
 	int		 self_test;
 	int		 help;

@@ -26,6 +26,8 @@ ld_usage(FILE *f)
 	    "                      (status 0: a network error)\n"
 	    "  --progress          a line a second on stderr\n"
 	    "  --seed N            seed of the retry jitter (the clock)\n"
+	    "  --source-ips N      connections speak from N addresses\n"
+	    "                      127.100.0.1... (IPv4; 0: the kernel's)\n"
 	    "  --bots-permille N   this share of shoppers are bots (0): they\n"
 	    "                      press at once, people after a reaction\n"
 	    "  --react-min-ms MS   a person's reaction, from (0)\n"
@@ -91,6 +93,8 @@ static const struct ld_opt {
 	    LD_POLL_RATE_MAX },
 	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
 	    1, LD_REACT_MAX_MS },
+	{ "source-ips", LD_OPT_INT, offsetof(struct ld_opts, source_ips), 0,
+	    65000 },
 	{ "progress", LD_OPT_FLAG, offsetof(struct ld_opts, progress), 0, 0 },
 	{ "self-test", LD_OPT_FLAG, offsetof(struct ld_opts, self_test), 0, 0 },
 	{ "help", LD_OPT_FLAG, offsetof(struct ld_opts, help), 0, 0 },

@@ -122,6 +122,25 @@ ld_conn_key(struct ld_run *run, const struct ld_conn *c)
 	return (uint64_t)c->gen << 32 | (uint32_t)(c - run->conns);
 }
 
+/*
+ * Many shoppers, many addresses: connection i speaks from 127.100.0.0 +
+ * 1 + i mod --source-ips, so that a per-address limit sees a crowd, not
+ * one client (every 127.0.0.0/8 address is loopback on Linux).
+ */
+static int
+ld_conn_bind(struct ld_run *run, const struct ld_conn *c, int fd)
+{
+	struct sockaddr_in src;
+	uint32_t i = (uint32_t)(c - run->conns) % (uint32_t)run->o.source_ips;
+
+	if (run->addr.ss_family != AF_INET)
+		return 0;
+	memset(&src, 0, sizeof(src));
+	src.sin_family = AF_INET;
+	src.sin_addr.s_addr = htonl((127U << 24 | 100U << 16) + 1 + i);
+	return bind(fd, (struct sockaddr *)&src, sizeof(src));
+}
+
 static int
 ld_conn_open(struct ld_run *run, struct ld_conn *c)
 {
@@ -134,6 +153,8 @@ ld_conn_open(struct ld_run *run, struct ld_conn *c)
 		goto fail;
 	/* One small write per request: never let Nagle hold it back. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (run->o.source_ips > 0 && ld_conn_bind(run, c, fd) == -1)
+		goto fail;
 	c->connecting = 0;
 	if (connect(fd, (struct sockaddr *)&run->addr, run->addrlen) == -1) {
 		if (errno != EINPROGRESS)
@@ -541,14 +562,16 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 	int64_t now, end, next_reconnect, left;
 	size_t i, connecting;
 	int err;
+	/* With the queue, joining starts now: the opening is its business. */
+	int64_t start_at = run->q != NULL ? 0 : run->o.start_at;
 
 	for (i = 0; i < run->nconns; i++)
 		if (ld_conn_open(run, &run->conns[i]) == -1)
 			run->warm_fails++;
 	now = ld_now_us();
 	end = now + LD_WARMUP_MAX_US;
-	if (run->o.start_at != 0) {
-		left = run->o.start_at * 1000 - ld_unix_us();
+	if (start_at != 0) {
+		left = start_at * 1000 - ld_unix_us();
 		if (left > LD_START_AHEAD_MAX_MS * 1000) {
 			ld_warn("--start-at is more than a day ahead");
 			return -1;
@@ -567,7 +590,7 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 		}
 		for (i = connecting = 0; i < run->nconns; i++)
 			connecting += run->conns[i].connecting;
-		if (run->o.start_at == 0 && connecting == 0)
+		if (start_at == 0 && connecting == 0)
 			break;
 		/* The last 2 ms are slept on the wall clock, to the instant. */
 		left = end - now;
@@ -577,7 +600,7 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 		    left - 2000 < 100000 ? left - 2000 : 100000) == -1)
 			return -1;
 		/* A server may drop idle connections during a long wait. */
-		if (run->o.start_at != 0 && now >= next_reconnect) {
+		if (start_at != 0 && now >= next_reconnect) {
 			for (i = 0; i < run->nconns; i++)
 				if (run->conns[i].fd == -1 &&
 				    ld_conn_open(run, &run->conns[i]) == -1)
@@ -585,9 +608,9 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 			next_reconnect = now + LD_SECOND_US;
 		}
 	}
-	if (run->o.start_at != 0) {
-		ts.tv_sec = (time_t)(run->o.start_at / 1000);
-		ts.tv_nsec = (long)(run->o.start_at % 1000) * 1000000;
+	if (start_at != 0) {
+		ts.tv_sec = (time_t)(start_at / 1000);
+		ts.tv_nsec = (long)(start_at % 1000) * 1000000;
 		while ((err = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME,
 		    &ts, NULL)) == EINTR)
 			if (ld_stop_signal) {
