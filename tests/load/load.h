@@ -329,6 +329,7 @@ void	 ld_queue_free(struct ld_queue *);
 /* The pieces a self-test checks. */
 int	 ld_json_str(const char *, size_t, const char *, char *, size_t);
 int	 ld_json_int(const char *, size_t, const char *, int64_t *);
+int	 ld_json_time_ms(const char *, size_t, const char *, int64_t *);
 int	 ld_pow_solve(uint64_t, const char *, unsigned, uint32_t *);
 int	 ld_pow_ok(uint64_t, const char *, uint32_t, unsigned);
 

@@ -171,6 +171,38 @@ ld_json_int(const char *p, size_t len, const char *key, int64_t *out)
 }
 
 /*
+ * A time member: unix milliseconds, or the ISO 8601 UTC form the status
+ * document writes ("2026-12-03T07:06:19.009Z"). 0, or -1.
+ */
+int
+ld_json_time_ms(const char *p, size_t len, const char *key, int64_t *ms)
+{
+	char t[40];
+	struct tm tm;
+	int y, mo, d, h, mi, sec, milli = 0, n = 0;
+
+	if (ld_json_int(p, len, key, ms) == 0)
+		return 0;
+	if (ld_json_str(p, len, key, t, sizeof(t)) != 0 ||
+	    (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec,
+	    &n) != 6))
+		return -1;
+	if (t[n] == '.' && sscanf(t + n, ".%3d", &milli) == 1)
+		n += 4;
+	if (strcmp(t + n, "Z") != 0 || mo < 1 || mo > 12 || milli < 0)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	*ms = (int64_t)timegm(&tm) * 1000 + milli;
+	return 0;
+}
+
+/*
  * Proof of work: SHA-256("fsq1|<sale>|<sub>|<nonce>") starts with bits
  * zero bits, the nonce in decimal.
  */
@@ -427,15 +459,16 @@ ld_queue_start(struct ld_run *run)
 	}
 	q->pow_bits = ld_json_int(r->kbody, r->kept, "powBits", &v) == 0 &&
 	    v > 0 && v <= FS_QUEUE_POW_BITS_MAX ? (unsigned)v : 0;
+	/* The document's opening, to the millisecond; --start-at overrides. */
 	q->opens_ms = run->o.start_at;
-	if (q->opens_ms == 0 && (ld_json_int(r->kbody, r->kept, "opensAt",
-	    &q->opens_ms) != 0 || q->opens_ms < 1000000000000LL)) {
-		ld_warn("the status document gives no opensAt in ms: give "
-		    "--start-at (the opening, unix ms)");
+	if (q->opens_ms == 0 && ld_json_time_ms(r->kbody, r->kept, "opensAt",
+	    &q->opens_ms) != 0) {
+		ld_warn("the status document gives no opensAt: give --start-at "
+		    "(the opening, unix ms)");
 		free(r);
 		return -1;
 	}
-	if (ld_json_int(r->kbody, r->kept, "preQueueAt", &q->pre_ms) != 0)
+	if (ld_json_time_ms(r->kbody, r->kept, "preQueueAt", &q->pre_ms) != 0)
 		q->pre_ms = 0;
 	free(r);
 	if (ld_queue_solve(run, q) == -1)
@@ -926,10 +959,13 @@ ld_queue_summary(const struct ld_run *run)
 		printf(" %s=%" PRIu64, ld_qend_names[k], k == LD_QE_NONE ?
 		    (uint64_t)run->nshoppers - run->done : q->ends[k]);
 	putchar('\n');
-	printf("queue: opening to the last unit sold %.3f ms; admission seen "
-	    "to the 202 %.1f ms on average\n", (double)q->last_202_us / 1000,
-	    q->admit_waits > 0 ? (double)q->admit_wait_us / 1000 /
-	    (double)q->admit_waits : 0.0);
+	if (q->last_202_us >= 0)
+		printf("queue: opening to the last unit sold %.3f ms; admission "
+		    "seen to the 202 %.1f ms on average\n",
+		    (double)q->last_202_us / 1000, (double)q->admit_wait_us /
+		    1000 / (double)q->admit_waits);
+	else
+		printf("queue: no unit sold\n");
 	printf("qsummary joins_200=%" PRIu64 " polls_200=%" PRIu64
 	    " passes_200=%" PRIu64 " passes_409=%" PRIu64 " mismatch=%" PRIu64
 	    " bad_answer=%" PRIu64 " bought=%" PRIu64 " waiting=%" PRIu64

@@ -145,7 +145,8 @@ ld_latencies(const struct ld_run *run, struct ld_figures *f)
 static int
 ld_best_second(const struct ld_run *run, uint64_t *peak)
 {
-	size_t i, nbins = (size_t)((run->end_us - run->t0_us) / 100000) + 2;
+	size_t i, nbins = run->end_us > run->t0_us ?
+	    (size_t)((run->end_us - run->t0_us) / 100000) + 2 : 2;
 	uint64_t *bins, win;
 
 	if ((bins = calloc(nbins, sizeof(*bins))) == NULL)

@@ -250,6 +250,8 @@ ld_json_cases(size_t *pass, size_t *fail)
 	    "\"seed\":null,\"through\":-1,\"admitted\": 1500,"
 	    "\"rate\":12.5,\"ticket\":\"dDF8N3xh.QUJD\",\"bad\":\"a\\\"b\","
 	    "\"big\":99999999999999999999}";
+	static const char iso[] = "{\"opensAt\":\"2026-12-03T07:06:19.009Z\"}",
+	    ms[] = "{\"t\":1796281579009}", day[] = "{\"t\":\"2026-12-03\"}";
 	char out[16];
 	int64_t v = 0;
 
@@ -271,6 +273,11 @@ ld_json_cases(size_t *pass, size_t *fail)
 	    "json: a fraction's integer part", pass, fail);
 	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "big", &v) == -1,
 	    "json: an integer past int64 is refused", pass, fail);
+	ld_tap(ld_json_time_ms(iso, sizeof(iso) - 1, "opensAt", &v) == 0 &&
+	    v == 1796281579009LL && ld_json_time_ms(ms, sizeof(ms) - 1, "t",
+	    &v) == 0 && v == 1796281579009LL && ld_json_time_ms(day,
+	    sizeof(day) - 1, "t", &v) == -1,
+	    "json: a time, ISO 8601 UTC or ms", pass, fail);
 	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "state", &v) == -1 &&
 	    ld_json_int(doc, sizeof(doc) - 1, "absent", &v) == -1,
 	    "json: a string or nothing is no integer", pass, fail);
@@ -305,7 +312,7 @@ ld_self_test(void)
 	size_t pass = 0, fail = 0;
 
 	/* TAP, for make check's driver, and a plain count at the end. */
-	printf("1..%zu\n", ncases + 2 + 13);
+	printf("1..%zu\n", ncases + 2 + 14);
 	for (i = 0; i < ncases; i++)
 		ld_case_tap(&ld_cases[i], strlen(ld_cases[i].in), &pass, &fail);
 	ld_case_big(&pass, &fail);
