@@ -26,6 +26,8 @@ ld_usage(FILE *f)
 	    "                      (status 0: a network error)\n"
 	    "  --progress          a line a second on stderr\n"
 	    "  --seed N            seed of the retry jitter (the clock)\n"
+	    "  --get               GET the paths (a token \"-\": none sent)\n"
+	    "  --pass-header       the token is a pass (Flashsale-Pass)\n"
 	    "  --source-ips N      connections speak from N addresses\n"
 	    "                      127.100.0.1... (IPv4; 0: the kernel's)\n"
 	    "  --bots-permille N   this share of shoppers are bots (0): they\n"
@@ -93,6 +95,9 @@ static const struct ld_opt {
 	    LD_POLL_RATE_MAX },
 	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
 	    1, LD_REACT_MAX_MS },
+	{ "get", LD_OPT_FLAG, offsetof(struct ld_opts, get), 0, 0 },
+	{ "pass-header", LD_OPT_FLAG, offsetof(struct ld_opts, pass_header), 0,
+	    0 },
 	{ "source-ips", LD_OPT_INT, offsetof(struct ld_opts, source_ips), 0,
 	    65000 },
 	{ "progress", LD_OPT_FLAG, offsetof(struct ld_opts, progress), 0, 0 },
@@ -294,14 +299,20 @@ ld_arena_reserve(struct ld_run *run, size_t need)
 	return 0;
 }
 
-/* Renders one shopper's request; a line is "<token> <path>". */
+/*
+ * Renders one shopper's request; a line is "<token> <path>": a POST with
+ * the token as a bearer token, or (--pass-header) as a waiting room's
+ * pass; with --get a GET, without any token when it is "-".
+ */
 static int
 ld_tokens_line(struct ld_run *run, const char *line, size_t len,
     size_t lineno)
 {
-	static const char m1[] = "POST ", m2[] = " HTTP/1.1\r\nHost: ",
-	    m3[] = "\r\nAuthorization: Bearer ",
+	static const char m2[] = " HTTP/1.1\r\nHost: ",
 	    m4[] = "\r\nContent-Length: 0\r\n\r\n";
+	const char *m1 = run->o.get ? "GET " : "POST ";
+	const char *m3 = run->o.pass_header ? "\r\nFlashsale-Pass: " :
+	    "\r\nAuthorization: Bearer ";
 	const char *path;
 	size_t toklen, pathlen, need, i;
 	int rc;
@@ -335,8 +346,12 @@ ld_tokens_line(struct ld_run *run, const char *line, size_t len,
 		    LD_SHOPPERS_MAX);
 		return -1;
 	}
-	need = sizeof(m1) - 1 + pathlen + sizeof(m2) - 1 +
-	    strlen(run->hosthdr) + sizeof(m3) - 1 + toklen + sizeof(m4) - 1;
+	if (toklen == 1 && line[0] == '-' && run->o.get) {
+		m3 = "";
+		toklen = 0;
+	}
+	need = strlen(m1) + pathlen + sizeof(m2) - 1 +
+	    strlen(run->hosthdr) + strlen(m3) + toklen + sizeof(m4) - 1;
 	if (ld_shoppers_grow(run) == -1 || (rc = ld_arena_reserve(run, need)) == -1) {
 		ld_warn("out of memory reading %s", run->o.tokens);
 		return -1;
@@ -348,11 +363,11 @@ ld_tokens_line(struct ld_run *run, const char *line, size_t len,
 	}
 	run->req_off[run->nshoppers] = (uint32_t)run->arena_len;
 	run->req_len[run->nshoppers] = (uint16_t)need;
-	ld_put(run, m1, sizeof(m1) - 1);
+	ld_put(run, m1, strlen(m1));
 	ld_put(run, path, pathlen);
 	ld_put(run, m2, sizeof(m2) - 1);
 	ld_put(run, run->hosthdr, strlen(run->hosthdr));
-	ld_put(run, m3, sizeof(m3) - 1);
+	ld_put(run, m3, strlen(m3));
 	ld_put(run, line, toklen);
 	ld_put(run, m4, sizeof(m4) - 1);
 	run->nshoppers++;
