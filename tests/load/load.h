@@ -178,6 +178,7 @@ struct ld_opts {
 	int64_t		 bot_joins;
 	int64_t		 poll_rate;	/* status documents asked per second */
 	int64_t		 page_poll_ms;	/* a person's page asks this often */
+	int		 join_only;	/* the journey stops once joined */
 	int64_t		 source_ips;	/* 0: the kernel's choice */
 	int		 get;		/* GET instead of POST */
 	int		 pass_header;	/* tokens are passes (Flashsale-Pass) */

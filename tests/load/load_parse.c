@@ -41,6 +41,8 @@ ld_usage(FILE *f)
 	    "  --bot-joins K       a bot joins from K connections (3)\n"
 	    "  --poll-rate R       status documents asked a second (20)\n"
 	    "  --page-poll-ms MS   a person's page polls this often (1000)\n"
+	    "  --join-only         each shopper joins, nothing more (the\n"
+	    "                      join's benchmark); no status polls\n"
 	    "  --queue-csv FILE    t_ms,state,joined,admitted,through,\n"
 	    "                      units_left,passes_out a status read\n"
 	    "  --self-test         check the response parser, then exit\n"
@@ -95,6 +97,7 @@ static const struct ld_opt {
 	    LD_POLL_RATE_MAX },
 	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
 	    1, LD_REACT_MAX_MS },
+	{ "join-only", LD_OPT_FLAG, offsetof(struct ld_opts, join_only), 0, 0 },
 	{ "get", LD_OPT_FLAG, offsetof(struct ld_opts, get), 0, 0 },
 	{ "pass-header", LD_OPT_FLAG, offsetof(struct ld_opts, pass_header), 0,
 	    0 },

@@ -38,12 +38,13 @@ enum ld_qend {
 	LD_QE_WAITING,		/* still waiting when nothing was left */
 	LD_QE_REFUSED,		/* 403 or another refusal of a step */
 	LD_QE_FAILED,		/* no answer after its retries */
+	LD_QE_JOINED,		/* --join-only: joined, nothing more */
 	LD_QE__MAX
 };
 
 static const char *const ld_qend_names[LD_QE__MAX] = {
 	"unfinished", "bought", "holds", "sold-out", "waiting-at-sold-out",
-	"refused", "failed"
+	"refused", "failed", "joined"
 };
 
 static const char *const ld_kind_names[LD_K__MAX] = {
@@ -88,6 +89,7 @@ struct ld_queue {
 	int64_t		 pow_cpu_us;
 	int64_t		 last_202_us;	/* from the opening; -1 none */
 	int64_t		 admit_wait_us;	/* sum, admission seen to 202 */
+	int64_t		 join_first_us, join_last_us;	/* first sent, last answered */
 	uint64_t	 admit_waits;
 };
 
@@ -485,7 +487,9 @@ ld_queue_start(struct ld_run *run)
 	run->deadline_us = run->t0_us + run->o.duration_max * LD_SECOND_US;
 	run->prev_us = ld_now_us();
 	q->poll_period_us = LD_SECOND_US / run->o.poll_rate;
-	q->next_poll_us = ld_now_us();
+	/* --join-only measures the joins: no page polls. */
+	q->next_poll_us = run->o.join_only ? INT64_MAX : ld_now_us();
+	q->join_first_us = ld_now_us();
 	for (i = 0; i < run->nshoppers; i++) {
 		n = ld_is_bot(run, i) ? (size_t)run->o.bot_joins : 1;
 		q->joins_out[i] = (uint8_t)n;
@@ -779,6 +783,11 @@ ld_join_done(struct ld_run *run, const struct ld_conn *c, int status,
 	}
 	memcpy(q->qtok[s], ticket, sizeof(ticket));
 	q->state[s] = LD_Q_JOINED;
+	q->join_last_us = now;
+	if (run->o.join_only) {
+		ld_qend(run, s, LD_QE_JOINED, LD_CAT_202);
+		return;
+	}
 	if (rc == 0)
 		q->score[s] = score;
 	if (!q->seed_known)
@@ -966,11 +975,14 @@ ld_queue_summary(const struct ld_run *run)
 		    1000 / (double)q->admit_waits);
 	else
 		printf("queue: no unit sold\n");
-	printf("qsummary joins_200=%" PRIu64 " polls_200=%" PRIu64
+	printf("qsummary joins_200=%" PRIu64 " join_rps=%.1f polls_200=%" PRIu64
 	    " passes_200=%" PRIu64 " passes_409=%" PRIu64 " mismatch=%" PRIu64
 	    " bad_answer=%" PRIu64 " bought=%" PRIu64 " waiting=%" PRIu64
 	    " t_last_unit_ms=%.3f pow_cpu_us=%" PRId64 "\n",
-	    q->st[LD_K_JOIN][200], q->st[LD_K_POLL][200], q->st[LD_K_PASS][200],
+	    q->st[LD_K_JOIN][200], q->join_last_us > q->join_first_us ?
+	    (double)q->st[LD_K_JOIN][200] * 1e6 /
+	    (double)(q->join_last_us - q->join_first_us) : 0.0,
+	    q->st[LD_K_POLL][200], q->st[LD_K_PASS][200],
 	    q->st[LD_K_PASS][409], q->mismatch, q->bad_answer,
 	    q->ends[LD_QE_BOUGHT], q->ends[LD_QE_WAITING],
 	    (double)q->last_202_us / 1000, q->pow_cpu_us);
