@@ -13,8 +13,8 @@
  * (lib/queue_conf.c), so a join costs one Redis script and no PostgreSQL;
  * the proof of work is checked before Redis is touched. Writes that made
  * something new wait for a replica (WAIT 1) when FLASHSALE_REDIS_WAIT_MS
- * is set, as purchases do. The pacer that admits places runs in this
- * process too (see main).
+ * is set, as purchases do. The pacer that admits places runs in a thread
+ * of this process too (lib/queue_pacer.c; FLASHSALE_QUEUE_PACER).
  */
 #include "config.h"
 
@@ -58,6 +58,7 @@ struct app {
 	fs_token_keys *tokens;
 	fs_queue_keys *qkeys;
 	int redis_wait_ms;	/* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 after a new place or pass */
+	fs_queue_pacer *pacer;	/* NULL with FLASHSALE_QUEUE_PACER=0 */
 };
 
 /* What one worker thread owns: its connections and its cache. */
@@ -537,10 +538,16 @@ setup(void *arg)
 	}
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
 	/*
-	 * XXX the pacer (lib/queue_pacer.c, h-qpacer) starts here once it is
-	 * merged: FLASHSALE_QUEUE_PACER=1 (the default) runs its thread in this
-	 * process; teardown stops it.
+	 * The pacer's thread (FLASHSALE_QUEUE_PACER=1, the default): every
+	 * process runs one, and each sale's lease makes one of them its leader.
+	 * Started here, with the stop signals blocked as for the workers.
 	 */
+	if (fs_cfg_long(&app->cfg, FS_CFG_QUEUE_PACER) == 1 &&
+	    (app->pacer = fs_queue_pacer_start(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR),
+		 FS_QUEUE_PACER_STEP_MS, err, sizeof(err))) == NULL) {
+		fs_log_error("pacer: %s", err);
+		return -1;
+	}
 	return QUEUE_THREADS;
 }
 
@@ -549,6 +556,7 @@ teardown(void *arg)
 {
 	struct app *app = arg;
 
+	fs_queue_pacer_stop(app->pacer);
 	fs_token_keys_free(app->tokens);
 	fs_queue_keys_free(app->qkeys);
 }
