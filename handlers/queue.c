@@ -530,10 +530,8 @@ setup(void *arg)
 		fs_log_error("token keys: %s", err);
 		return -1;
 	}
-	if ((app->qkeys = fs_queue_keys_new()) == NULL ||
-	    fs_queue_keys_load_dir(app->qkeys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
-		sizeof(err)) != 0) {
-		fs_log_error("queue key: %s", app->qkeys != NULL ? err : "out of memory");
+	if (fs_keys_load_queue(&app->cfg, &app->qkeys, err, sizeof(err)) != 0) {
+		fs_log_error("queue key: %s", err);
 		return -1;
 	}
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
