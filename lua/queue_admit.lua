@@ -10,10 +10,10 @@
 --         rate (admissions/s of the last second x1000), lease (ms it is renewed for)
 --
 -- Returns {admitted, through} (through: the last admitted place's score,
--- "-1" none); errors LEASE (not the owner's) or STALE <admitted>.
+-- "-1" none); errors LEASE (held by another pacer) or STALE <admitted>.
 
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then
-	return redis.error_reply('LEASE')
+	return redis.error_reply('LEASE held by another pacer')
 end
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
 if admitted ~= tonumber(ARGV[2]) then

@@ -10,7 +10,7 @@
 -- Returns the entries left; error LEASE.
 
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-	return redis.error_reply('LEASE')
+	return redis.error_reply('LEASE held by another pacer')
 end
 redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
