@@ -38,6 +38,8 @@
 #define JOURNAL_BATCHES 10
 /* The journal is still copied this long after the end (the last joins). */
 #define AFTER_END_MS 60000
+/* A sale's queue keys stay in Redis this long after its end, then expire. */
+#define KEEP_AFTER_END_MS INT64_C(86400000)
 /* Steps remembered for the admission rate (at least a second's worth). */
 #define RECENT 64
 /* A warning repeats at most this often. */
@@ -60,7 +62,7 @@ struct paced {
 		long n;
 	} recent[RECENT];	/* admission steps, a ring */
 	int next;
-	int seen;		/* listed by the latest scan */
+	int expiring;		/* its keys were given their expiry */
 };
 
 struct fs_queue_pacer {
@@ -409,7 +411,8 @@ journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
 /*
  * Copies the journal's entries to queue_places and drops them from the
  * journal, a batch at a time (at most JOURNAL_BATCHES in one step): an
- * entry is dropped only once PostgreSQL has it. 0, or -1 (logged).
+ * entry is dropped only once PostgreSQL has it. 1 the journal is empty, 0
+ * more is left for the next step, -1 failed (logged).
  */
 static int
 journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
@@ -445,7 +448,7 @@ journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
 		n = r->elements;
 		freeReplyObject(r);
 		if (n == 0) {
-			rc = 0;
+			rc = 1;
 			break;
 		}
 		if (b.bad > 0)
@@ -725,20 +728,46 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
 	(void)move(p, s, f.admitted, k, soldout, now);
 }
 
+/*
+ * After the end, once the journal is all in PostgreSQL (which keeps the
+ * waiting room for good), the sale's queue keys expire a day after the end.
+ */
+static void
+expire_keys(fs_queue_pacer *p, struct paced *s)
+{
+	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
+		NULL };
+	char k[KEY_LEN], at[24];
+	redisReply *r;
+
+	snprintf(at, sizeof(at), "%" PRId64, s->ends_ms + KEEP_AFTER_END_MS);
+	for (int i = 0; names[i] != NULL; i++) {
+		qkey(k, s->id, names[i]);
+		if ((r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIREAT", k, at }, NULL)) ==
+		    NULL)
+			return;
+		freeReplyObject(r);
+	}
+	s->expiring = 1;
+}
+
 /* One step of a live sale: its lease, its journal, its admission from the opening to the end. */
 static int
 step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 {
-	int lease = lease_take(p, s->id);
+	int lease = lease_take(p, s->id), copied;
 
 	if (lease < 0)
 		pacer_warn(p, now, "sale %" PRIu64 ": lease: %s", s->id, p->st->redis->errstr);
 	if (lease != 1)
 		return 0;
-	if (journal_copy(p, s->id, now) != 0)
+	if ((copied = journal_copy(p, s->id, now)) < 0)
 		return 1;
-	if (now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
+	/* Every place in Redis is in PostgreSQL before any is admitted. */
+	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
 		admit_step(p, s, now);
+	if (now >= s->ends_ms && copied == 1 && !s->expiring)
+		expire_keys(p, s);
 	return 1;
 }
 

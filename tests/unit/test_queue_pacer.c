@@ -306,6 +306,7 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 {
 	char sql[24];
 	redisReply *r;
+	long ends;
 
 	snprintf(sql, sizeof(sql), "%" PRIu64, sale);
 	fs_pg_run(f.pg, "INSERT INTO queue_admissions (sale_id, step, admitted, through) "
@@ -324,6 +325,13 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 	    "resume: a journal entry copied before a crash, not dropped, is copied once");
 	fs_queue_pacer_step(p3, t0 + 6250);
 	check(admitted_is(sale, 6, 5), "resume: then pacing goes on from Redis' state");
+	ends = sql_long("SELECT floor(extract(epoch FROM ends_at) * 1000)::bigint FROM sales "
+			"WHERE id = $1", sale);
+	check(redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") == -1,
+	    "end: the keys of a sale not ended do not expire");
+	fs_queue_pacer_step(p3, ends + 1000);
+	check(admitted_is(sale, 6, 5) && redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") >
+		23 * 3600 * 1000L, "end: after it nobody admitted, the keys expire a day after it");
 }
 
 int
