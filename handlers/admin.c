@@ -17,7 +17,7 @@
 
 static const char usage[] =
     "usage: flashsale-admin COMMAND ...\n"
-    "  keys generate DIR                 new Ed25519 + HS256 token keys and URL key (mode 0600)\n"
+    "  keys generate DIR                 new token keys, URL key and queue key (mode 0600)\n"
     "  sale create FILE.json [--json]    insert a sale and its items; prints their ids (--json:\n"
     "                                    the whole sale as one JSON document)\n"
     "  sale warm SALE_ID [--force] [--ignore-lag]\n"
@@ -30,6 +30,9 @@ static const char usage[] =
     "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
     "                                    shopper tokens (with --count: \"ID-i TOKEN\" lines for\n"
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
+    "  queue pass SALE_ID SHOPPER [--seconds N] [--age N]\n"
+    "                                    a waiting room's pass for the shopper, valid N seconds\n"
+    "                                    (120); --age: issued that long ago, for tests\n"
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1),\n"
     "                                    one copy per broker listed (3 at most; with 3,\n"
     "                                    min.insync.replicas=2)\n"
@@ -74,6 +77,7 @@ static const struct command commands[] = {
 	{ "sale", "extend", 1, 1, 1, NULL, admin_sale_extend },
 	{ "sale", "watch", 1, 0, ANY, NULL, admin_sale_watch },
 	{ "token", "mint", 0, 0, ANY, admin_token_mint, NULL },
+	{ "queue", "pass", 1, 1, 5, NULL, admin_queue_pass },
 	{ "kafka", "topics", 0, 0, 0, admin_kafka_topics, NULL },
 	{ "config", NULL, 0, 0, 0, admin_config, NULL },
 	{ "reconcile", NULL, 0, 1, ANY, admin_reconcile, NULL },

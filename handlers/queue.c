@@ -13,8 +13,8 @@
  * (lib/queue_conf.c), so a join costs one Redis script and no PostgreSQL;
  * the proof of work is checked before Redis is touched. Writes that made
  * something new wait for a replica (WAIT 1) when FLASHSALE_REDIS_WAIT_MS
- * is set, as purchases do. The pacer that admits places runs in this
- * process too (see main).
+ * is set, as purchases do. The pacer that admits places runs in a thread
+ * of this process too (lib/queue_pacer.c; FLASHSALE_QUEUE_PACER).
  */
 #include "config.h"
 
@@ -58,6 +58,7 @@ struct app {
 	fs_token_keys *tokens;
 	fs_queue_keys *qkeys;
 	int redis_wait_ms;	/* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 after a new place or pass */
+	fs_queue_pacer *pacer;	/* NULL with FLASHSALE_QUEUE_PACER=0 */
 };
 
 /* What one worker thread owns: its connections and its cache. */
@@ -458,8 +459,12 @@ pass(struct worker *w, struct request *rq)
 	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
 		return;
 	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
-	snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64, p.rank,
-	    p.admitted);
+	/* Before the opening a rank would tell something of the secret draw. */
+	if (rq->now < rq->conf->window.opens_ms)
+		snprintf(extra, sizeof(extra), "\"rank\":null,\"admitted\":%" PRId64, p.admitted);
+	else
+		snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64,
+		    p.rank, p.admitted);
 	switch (v) {
 	case FS_QUEUE_V_OK:
 		if (replicated(w, rq, p.added) == 0)
@@ -529,18 +534,22 @@ setup(void *arg)
 		fs_log_error("token keys: %s", err);
 		return -1;
 	}
-	if ((app->qkeys = fs_queue_keys_new()) == NULL ||
-	    fs_queue_keys_load_dir(app->qkeys, fs_cfg_get(&app->cfg, FS_CFG_KEYS_DIR), err,
-		sizeof(err)) != 0) {
-		fs_log_error("queue key: %s", app->qkeys != NULL ? err : "out of memory");
+	if (fs_keys_load_queue(&app->cfg, &app->qkeys, err, sizeof(err)) != 0) {
+		fs_log_error("queue key: %s", err);
 		return -1;
 	}
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
 	/*
-	 * XXX the pacer (lib/queue_pacer.c, h-qpacer) starts here once it is
-	 * merged: FLASHSALE_QUEUE_PACER=1 (the default) runs its thread in this
-	 * process; teardown stops it.
+	 * The pacer's thread (FLASHSALE_QUEUE_PACER=1, the default): every
+	 * process runs one, and each sale's lease makes one of them its leader.
+	 * Started here, with the stop signals blocked as for the workers.
 	 */
+	if (fs_cfg_long(&app->cfg, FS_CFG_QUEUE_PACER) == 1 &&
+	    (app->pacer = fs_queue_pacer_start(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR),
+		 FS_QUEUE_PACER_STEP_MS, err, sizeof(err))) == NULL) {
+		fs_log_error("pacer: %s", err);
+		return -1;
+	}
 	return QUEUE_THREADS;
 }
 
@@ -549,6 +558,7 @@ teardown(void *arg)
 {
 	struct app *app = arg;
 
+	fs_queue_pacer_stop(app->pacer);
 	fs_token_keys_free(app->tokens);
 	fs_queue_keys_free(app->qkeys);
 }

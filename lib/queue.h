@@ -113,7 +113,6 @@ int fs_queue_settings_json(const struct fs_queue_settings *, char *out, size_t o
  */
 struct fs_cfg;
 struct fs_redis;
-struct fs_stock;
 
 typedef struct fs_queue_store {
 	struct fs_redis *redis;	/* owned */
@@ -192,15 +191,6 @@ int fs_queue_read_state(fs_queue_store *, uint64_t sale, int64_t now_ms,
  * 0, or -1 with err set (also when no replica acknowledged in time).
  */
 int fs_queue_replicate(fs_queue_store *, int timeout_ms);
-/*
- * For the pacer: passes outstanding of the sale at now_ms = passes whose
- * expiry is after now_ms and whose account holds no unit of the sale
- * (lib/stock's guards, read in bulk: a pass used for a purchase is no longer
- * outstanding). stock reads the holders (a reader is enough). The count,
- * or -1 with the store's err set (the stock's failure copied into it).
- */
-long fs_queue_passes_outstanding(fs_queue_store *, struct fs_stock *, uint64_t sale,
-    int64_t now_ms);
 
 /* ---- a sale's queue read from PostgreSQL (queue_conf.c) ---- */
 
@@ -241,5 +231,50 @@ const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_p
     uint64_t sale, int64_t now_ms, char *err, size_t errlen);
 
 /* ---- the pacer (queue_pacer.c) ---- */
+
+#define FS_QUEUE_PACER_STEP_MS	250	/* a step of every live queue sale */
+#define FS_QUEUE_LEASE_MS	3000	/* a pacer's lease on a sale, renewed every step */
+#define FS_QUEUE_PACER_SCAN_MS	2000	/* the live queue sales re-read from PostgreSQL */
+/*
+ * The first admission comes this long after the opening: a join sent just
+ * before it (a drawn place) may still be on its way to Redis.
+ */
+#define FS_QUEUE_PACER_GRACE_MS	1000
+#define FS_QUEUE_PACER_SALES_MAX 64	/* live queue sales one pacer steps */
+
+struct fs_cfg;
+struct fs_stock;
+typedef struct fs_queue_pacer fs_queue_pacer;
+
+/*
+ * A pacer on the stores of cfg (its own PostgreSQL and Redis connections,
+ * made when first used, remade after a failure) with the scripts of
+ * datadir/lua, stepping every step_ms; NULL with err written.
+ */
+fs_queue_pacer *fs_queue_pacer_new(const struct fs_cfg *, const char *datadir, int step_ms,
+    char *err, size_t errlen);
+void fs_queue_pacer_free(fs_queue_pacer *);
+/* The owner id its leases carry (unique per pacer). */
+const char *fs_queue_pacer_owner(const fs_queue_pacer *);
+/*
+ * One step at now_ms of every live queue sale (from preQueueAt to a minute
+ * after the end; re-read every FS_QUEUE_PACER_SCAN_MS) whose lease it holds
+ * or takes: the journal copied to queue_places, then, from the opening
+ * (+ grace) to the end, one admission step (docs/QUEUE.md). Failures are
+ * logged, never fatal; the count of sales it led, or -1 when PostgreSQL
+ * could not list them.
+ */
+int fs_queue_pacer_step(fs_queue_pacer *, int64_t now_ms);
+/* fs_queue_pacer_new and a thread that steps it every step_ms; NULL with err. */
+fs_queue_pacer *fs_queue_pacer_start(const struct fs_cfg *, const char *datadir, int step_ms,
+    char *err, size_t errlen);
+/* Stops the thread of fs_queue_pacer_start (within a step) and frees the pacer; NULL is fine. */
+void fs_queue_pacer_stop(fs_queue_pacer *);
+/*
+ * Passes outstanding of a sale at now_ms: passes whose expiry is later and
+ * whose shopper holds no unit (a pass used for a purchase is spent). The
+ * count, or -1 with the stock's err set.
+ */
+long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_ms);
 
 #endif

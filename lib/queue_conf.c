@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "jsonread.h"
+#include "metrics.h"
 #include "pg.h"
 #include "queue.h"
 #include "sales.h"
@@ -160,6 +161,7 @@ fs_queue_conf_get(fs_queue_conf_cache *cache, struct fs_pg *pg, uint64_t sale, i
 			use = i;
 	}
 	cache->slot[use].read_ms = 0;
+	fs_metrics_count(FS_M_QUEUE_SALE_READS);
 	if (fs_queue_conf_read(pg, sale, &cache->slot[use].conf, err, errlen) != 0)
 		return NULL;
 	cache->slot[use].read_ms = now_ms;

@@ -13,12 +13,9 @@
 
 #include "queue.h"
 #include "redis.h"
-#include "stock.h"
 
 /* Bytes in a key: the fixed text, a 20-digit sale id and the name. */
 #define QKEY_MAX 64
-/* Passes read per step when counting those outstanding. */
-#define PASS_PAGE 512
 
 enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY__MAX };
 
@@ -250,65 +247,4 @@ fs_queue_replicate(fs_queue_store *q, int timeout_ms)
 		return -1;
 	}
 	return 0;
-}
-
-/*
- * One page of the passes not expired at now_s (after the first skip):
- * counts into *out those whose account holds no unit. The number of
- * passes on the page, or -1 with err set.
- */
-static long
-count_page(fs_queue_store *q, struct fs_stock *stock, uint64_t sale, const char *now_s,
-    long skip, long *out)
-{
-	char key[QKEY_MAX], min[32], skip_s[24], page_s[24];
-	const char *users[PASS_PAGE];
-	unsigned char held[PASS_PAGE];
-	redisReply *r;
-	long n;
-
-	qkey(key, sale, QKEY_PASSES);
-	snprintf(min, sizeof(min), "(%s", now_s);
-	snprintf(skip_s, sizeof(skip_s), "%ld", skip);
-	snprintf(page_s, sizeof(page_s), "%d", PASS_PAGE);
-	if ((r = fs_redis_argv(q->redis, 7,
-		 (const char *[]){ "ZRANGEBYSCORE", key, min, "+inf", "LIMIT", skip_s, page_s },
-		 NULL)) == NULL) {
-		store_err(q, "passes");
-		return -1;
-	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements > PASS_PAGE) {
-		freeReplyObject(r);
-		reply_err(q, "passes");
-		return -1;
-	}
-	n = (long)r->elements;
-	for (long i = 0; i < n; i++)
-		users[i] = r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
-	if (n > 0 && fs_stock_holding(stock, sale, users, (size_t)n, held) != 0) {
-		q->err = stock->err == FS_STOCK_ERR_IO ? FS_REDIS_ERR_IO : FS_REDIS_ERR_REPLY;
-		snprintf(q->errstr, sizeof(q->errstr), "holders: %s", stock->errstr);
-		freeReplyObject(r);
-		return -1;
-	}
-	for (long i = 0; i < n; i++)
-		*out += !held[i];
-	freeReplyObject(r);
-	return n;
-}
-
-long
-fs_queue_passes_outstanding(fs_queue_store *q, struct fs_stock *stock, uint64_t sale,
-    int64_t now_ms)
-{
-	char now_s[24];
-	long out = 0, skip = 0, n;
-
-	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
-	do {
-		if ((n = count_page(q, stock, sale, now_s, skip, &out)) < 0)
-			return -1;
-		skip += n;
-	} while (n == PASS_PAGE);
-	return out;
 }

@@ -156,7 +156,7 @@ check_state(fs_queue_store *q, const struct test_redis *srv)
 
 /* ann holds a unit of the sale: her pass is no longer outstanding. */
 static void
-check_outstanding(fs_queue_store *q, const struct fs_cfg *cfg, const char *top)
+check_outstanding(const struct fs_cfg *cfg, const char *top)
 {
 	static const struct fs_stock_warm_item items[] = { { 11, 5, 1 } };
 	struct fs_stock_hold hold;
@@ -166,15 +166,15 @@ check_outstanding(fs_queue_store *q, const struct fs_cfg *cfg, const char *top)
 	check(st != NULL && stock_load(st, SALE, items, 1) == 0, "the sale's stock is loaded");
 	if (st == NULL)
 		return;
-	check(fs_queue_passes_outstanding(q, st, SALE, 4000) == 2,
+	check(fs_queue_passes_outstanding(st, SALE, 4000) == 2,
 	    "two passes not expired, no unit held: two outstanding");
 	check(fs_stock_reserve(st, SALE, 11, "ann", "01900000-0000-7000-8000-00000000000a",
 		  fs_clock_now_ms(),
 		  &hold) == FS_STOCK_RESERVED,
 	    "ann buys with her pass");
-	check(fs_queue_passes_outstanding(q, st, SALE, 4000) == 1,
+	check(fs_queue_passes_outstanding(st, SALE, 4000) == 1,
 	    "a pass whose account holds a unit is not outstanding");
-	check(fs_queue_passes_outstanding(q, st, SALE, 3000 + PASS_MS) == 0,
+	check(fs_queue_passes_outstanding(st, SALE, 3000 + PASS_MS) == 0,
 	    "nor one expired");
 	fs_stock_free(st);
 }
@@ -239,7 +239,7 @@ main(void)
 	check_join(q, &srv);
 	check_pass(q, &srv);
 	check_state(q, &srv);
-	check_outstanding(q, &cfg, top);
+	check_outstanding(&cfg, top);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
 	fs_queue_store_free(q);
