@@ -3,7 +3,8 @@
  * does). load_parse.c reads the command line and the token file,
  * load_http.c parses the server's answers, load_run.c opens the
  * connections and runs the sale, load_queue.c walks the waiting room's
- * journey (join, status, pass, purchase), load_report.c prints what
+ * journey (join, status, pass, purchase) with load_qwire.c reading its
+ * answers and solving its proofs of work, load_report.c prints what
  * happened, load_selftest.c checks the parser and the queue's helpers.
  */
 #ifndef FS_LOAD_H
@@ -329,7 +330,8 @@ int64_t	 ld_queue_next_us(const struct ld_run *);
 int	 ld_queue_csv_write(const struct ld_run *);
 void	 ld_queue_summary(const struct ld_run *);
 void	 ld_queue_free(struct ld_queue *);
-/* The pieces a self-test checks. */
+
+/* load_qwire.c: the queue's answers and proofs (the self-test checks them). */
 int	 ld_json_str(const char *, size_t, const char *, char *, size_t);
 int	 ld_json_int(const char *, size_t, const char *, int64_t *);
 int	 ld_json_time_ms(const char *, size_t, const char *, int64_t *);
