@@ -37,7 +37,6 @@
 #include "pg.h"
 #include "queue.h"
 #include "route.h"
-#include "sales.h"
 #include "stock.h"
 
 #define QUEUE_SUFFIX "/queue"

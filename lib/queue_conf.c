@@ -18,7 +18,9 @@
 #include "metrics.h"
 #include "pg.h"
 #include "queue.h"
-#include "sales.h"
+
+/* Items of one sale at most (lib/sales refuses more at creation). */
+#define ITEMS_MAX 1000
 
 struct fs_queue_conf_cache {
 	struct {
@@ -79,9 +81,9 @@ take_items(PGresult *res, struct fs_queue_conf *c, char *err, size_t errlen)
 {
 	int rows = PQntuples(res);
 
-	if (rows > FS_SALES_ITEMS_MAX) {
+	if (rows > ITEMS_MAX) {
 		snprintf(err, errlen, "sale %" PRIu64 ": more than %d items", c->sale,
-		    FS_SALES_ITEMS_MAX);
+		    ITEMS_MAX);
 		return -1;
 	}
 	if ((c->items = calloc((size_t)rows, sizeof(*c->items))) == NULL ||
