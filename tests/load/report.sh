@@ -53,7 +53,8 @@ set grid
 set key outside right top
 set output 'queue.png'
 set title 'The waiting room: $title'
-set xlabel 'seconds since the opening'
+set xlabel 'seconds since the opening (the joining before it left out)'
+set xrange [-2:*]
 set ylabel 'places, units, passes'
 set yrange [0:*]
 plot 'queue.dat' using 1:2 with steps lw 2 lc rgb '#1a9850' title 'admitted', \
