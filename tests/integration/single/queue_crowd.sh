@@ -3,9 +3,9 @@
 # bot that joins from three connections at once, watches the status
 # document as often as the generator polls it and presses Buy the instant
 # its pass arrives; the others press after a reaction. The proofs of work
-# are solved by the load generator (tests/load/load_queue.c); a second
-# account hammers the join from many connections. Bounded: the sale opens
-# 20 s after it is created and the crowd has 40 s from then.
+# are solved by the load generator (tests/load/load_queue.c); before the
+# crowd, one account joins from 50 connections at once. Bounded: the sale
+# opens 20 s after it is created and the crowd has 40 s from then.
 # Asserted exactly: every unit sold, one place per account, no account
 # holding two units, a pass per admitted account at most, queue verify
 # clean, a purchase without a pass refused before Redis, and a pass of
@@ -50,7 +50,7 @@ qc_sum() {
 }
 
 set -- $(qc_sale crowd 20)
-sale=$1 item=$2
+sale=$1
 path=$(purchase_path "$sale")
 case $path in
 *'&q=1'*) ok "queue crowd: the signed purchase URL of a queue sale carries q=1" ;;
