@@ -804,7 +804,16 @@ void
 ld_queue_summary(const struct ld_run *run)
 {
 	const struct ld_queue *q = run->q;
+	uint64_t seen = 0, seen_bots = 0;
 	size_t k;
+
+	/* The draw's fairness apart from the race after it: bots among the
+	 * places seen admitted. */
+	for (k = 0; k < run->nshoppers; k++)
+		if (q->seen_us[k] != 0) {
+			seen++;
+			seen_bots += (uint64_t)ld_is_bot(run, k);
+		}
 
 	printf("queue: sale %" PRId64 ", powBits %u (%zu proofs solved "
 	    "beforehand in %.3f s of CPU), seed %s, %zu places known\n",
@@ -821,6 +830,8 @@ ld_queue_summary(const struct ld_run *run)
 		printf(" %s=%" PRIu64, ld_qend_names[k], k == LD_QE_NONE ?
 		    (uint64_t)run->nshoppers - run->done : q->ends[k]);
 	putchar('\n');
+	printf("queue: admitted %" PRIu64 " places, bots %.1f%% of them\n", seen,
+	    seen > 0 ? 100.0 * (double)seen_bots / (double)seen : 0.0);
 	if (q->last_202_us >= 0)
 		printf("queue: opening to the last unit sold %.3f ms; admission "
 		    "seen to the 202 %.1f ms on average\n",
@@ -828,11 +839,13 @@ ld_queue_summary(const struct ld_run *run)
 		    1000 / (double)q->admit_waits);
 	else
 		printf("queue: no unit sold\n");
-	printf("qsummary joins_200=%" PRIu64 " join_rps=%.1f polls_200=%" PRIu64
+	printf("qsummary admitted_seen=%" PRIu64 " admitted_bots=%" PRIu64
+	    " joins_200=%" PRIu64 " join_rps=%.1f polls_200=%" PRIu64
 	    " passes_200=%" PRIu64 " passes_409=%" PRIu64 " mismatch=%" PRIu64
 	    " bad_answer=%" PRIu64 " bought=%" PRIu64 " waiting=%" PRIu64
 	    " t_last_unit_ms=%.3f pow_cpu_us=%" PRId64 "\n",
-	    q->st[LD_K_JOIN][200], q->join_last_us > q->join_first_us ?
+	    seen, seen_bots, q->st[LD_K_JOIN][200],
+	    q->join_last_us > q->join_first_us ?
 	    (double)q->st[LD_K_JOIN][200] * 1e6 /
 	    (double)(q->join_last_us - q->join_first_us) : 0.0,
 	    q->st[LD_K_POLL][200], q->st[LD_K_PASS][200],
