@@ -338,13 +338,15 @@ cpu_delta() {
 # --- the load generator ----------------------------------------------------
 
 # run_load OUT TOKENS PORT [OPTION...]: runs flashsale-load, its report in
-# OUT.txt, progress on our standard error. Non-zero when it failed.
+# OUT.txt, progress on our standard error. Non-zero when it failed. TOKENS
+# "-": none (the options name the shoppers: --queue FILE).
 run_load() {
 	out=$1
 	tokens=$2
 	port=$3
 	shift 3
-	"$LOADGEN" --tokens "$tokens" --port "$port" "$@" >"$out.txt" &
+	[ "$tokens" = - ] || set -- --tokens "$tokens" "$@"
+	"$LOADGEN" --port "$port" "$@" >"$out.txt" &
 	LOADPID=$!
 	wait "$LOADPID"
 	load_rc=$?

@@ -5,15 +5,20 @@
  * keep-alive connections to a loopback server before the opening instant,
  * then sends every shopper's POST as fast as the connections allow, retrying
  * 503s and network errors the way real shoppers do.  Every request is
- * recorded, so the percentiles it prints are exact, not estimated.
+ * recorded, so the percentiles it prints are exact, not estimated.  A share
+ * of the shoppers may be bots (at once) and the rest people (after a
+ * reaction time); with --queue the shoppers walk a waiting room instead
+ * (load_queue.c): join, wait their turn, take a pass, buy with it.
  *
  * This file holds main, the clocks and the signals; load.h lists the
- * others (parse, http, run, report, selftest). libc only, so that it
- * builds anywhere:
- *	gcc -O2 -std=c11 -D_GNU_SOURCE -o flashsale-load flashsale-load.c load_*.c
- * Run it with --help for the options; --self-test checks the HTTP parser.
+ * others (parse, http, run, queue, report, selftest). It needs libsodium
+ * (the proof of work) and lib/queue.c (the draw): the build links them.
+ * Run it with --help for the options; --self-test checks the HTTP parser
+ * and the queue's helpers.
  */
 #include "load.h"
+
+#include <sodium.h>
 
 volatile sig_atomic_t ld_stop_signal;
 
@@ -119,6 +124,9 @@ main(int argc, char **argv)
 	run->o.duration_max = 60;
 	run->o.backoff_ms = 100;
 	run->o.timeout_ms = 10000;
+	run->o.bot_joins = 3;
+	run->o.poll_rate = 20;
+	run->o.page_poll_ms = 1000;
 	if (ld_opts_parse(&run->o, argc, argv) == -1) {
 		ld_warn("--help lists the options");
 		goto fail;
@@ -132,16 +140,26 @@ main(int argc, char **argv)
 		rc = ld_self_test();
 		goto fail;
 	}
-	if (run->o.tokens == NULL || run->o.port == 0) {
-		ld_warn("--tokens and --port are required; --help lists the "
-		    "options");
+	if ((run->o.tokens == NULL) == (run->o.queue == NULL) ||
+	    run->o.port == 0 || (run->o.queue != NULL && run->o.sale == 0)) {
+		ld_warn("--tokens or --queue (with --sale), and --port, are "
+		    "required; --help lists the options");
+		goto fail;
+	}
+	if (run->o.react_max_ms > 0 && run->o.react_max_ms < run->o.react_min_ms) {
+		ld_warn("--react-max-ms is below --react-min-ms");
+		goto fail;
+	}
+	if (sodium_init() < 0) {
+		ld_warn("sodium_init failed");
 		goto fail;
 	}
 	run->rng = run->o.seed != 0 ? (uint64_t)run->o.seed :
 	    (uint64_t)ld_unix_us() ^ (uint64_t)getpid() << 32;
 	if (ld_addr_parse(run) == -1 ||
 	    ld_fd_limit((size_t)run->o.connections + 64) == -1 ||
-	    ld_tokens_load(run) == -1 || ld_run_setup(run) == -1)
+	    (run->o.queue != NULL ? ld_queue_load(run) : ld_tokens_load(run)) ==
+	    -1 || ld_run_setup(run) == -1)
 		goto fail;
 	if ((evs = calloc(LD_EVENTS_MAX, sizeof(*evs))) == NULL ||
 	    (buf = malloc(LD_RECV_BUF)) == NULL) {
@@ -152,6 +170,9 @@ main(int argc, char **argv)
 	if (ld_warmup(run, evs, buf) == -1 || ld_loop(run, evs, buf) == -1)
 		goto fail;
 	if (run->o.csv != NULL && ld_csv_write(run) == -1)
+		goto fail;
+	if (run->o.queue_csv != NULL && run->q != NULL &&
+	    ld_queue_csv_write(run) == -1)
 		goto fail;
 	if (ld_summary(run) == -1)
 		goto fail;

@@ -2,8 +2,10 @@
  * flashsale-load: what its files share (flashsale-load.c says what it
  * does). load_parse.c reads the command line and the token file,
  * load_http.c parses the server's answers, load_run.c opens the
- * connections and runs the sale, load_report.c prints what happened,
- * load_selftest.c checks the parser.
+ * connections and runs the sale, load_queue.c walks the waiting room's
+ * journey (join, status, pass, purchase) with load_qwire.c reading its
+ * answers and solving its proofs of work, load_report.c prints what
+ * happened, load_selftest.c checks the parser and the queue's helpers.
  */
 #ifndef FS_LOAD_H
 #define FS_LOAD_H
@@ -64,6 +66,27 @@
 #define LD_START_AHEAD_MAX_MS	(24 * 3600 * 1000LL)
 #define LD_SWEEP_US		50000	/* request timeout granularity */
 #define LD_SECOND_US		1000000
+#define LD_BODY_KEEP		2048	/* response body bytes kept for reading */
+#define LD_QREQ_MAX		2048	/* a queue journey's request, rendered */
+#define LD_QTOKEN_MAX		192	/* a ticket or a pass, NUL included */
+#define LD_SUB_MAX		96	/* an account id (the token's sub) */
+#define LD_BOT_JOINS_MAX	16
+#define LD_POLL_RATE_MAX	1000
+#define LD_POLLS_INFLIGHT_MAX	4
+#define LD_REACT_MAX_MS		60000
+
+/* The steps of the waiting room's journey; a job is (shopper, step). */
+enum ld_kind {
+	LD_K_BUY,		/* the purchase (the only step without a queue) */
+	LD_K_JOIN,
+	LD_K_PASS,
+	LD_K_POLL,		/* the status document: no shopper */
+	LD_K__MAX
+};
+#define LD_JOB_SHIFT		20	/* shoppers < 2^20 (LD_SHOPPERS_MAX) */
+#define LD_JOB(s, k)		((uint32_t)(s) | (uint32_t)(k) << LD_JOB_SHIFT)
+#define LD_JOB_SHOPPER(j)	((j) & ((1U << LD_JOB_SHIFT) - 1))
+#define LD_JOB_KIND(j)		((enum ld_kind)((j) >> LD_JOB_SHIFT))
 
 /* Outcomes, as counted, reported and plotted. */
 enum ld_cat {
@@ -127,6 +150,8 @@ struct ld_rsp {
 	size_t		 line_start;	/* current header line in head[] */
 	char		 errstr[96];
 	char		 head[LD_HEAD_MAX];
+	size_t		 kept;		/* body bytes in kbody[] (the first ones) */
+	char		 kbody[LD_BODY_KEEP];
 };
 
 struct ld_opts {
@@ -143,6 +168,21 @@ struct ld_opts {
 	int64_t		 start_at;	/* unix ms; 0: open after the warm-up */
 	int64_t		 expect_202;
 	int64_t		 seed;
+	/* Two populations: bots press at once, people after a reaction. */
+	int64_t		 bots_permille;
+	int64_t		 react_min_ms;
+	int64_t		 react_max_ms;	/* 0: nobody waits (one burst) */
+	/* The waiting room's journey (--queue). */
+	const char	*queue;		/* "<sub> <token> <purchase path>" lines */
+	const char	*queue_csv;
+	int64_t		 sale;
+	int64_t		 bot_joins;
+	int64_t		 poll_rate;	/* status documents asked per second */
+	int64_t		 page_poll_ms;	/* a person's page asks this often */
+	int		 join_only;	/* the journey stops once joined */
+	int64_t		 source_ips;	/* 0: the kernel's choice */
+	int		 get;		/* GET instead of POST */
+	int		 pass_header;	/* tokens are passes (Flashsale-Pass) */
 	int		 progress;
 	int		 self_test;
 	int		 help;
@@ -168,14 +208,21 @@ struct ld_conn {
 	int		 want_out;	/* EPOLLOUT is registered */
 	int64_t		 shopper;	/* -1 while free */
 	unsigned	 attempt;
+	uint32_t	 job;		/* LD_JOB(shopper, kind) */
+	const char	*req;		/* the request being sent */
+	size_t		 req_len;
+	char		*qbuf;		/* a queue step's request (--queue) */
 	size_t		 sent;		/* request bytes written */
 	int64_t		 dispatch_us;
 	int64_t		 write_us;	/* first write: latency starts here */
 	struct ld_rsp	 rsp;
 };
 
+struct ld_queue;
+
 struct ld_run {
 	struct ld_opts	 o;
+	struct ld_queue	*q;		/* the journey's state; NULL without --queue */
 	struct sockaddr_storage addr;
 	socklen_t	 addrlen;
 	char		 hosthdr[80];
@@ -192,9 +239,11 @@ struct ld_run {
 	size_t		 shoppers_cap;
 
 	/* Shoppers waiting for a connection, first come first served. */
-	uint32_t	*ready;
+	uint32_t	*ready;		/* jobs */
 	size_t		 ready_head;
 	size_t		 ready_len;
+	size_t		 ready_cap;
+	size_t		 heap_cap;
 
 	/* Shoppers waiting to retry: a min-heap on the due time. */
 	struct ld_retry	*heap;
@@ -258,11 +307,36 @@ enum ld_prs ld_rsp_feed(struct ld_rsp *, const char *, size_t, size_t *);
 enum ld_prs ld_rsp_eof(struct ld_rsp *);
 
 /* load_run.c: the connections and the run. */
+uint64_t ld_rand(struct ld_run *);
+int64_t	 ld_rand_below(struct ld_run *, int64_t);
+int	 ld_is_bot(const struct ld_run *, size_t);
+int64_t	 ld_react_us(struct ld_run *);
+void	 ld_schedule(struct ld_run *, int64_t, uint32_t);
+void	 ld_record(struct ld_run *, const struct ld_conn *, int, int, int64_t);
+int64_t	 ld_retry_delay_us(struct ld_run *, unsigned, int);
 int	 ld_run_setup(struct ld_run *);
 void	 ld_run_free(struct ld_run *);
 int	 ld_warmup(struct ld_run *, struct epoll_event *, char *);
 int	 ld_loop(struct ld_run *, struct epoll_event *, char *);
 enum ld_cat ld_cat_of(int);
+
+/* load_queue.c: the waiting room's journey (--queue). */
+int	 ld_queue_load(struct ld_run *);
+int	 ld_queue_start(struct ld_run *);
+void	 ld_queue_render(struct ld_run *, struct ld_conn *);
+void	 ld_queue_done(struct ld_run *, struct ld_conn *, int, int, int64_t);
+void	 ld_queue_tick(struct ld_run *, int64_t);
+int64_t	 ld_queue_next_us(const struct ld_run *);
+int	 ld_queue_csv_write(const struct ld_run *);
+void	 ld_queue_summary(const struct ld_run *);
+void	 ld_queue_free(struct ld_queue *);
+
+/* load_qwire.c: the queue's answers and proofs (the self-test checks them). */
+int	 ld_json_str(const char *, size_t, const char *, char *, size_t);
+int	 ld_json_int(const char *, size_t, const char *, int64_t *);
+int	 ld_json_time_ms(const char *, size_t, const char *, int64_t *);
+int	 ld_pow_solve(uint64_t, const char *, unsigned, uint32_t *);
+int	 ld_pow_ok(uint64_t, const char *, uint32_t, unsigned);
 
 /* load_report.c: what the run did. */
 void	 ld_progress(struct ld_run *, int64_t);

@@ -19,7 +19,20 @@ ld_rsp_reset(struct ld_rsp *r)
 	r->digits = 0;
 	r->head_len = 0;
 	r->line_start = 0;
+	r->kept = 0;
 	r->errstr[0] = '\0';
+}
+
+/* Keeps the body's first LD_BODY_KEEP bytes, for the answers it reads. */
+static void
+ld_rsp_keep(struct ld_rsp *r, const char *p, size_t n)
+{
+	size_t room = sizeof(r->kbody) - r->kept;
+
+	if (n > room)
+		n = room;
+	memcpy(r->kbody + r->kept, p, n);
+	r->kept += n;
 }
 
 static enum ld_prs
@@ -387,6 +400,7 @@ ld_rsp_feed_chunked(struct ld_rsp *r, const char *p, size_t n, size_t *used)
 	while (i < n && rc == LD_PRS_MORE) {
 		if (r->state == LD_RSP_CHUNK_DATA) {
 			k = n - i < r->remaining ? n - i : (size_t)r->remaining;
+			ld_rsp_keep(r, p + i, k);
 			r->remaining -= k;
 			i += k;
 			if (r->remaining == 0)
@@ -431,6 +445,7 @@ ld_rsp_feed(struct ld_rsp *r, const char *p, size_t n, size_t *used)
 		case LD_RSP_LENGTH:
 			k = n - off < r->remaining ? n - off :
 			    (size_t)r->remaining;
+			ld_rsp_keep(r, p + off, k);
 			r->remaining -= k;
 			if (r->remaining == 0) {
 				r->state = LD_RSP_DONE;
@@ -439,6 +454,7 @@ ld_rsp_feed(struct ld_rsp *r, const char *p, size_t n, size_t *used)
 			break;
 		case LD_RSP_UNTIL_CLOSE:
 			k = n - off;
+			ld_rsp_keep(r, p + off, k);
 			r->body += k;
 			if (r->body > LD_BODY_MAX)
 				rc = ld_rsp_error(r, "response body too big");

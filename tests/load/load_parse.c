@@ -10,7 +10,7 @@
 void
 ld_usage(FILE *f)
 {
-	fputs("usage: " LD_NAME " --tokens FILE --port N [options]\n"
+	fputs("usage: " LD_NAME " --tokens FILE|--queue FILE --port N [options]\n"
 	    "  --tokens FILE       a line a shopper: <bearer token> <path>\n"
 	    "  --host ADDR         127.0.0.0/8 or ::1 only (127.0.0.1)\n"
 	    "  --port N            server port\n"
@@ -26,6 +26,25 @@ ld_usage(FILE *f)
 	    "                      (status 0: a network error)\n"
 	    "  --progress          a line a second on stderr\n"
 	    "  --seed N            seed of the retry jitter (the clock)\n"
+	    "  --get               GET the paths (a token \"-\": none sent)\n"
+	    "  --pass-header       the token is a pass (Flashsale-Pass)\n"
+	    "  --source-ips N      connections speak from N addresses\n"
+	    "                      127.100.0.1... (IPv4; 0: the kernel's)\n"
+	    "  --bots-permille N   this share of shoppers are bots (0): they\n"
+	    "                      press at once, people after a reaction\n"
+	    "  --react-min-ms MS   a person's reaction, from (0)\n"
+	    "  --react-max-ms MS   ... to (0: nobody waits, one burst)\n"
+	    "The waiting room's journey (instead of --tokens):\n"
+	    "  --queue FILE        a line a shopper: <sub> <token> <path>\n"
+	    "                      join, wait, pass, buy with the pass\n"
+	    "  --sale S            the sale (its waiting room)\n"
+	    "  --bot-joins K       a bot joins from K connections (3)\n"
+	    "  --poll-rate R       status documents asked a second (20)\n"
+	    "  --page-poll-ms MS   a person's page polls this often (1000)\n"
+	    "  --join-only         each shopper joins, nothing more (the\n"
+	    "                      join's benchmark); no status polls\n"
+	    "  --queue-csv FILE    t_ms,state,joined,admitted,through,\n"
+	    "                      units_left,passes_out a status read\n"
 	    "  --self-test         check the response parser, then exit\n"
 	    "Defaults in parentheses.\n", f);
 }
@@ -62,6 +81,28 @@ static const struct ld_opt {
 	{ "expect-202", LD_OPT_INT, offsetof(struct ld_opts, expect_202), 1,
 	    LD_REQUESTS_MAX },
 	{ "seed", LD_OPT_INT, offsetof(struct ld_opts, seed), 1, INT64_MAX },
+	{ "bots-permille", LD_OPT_INT, offsetof(struct ld_opts, bots_permille),
+	    0, 1000 },
+	{ "react-min-ms", LD_OPT_INT, offsetof(struct ld_opts, react_min_ms), 0,
+	    LD_REACT_MAX_MS },
+	{ "react-max-ms", LD_OPT_INT, offsetof(struct ld_opts, react_max_ms), 0,
+	    LD_REACT_MAX_MS },
+	{ "queue", LD_OPT_STRING, offsetof(struct ld_opts, queue), 0, 0 },
+	{ "queue-csv", LD_OPT_STRING, offsetof(struct ld_opts, queue_csv), 0,
+	    0 },
+	{ "sale", LD_OPT_INT, offsetof(struct ld_opts, sale), 1, INT64_MAX },
+	{ "bot-joins", LD_OPT_INT, offsetof(struct ld_opts, bot_joins), 1,
+	    LD_BOT_JOINS_MAX },
+	{ "poll-rate", LD_OPT_INT, offsetof(struct ld_opts, poll_rate), 1,
+	    LD_POLL_RATE_MAX },
+	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
+	    1, LD_REACT_MAX_MS },
+	{ "join-only", LD_OPT_FLAG, offsetof(struct ld_opts, join_only), 0, 0 },
+	{ "get", LD_OPT_FLAG, offsetof(struct ld_opts, get), 0, 0 },
+	{ "pass-header", LD_OPT_FLAG, offsetof(struct ld_opts, pass_header), 0,
+	    0 },
+	{ "source-ips", LD_OPT_INT, offsetof(struct ld_opts, source_ips), 0,
+	    65000 },
 	{ "progress", LD_OPT_FLAG, offsetof(struct ld_opts, progress), 0, 0 },
 	{ "self-test", LD_OPT_FLAG, offsetof(struct ld_opts, self_test), 0, 0 },
 	{ "help", LD_OPT_FLAG, offsetof(struct ld_opts, help), 0, 0 },
@@ -261,14 +302,20 @@ ld_arena_reserve(struct ld_run *run, size_t need)
 	return 0;
 }
 
-/* Renders one shopper's request; a line is "<token> <path>". */
+/*
+ * Renders one shopper's request; a line is "<token> <path>": a POST with
+ * the token as a bearer token, or (--pass-header) as a waiting room's
+ * pass; with --get a GET, without any token when it is "-".
+ */
 static int
 ld_tokens_line(struct ld_run *run, const char *line, size_t len,
     size_t lineno)
 {
-	static const char m1[] = "POST ", m2[] = " HTTP/1.1\r\nHost: ",
-	    m3[] = "\r\nAuthorization: Bearer ",
+	static const char m2[] = " HTTP/1.1\r\nHost: ",
 	    m4[] = "\r\nContent-Length: 0\r\n\r\n";
+	const char *m1 = run->o.get ? "GET " : "POST ";
+	const char *m3 = run->o.pass_header ? "\r\nFlashsale-Pass: " :
+	    "\r\nAuthorization: Bearer ";
 	const char *path;
 	size_t toklen, pathlen, need, i;
 	int rc;
@@ -302,8 +349,12 @@ ld_tokens_line(struct ld_run *run, const char *line, size_t len,
 		    LD_SHOPPERS_MAX);
 		return -1;
 	}
-	need = sizeof(m1) - 1 + pathlen + sizeof(m2) - 1 +
-	    strlen(run->hosthdr) + sizeof(m3) - 1 + toklen + sizeof(m4) - 1;
+	if (toklen == 1 && line[0] == '-' && run->o.get) {
+		m3 = "";
+		toklen = 0;
+	}
+	need = strlen(m1) + pathlen + sizeof(m2) - 1 +
+	    strlen(run->hosthdr) + strlen(m3) + toklen + sizeof(m4) - 1;
 	if (ld_shoppers_grow(run) == -1 || (rc = ld_arena_reserve(run, need)) == -1) {
 		ld_warn("out of memory reading %s", run->o.tokens);
 		return -1;
@@ -315,11 +366,11 @@ ld_tokens_line(struct ld_run *run, const char *line, size_t len,
 	}
 	run->req_off[run->nshoppers] = (uint32_t)run->arena_len;
 	run->req_len[run->nshoppers] = (uint16_t)need;
-	ld_put(run, m1, sizeof(m1) - 1);
+	ld_put(run, m1, strlen(m1));
 	ld_put(run, path, pathlen);
 	ld_put(run, m2, sizeof(m2) - 1);
 	ld_put(run, run->hosthdr, strlen(run->hosthdr));
-	ld_put(run, m3, sizeof(m3) - 1);
+	ld_put(run, m3, strlen(m3));
 	ld_put(run, line, toklen);
 	ld_put(run, m4, sizeof(m4) - 1);
 	run->nshoppers++;

@@ -108,6 +108,8 @@ struct ld_figures {
 	uint64_t	 peak;		/* completions in the best second */
 	uint64_t	 unsent;	/* shoppers left waiting */
 	int64_t		 nth_us;	/* opening to the Nth 202; -1: never */
+	int64_t		 last_us;	/* opening to the last 202; -1: none */
+	uint64_t	 bots, won, bots_won;	/* shoppers, by final 202 */
 	int64_t		 cpu_us;	/* own CPU during the run */
 	int64_t		 cpu_all_us;	/* with loading and the CSV */
 	double		 el;		/* seconds from the opening */
@@ -143,7 +145,8 @@ ld_latencies(const struct ld_run *run, struct ld_figures *f)
 static int
 ld_best_second(const struct ld_run *run, uint64_t *peak)
 {
-	size_t i, nbins = (size_t)((run->end_us - run->t0_us) / 100000) + 2;
+	size_t i, nbins = run->end_us > run->t0_us ?
+	    (size_t)((run->end_us - run->t0_us) / 100000) + 2 : 2;
 	uint64_t *bins, win;
 
 	if ((bins = calloc(nbins, sizeof(*bins))) == NULL)
@@ -185,9 +188,18 @@ ld_figures_of(const struct ld_run *run, struct ld_figures *f)
 			f->nth_us = run->recs[i].t_us;
 			break;
 		}
-	for (i = 0; i < run->nshoppers; i++)
+	f->last_us = -1;
+	for (i = 0; i < run->nrecs; i++)
+		if (run->recs[i].status == 202)
+			f->last_us = run->recs[i].t_us;
+	for (i = 0; i < run->nshoppers; i++) {
 		f->final[run->outcome[i] == 0 ? LD_CAT__MAX :
 		    run->outcome[i] - 1U]++;
+		f->bots += (uint64_t)ld_is_bot(run, i);
+		f->won += run->outcome[i] == LD_CAT_202 + 1;
+		f->bots_won += run->outcome[i] == LD_CAT_202 + 1 &&
+		    ld_is_bot(run, i);
+	}
 	f->unsent = run->ready_len + run->heap_len;
 	return 0;
 }
@@ -294,10 +306,27 @@ ld_print_line(const struct ld_run *run, const struct ld_figures *f)
 	for (k = 1; k < LD_NE__MAX; k++)
 		printf(" neterr_%s=%" PRIu64, ld_neterr_names[k],
 		    run->neterr[k]);
-	printf(" expect_202=%" PRId64 " t_nth_202_ms=%.3f cpu_us=%" PRId64
-	    " cpu_us_per_req=%.3f\n", run->o.expect_202,
-	    f->nth_us >= 0 ? (double)f->nth_us / 1000 : -1.0, f->cpu_us,
-	    f->per);
+	printf(" expect_202=%" PRId64 " t_nth_202_ms=%.3f t_last_202_ms=%.3f"
+	    " bots=%" PRIu64 " won=%" PRIu64 " bots_won=%" PRIu64
+	    " cpu_us=%" PRId64 " cpu_us_per_req=%.3f\n", run->o.expect_202,
+	    f->nth_us >= 0 ? (double)f->nth_us / 1000 : -1.0,
+	    f->last_us >= 0 ? (double)f->last_us / 1000 : -1.0, f->bots,
+	    f->won, f->bots_won, f->cpu_us, f->per);
+}
+
+/*
+ * Who won: the bots' share of the units beside their share of the
+ * accounts (a fair sale gives a ratio near 1).
+ */
+static void
+ld_print_fairness(const struct ld_figures *f, size_t nshoppers)
+{
+	double acc = 100.0 * (double)f->bots / (double)nshoppers;
+	double won = f->won > 0 ? 100.0 * (double)f->bots_won /
+	    (double)f->won : 0.0;
+
+	printf("fairness: bots %.1f%% of accounts won %.1f%% of units "
+	    "(ratio %.2f)\n", acc, won, acc > 0 ? won / acc : 0.0);
 }
 
 int
@@ -310,6 +339,10 @@ ld_summary(struct ld_run *run)
 		return -1;
 	}
 	ld_print_text(run, &f);
+	if (run->o.bots_permille > 0)
+		ld_print_fairness(&f, run->nshoppers);
+	if (run->q != NULL)
+		ld_queue_summary(run);
 	ld_print_line(run, &f);
 	fflush(stdout);
 	return 0;

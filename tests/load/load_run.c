@@ -2,7 +2,7 @@
 #include "load.h"
 
 /* xorshift64*: jitter only needs to be cheap and spread, not secret. */
-static uint64_t
+uint64_t
 ld_rand(struct ld_run *run)
 {
 	run->rng ^= run->rng >> 12;
@@ -11,7 +11,7 @@ ld_rand(struct ld_run *run)
 	return run->rng * 0x2545F4914F6CDD1DULL;
 }
 
-static int64_t
+int64_t
 ld_rand_below(struct ld_run *run, int64_t n)
 {
 	return n <= 0 ? 0 : (int64_t)(ld_rand(run) % (uint64_t)n);
@@ -61,10 +61,9 @@ ld_heap_pop(struct ld_run *run)
 }
 
 static void
-ld_ready_push(struct ld_run *run, uint32_t shopper)
+ld_ready_push(struct ld_run *run, uint32_t job)
 {
-	run->ready[(run->ready_head + run->ready_len) % run->nshoppers] =
-	    shopper;
+	run->ready[(run->ready_head + run->ready_len) % run->ready_cap] = job;
 	run->ready_len++;
 }
 
@@ -73,9 +72,44 @@ ld_ready_pop(struct ld_run *run)
 {
 	uint32_t s = run->ready[run->ready_head];
 
-	run->ready_head = (run->ready_head + 1) % run->nshoppers;
+	run->ready_head = (run->ready_head + 1) % run->ready_cap;
 	run->ready_len--;
 	return s;
+}
+
+/*
+ * A job due at due_us (monotonic): a retry, a person's press after their
+ * reaction, a queue step. Both queues hold every job at most once, so
+ * their capacity (a few jobs a shopper) is never passed.
+ */
+void
+ld_schedule(struct ld_run *run, int64_t due_us, uint32_t job)
+{
+	if (run->heap_len < run->heap_cap)
+		ld_heap_push(run, due_us, job);
+}
+
+/*
+ * Bots are a fixed share of the shoppers, picked by a hash of their line
+ * number: the same lines are bots in every run over the same file, with
+ * the waiting room or without it.
+ */
+int
+ld_is_bot(const struct ld_run *run, size_t shopper)
+{
+	uint32_t h = (uint32_t)shopper * 2654435761U;
+
+	h ^= h >> 16;
+	return (int64_t)(h % 1000) < run->o.bots_permille;
+}
+
+/* A person's reaction: from seeing the button live to pressing it. */
+int64_t
+ld_react_us(struct ld_run *run)
+{
+	int64_t lo = run->o.react_min_ms * 1000, hi = run->o.react_max_ms * 1000;
+
+	return hi <= lo ? lo : lo + ld_rand_below(run, hi - lo + 1);
 }
 
 /*
@@ -86,6 +120,25 @@ static uint64_t
 ld_conn_key(struct ld_run *run, const struct ld_conn *c)
 {
 	return (uint64_t)c->gen << 32 | (uint32_t)(c - run->conns);
+}
+
+/*
+ * Many shoppers, many addresses: connection i speaks from 127.100.0.0 +
+ * 1 + i mod --source-ips, so that a per-address limit sees a crowd, not
+ * one client (every 127.0.0.0/8 address is loopback on Linux).
+ */
+static int
+ld_conn_bind(struct ld_run *run, const struct ld_conn *c, int fd)
+{
+	struct sockaddr_in src;
+	uint32_t i = (uint32_t)(c - run->conns) % (uint32_t)run->o.source_ips;
+
+	if (run->addr.ss_family != AF_INET)
+		return 0;
+	memset(&src, 0, sizeof(src));
+	src.sin_family = AF_INET;
+	src.sin_addr.s_addr = htonl((127U << 24 | 100U << 16) + 1 + i);
+	return bind(fd, (struct sockaddr *)&src, sizeof(src));
 }
 
 static int
@@ -100,6 +153,8 @@ ld_conn_open(struct ld_run *run, struct ld_conn *c)
 		goto fail;
 	/* One small write per request: never let Nagle hold it back. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (run->o.source_ips > 0 && ld_conn_bind(run, c, fd) == -1)
+		goto fail;
 	c->connecting = 0;
 	if (connect(fd, (struct sockaddr *)&run->addr, run->addrlen) == -1) {
 		if (errno != EINPROGRESS)
@@ -186,7 +241,7 @@ ld_cat_of(int status)
 }
 
 /* After a Retry-After, its seconds plus jitter; else equal-jitter backoff. */
-static int64_t
+int64_t
 ld_retry_delay_us(struct ld_run *run, unsigned attempt, int retry_after)
 {
 	int64_t base;
@@ -201,24 +256,18 @@ ld_retry_delay_us(struct ld_run *run, unsigned attempt, int retry_after)
 	return base / 2 + ld_rand_below(run, base / 2 + 1);
 }
 
-/*
- * Records one finished request (status 0: no answer) and decides whether
- * its shopper tries again.  The caller has closed the socket if needed.
- */
-static void
-ld_complete(struct ld_run *run, struct ld_conn *c, int status,
-    enum ld_neterr ne, int64_t now)
+/* Records one finished purchase (status 0: no answer) and counts it. */
+void
+ld_record(struct ld_run *run, const struct ld_conn *c, int status, int ne,
+    int64_t now)
 {
 	struct ld_record *rec;
-	uint32_t s = (uint32_t)c->shopper;
 	int64_t start = c->write_us != 0 ? c->write_us : c->dispatch_us;
-	int64_t due;
 	enum ld_cat cat = ld_cat_of(status);
-	int retry;
 
 	if (run->nrecs < run->recs_cap) {
 		rec = &run->recs[run->nrecs++];
-		rec->t_us = (uint32_t)(now - run->t0_us);
+		rec->t_us = now > run->t0_us ? (uint32_t)(now - run->t0_us) : 0;
 		rec->latency_us = (uint32_t)(now - start);
 		rec->status = (int16_t)status;
 		rec->attempt = (uint8_t)c->attempt;
@@ -229,10 +278,32 @@ ld_complete(struct ld_run *run, struct ld_conn *c, int status,
 		run->status[status]++;
 	else
 		run->neterr[ne]++;
+}
+
+/*
+ * One finished request (status 0: no answer): a purchase is recorded and
+ * its shopper may try again; a queue step goes to load_queue.c.  The
+ * caller has closed the socket if needed.
+ */
+static void
+ld_complete(struct ld_run *run, struct ld_conn *c, int status,
+    enum ld_neterr ne, int64_t now)
+{
+	uint32_t s = (uint32_t)c->shopper;
+	int64_t due;
+	enum ld_cat cat = ld_cat_of(status);
+	int retry;
+
 	if (ne == LD_NE_PROTOCOL)
 		snprintf(run->last_proto, sizeof(run->last_proto), "%s",
 		    c->rsp.errstr);
 	run->inflight--;
+	if (run->q != NULL) {
+		ld_queue_done(run, c, status, (int)ne, now);
+		ld_conn_free(run, c);
+		return;
+	}
+	ld_record(run, c, status, (int)ne, now);
 
 	retry = (cat == LD_CAT_503 || cat == LD_CAT_NETERR) &&
 	    c->attempt <= (unsigned)run->o.retries && !ld_stop_signal &&
@@ -241,7 +312,7 @@ ld_complete(struct ld_run *run, struct ld_conn *c, int status,
 		due = now + ld_retry_delay_us(run, c->attempt,
 		    cat == LD_CAT_503 ? c->rsp.retry_after : -1);
 		if (due < run->deadline_us)
-			ld_heap_push(run, due, s);
+			ld_schedule(run, due, s);
 		else {
 			run->late_retries++;
 			retry = 0;
@@ -258,8 +329,8 @@ ld_complete(struct ld_run *run, struct ld_conn *c, int status,
 static void
 ld_conn_send(struct ld_run *run, struct ld_conn *c, int64_t now)
 {
-	const char *req = run->arena + run->req_off[c->shopper];
-	size_t len = run->req_len[c->shopper];
+	const char *req = c->req;
+	size_t len = c->req_len;
 	ssize_t n;
 
 	if (c->write_us == 0)
@@ -328,8 +399,7 @@ ld_conn_read(struct ld_run *run, struct ld_conn *c, char *buf, size_t bufsz)
 		goto fail;
 	}
 	/* No pipelining: extra bytes, or an early answer, break the stream. */
-	if (!c->rsp.keep_alive || used != (size_t)n ||
-	    c->sent < run->req_len[c->shopper])
+	if (!c->rsp.keep_alive || used != (size_t)n || c->sent < c->req_len)
 		ld_conn_close(c);
 	ld_complete(run, c, c->rsp.status, LD_NE_NONE, now);
 	return;
@@ -371,7 +441,7 @@ ld_conn_event(struct ld_run *run, const struct epoll_event *ev, char *buf,
 		c->connecting = 0;
 	}
 	if (ev->events & EPOLLOUT) {
-		if (c->shopper != -1 && c->sent < run->req_len[c->shopper])
+		if (c->shopper != -1 && c->sent < c->req_len)
 			ld_conn_send(run, c, ld_now_us());
 		else if (ld_conn_want_out(run, c, 0) == -1)
 			ld_conn_close(c);
@@ -384,40 +454,67 @@ ld_conn_event(struct ld_run *run, const struct epoll_event *ev, char *buf,
  * The run.
  */
 
-/* Hands waiting shoppers to free connections, reconnecting as needed. */
+/* A free connection, one with a socket first; -1 when none is free. */
+static int64_t
+ld_conn_take(struct ld_run *run)
+{
+	if (run->nfree_open > 0)
+		return run->free_open[--run->nfree_open];
+	if (run->nfree_closed > 0)
+		return run->free_closed[--run->nfree_closed];
+	return -1;
+}
+
+/* Sends one job on connection ci, reconnecting it if needed. */
+static void
+ld_start(struct ld_run *run, uint32_t ci, uint32_t job, int64_t now)
+{
+	struct ld_conn *c = &run->conns[ci];
+	uint32_t s = LD_JOB_SHOPPER(job);
+
+	c->shopper = s;
+	c->job = job;
+	c->attempt = ++run->attempts[s];
+	c->sent = 0;
+	c->dispatch_us = now;
+	c->write_us = 0;
+	ld_rsp_reset(&c->rsp);
+	if (run->q != NULL)
+		ld_queue_render(run, c);
+	else {
+		c->req = run->arena + run->req_off[s];
+		c->req_len = run->req_len[s];
+	}
+	run->sent++;
+	run->inflight++;
+	if (c->fd == -1 && ld_conn_open(run, c) == -1) {
+		ld_complete(run, c, 0, LD_NE_CONNECT, now);
+		return;
+	}
+	if (!c->connecting)
+		ld_conn_send(run, c, now);
+}
+
+/*
+ * Hands due jobs to free connections: the waiting pages' status polls
+ * first (they never queue behind a crowd of joins), then the rest.
+ */
 static void
 ld_dispatch(struct ld_run *run, int64_t now)
 {
-	struct ld_conn *c;
-	uint32_t ci, s;
+	int64_t ci;
 
 	while (run->heap_len > 0 && run->heap[0].due_us <= now)
 		ld_ready_push(run, ld_heap_pop(run));
-	while (run->ready_len > 0 &&
-	    run->sent < (uint64_t)run->o.requests_max) {
-		if (run->nfree_open > 0)
-			ci = run->free_open[--run->nfree_open];
-		else if (run->nfree_closed > 0)
-			ci = run->free_closed[--run->nfree_closed];
-		else
-			break;
-		s = ld_ready_pop(run);
-		c = &run->conns[ci];
-		c->shopper = s;
-		c->attempt = ++run->attempts[s];
-		c->sent = 0;
-		c->dispatch_us = now;
-		c->write_us = 0;
-		ld_rsp_reset(&c->rsp);
-		run->sent++;
-		run->inflight++;
-		if (c->fd == -1 && ld_conn_open(run, c) == -1) {
-			ld_complete(run, c, 0, LD_NE_CONNECT, now);
-			continue;
-		}
-		if (!c->connecting)
-			ld_conn_send(run, c, now);
+	while (run->q != NULL && ld_queue_next_us(run) <= now &&
+	    (ci = ld_conn_take(run)) != -1) {
+		ld_queue_tick(run, now);
+		ld_start(run, (uint32_t)ci, LD_JOB(0, LD_K_POLL), now);
 	}
+	while (run->ready_len > 0 &&
+	    run->sent < (uint64_t)run->o.requests_max &&
+	    (ci = ld_conn_take(run)) != -1)
+		ld_start(run, (uint32_t)ci, ld_ready_pop(run), now);
 }
 
 static void
@@ -465,14 +562,16 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 	int64_t now, end, next_reconnect, left;
 	size_t i, connecting;
 	int err;
+	/* With the queue, joining starts now: the opening is its business. */
+	int64_t start_at = run->q != NULL ? 0 : run->o.start_at;
 
 	for (i = 0; i < run->nconns; i++)
 		if (ld_conn_open(run, &run->conns[i]) == -1)
 			run->warm_fails++;
 	now = ld_now_us();
 	end = now + LD_WARMUP_MAX_US;
-	if (run->o.start_at != 0) {
-		left = run->o.start_at * 1000 - ld_unix_us();
+	if (start_at != 0) {
+		left = start_at * 1000 - ld_unix_us();
 		if (left > LD_START_AHEAD_MAX_MS * 1000) {
 			ld_warn("--start-at is more than a day ahead");
 			return -1;
@@ -491,7 +590,7 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 		}
 		for (i = connecting = 0; i < run->nconns; i++)
 			connecting += run->conns[i].connecting;
-		if (run->o.start_at == 0 && connecting == 0)
+		if (start_at == 0 && connecting == 0)
 			break;
 		/* The last 2 ms are slept on the wall clock, to the instant. */
 		left = end - now;
@@ -501,7 +600,7 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 		    left - 2000 < 100000 ? left - 2000 : 100000) == -1)
 			return -1;
 		/* A server may drop idle connections during a long wait. */
-		if (run->o.start_at != 0 && now >= next_reconnect) {
+		if (start_at != 0 && now >= next_reconnect) {
 			for (i = 0; i < run->nconns; i++)
 				if (run->conns[i].fd == -1 &&
 				    ld_conn_open(run, &run->conns[i]) == -1)
@@ -509,9 +608,9 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 			next_reconnect = now + LD_SECOND_US;
 		}
 	}
-	if (run->o.start_at != 0) {
-		ts.tv_sec = (time_t)(run->o.start_at / 1000);
-		ts.tv_nsec = (long)(run->o.start_at % 1000) * 1000000;
+	if (start_at != 0) {
+		ts.tv_sec = (time_t)(start_at / 1000);
+		ts.tv_nsec = (long)(start_at % 1000) * 1000000;
 		while ((err = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME,
 		    &ts, NULL)) == EINTR)
 			if (ld_stop_signal) {
@@ -531,6 +630,13 @@ ld_warmup(struct ld_run *run, struct epoll_event *evs, char *buf)
 	/* Reversed, so that connection 0 serves the first shopper. */
 	for (i = run->nconns; i-- > 0;)
 		ld_conn_free(run, &run->conns[i]);
+	if (run->q != NULL)
+		return ld_queue_start(run);
+	/* People press after their reaction; bots are in the ready queue. */
+	for (i = 0; i < run->nshoppers && run->o.react_max_ms > 0; i++)
+		if (!ld_is_bot(run, i))
+			ld_schedule(run, run->t0_us + ld_react_us(run),
+			    (uint32_t)i);
 	return 0;
 }
 
@@ -562,6 +668,8 @@ ld_loop(struct ld_run *run, struct epoll_event *evs, char *buf)
 			wait_us = next_sweep - now;
 		if (run->heap_len > 0 && run->heap[0].due_us - now < wait_us)
 			wait_us = run->heap[0].due_us - now;
+		if (run->q != NULL && ld_queue_next_us(run) - now < wait_us)
+			wait_us = ld_queue_next_us(run) - now;
 		if (ld_wait_events(run, evs, buf, wait_us) == -1)
 			return -1;
 		now = ld_now_us();
@@ -585,15 +693,26 @@ ld_run_setup(struct ld_run *run)
 {
 	size_t i;
 
-	if (run->o.requests_max == 0)
-		run->o.requests_max = (int64_t)run->nshoppers *
-		    (1 + run->o.retries);
+	/* A shopper's jobs at once: a bot's joins, or one step. */
+	size_t per = run->q != NULL ? (size_t)run->o.bot_joins + 1 : 1;
+
+	/* Purchases are recorded; with the queue, its steps and polls count
+	 * towards --requests-max too. */
+	run->recs_cap = run->nshoppers * (size_t)(1 + run->o.retries);
+	if (run->o.requests_max == 0 && run->q != NULL)
+		run->o.requests_max = (int64_t)run->recs_cap *
+		    (int64_t)(per + 2) + run->o.poll_rate *
+		    (run->o.duration_max + LD_DURATION_MAX_S);
+	else if (run->o.requests_max == 0)
+		run->o.requests_max = (int64_t)run->recs_cap;
+	if (run->q == NULL)
+		run->recs_cap = (size_t)run->o.requests_max;
 	run->nconns = (size_t)run->o.connections;
-	run->recs_cap = (size_t)run->o.requests_max;
+	run->ready_cap = run->heap_cap = run->nshoppers * per + 16;
 	run->attempts = calloc(run->nshoppers, sizeof(*run->attempts));
 	run->outcome = calloc(run->nshoppers, sizeof(*run->outcome));
-	run->ready = malloc(run->nshoppers * sizeof(*run->ready));
-	run->heap = malloc(run->nshoppers * sizeof(*run->heap));
+	run->ready = malloc(run->ready_cap * sizeof(*run->ready));
+	run->heap = malloc(run->heap_cap * sizeof(*run->heap));
 	run->conns = calloc(run->nconns, sizeof(*run->conns));
 	run->free_open = malloc(run->nconns * sizeof(*run->free_open));
 	run->free_closed = malloc(run->nconns * sizeof(*run->free_closed));
@@ -608,9 +727,17 @@ ld_run_setup(struct ld_run *run)
 	for (i = 0; i < run->nconns; i++) {
 		run->conns[i].fd = -1;
 		run->conns[i].shopper = -1;
+		if (run->q != NULL &&
+		    (run->conns[i].qbuf = malloc(LD_QREQ_MAX)) == NULL) {
+			ld_warn("out of memory");
+			return -1;
+		}
 	}
-	for (i = 0; i < run->nshoppers; i++)
-		ld_ready_push(run, (uint32_t)i);
+	/* Without the queue, the burst: everyone now, or bots now and people
+	 * after their reaction (ld_warmup); the queue starts its own jobs. */
+	for (i = 0; i < run->nshoppers && run->q == NULL; i++)
+		if (run->o.react_max_ms == 0 || ld_is_bot(run, i))
+			ld_ready_push(run, (uint32_t)i);
 	if ((run->ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		ld_warn("epoll_create1: %s", strerror(errno));
 		return -1;
@@ -625,8 +752,11 @@ ld_run_free(struct ld_run *run)
 
 	if (run == NULL)
 		return;
-	for (i = 0; run->conns != NULL && i < run->nconns; i++)
+	for (i = 0; run->conns != NULL && i < run->nconns; i++) {
 		ld_conn_close(&run->conns[i]);
+		free(run->conns[i].qbuf);
+	}
+	ld_queue_free(run->q);
 	if (run->ep != -1)
 		close(run->ep);
 	free(run->arena);

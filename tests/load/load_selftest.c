@@ -1,4 +1,5 @@
-/* flashsale-load: the self-test of the response parser (--self-test). */
+/* flashsale-load: the self-test of the response parser and the queue's
+ * helpers (--self-test). */
 #include "load.h"
 
 static const char *const ld_prs_names[LD_PRS__MAX] = {
@@ -231,6 +232,79 @@ ld_case_big(size_t *pass, size_t *fail)
 	free(in);
 }
 
+/* One TAP line for a check of the queue's helpers. */
+static void
+ld_tap(int ok, const char *name, size_t *pass, size_t *fail)
+{
+	if (ok)
+		printf("ok %zu - %s\n", ++*pass + *fail, name);
+	else
+		printf("not ok %zu - %s\n", *pass + ++*fail, name);
+}
+
+/* The members the journey reads out of the server's answers. */
+static void
+ld_json_cases(size_t *pass, size_t *fail)
+{
+	static const char doc[] = "{\"sale\":7,\"state\":\"open\","
+	    "\"seed\":null,\"through\":-1,\"admitted\": 1500,"
+	    "\"rate\":12.5,\"ticket\":\"dDF8N3xh.QUJD\",\"bad\":\"a\\\"b\","
+	    "\"big\":99999999999999999999}";
+	static const char iso[] = "{\"opensAt\":\"2026-12-03T07:06:19.009Z\"}",
+	    ms[] = "{\"t\":1796281579009}", day[] = "{\"t\":\"2026-12-03\"}";
+	char out[16];
+	int64_t v = 0;
+
+	ld_tap(ld_json_str(doc, sizeof(doc) - 1, "state", out, sizeof(out)) ==
+	    0 && strcmp(out, "open") == 0, "json: a string member", pass, fail);
+	ld_tap(ld_json_str(doc, sizeof(doc) - 1, "seed", out, sizeof(out)) ==
+	    1, "json: null", pass, fail);
+	ld_tap(ld_json_str(doc, sizeof(doc) - 1, "ticket", out, 8) == -1,
+	    "json: a string longer than the room is refused", pass, fail);
+	ld_tap(ld_json_str(doc, sizeof(doc) - 1, "bad", out, sizeof(out)) ==
+	    -1, "json: an escaped string is refused", pass, fail);
+	ld_tap(ld_json_str(doc, sizeof(doc) - 1, "open", out, sizeof(out)) ==
+	    -1, "json: a value is not a key", pass, fail);
+	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "through", &v) == 0 &&
+	    v == -1, "json: a negative integer", pass, fail);
+	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "admitted", &v) == 0 &&
+	    v == 1500, "json: an integer after a space", pass, fail);
+	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "rate", &v) == 0 && v == 12,
+	    "json: a fraction's integer part", pass, fail);
+	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "big", &v) == -1,
+	    "json: an integer past int64 is refused", pass, fail);
+	ld_tap(ld_json_time_ms(iso, sizeof(iso) - 1, "opensAt", &v) == 0 &&
+	    v == 1796281579009LL && ld_json_time_ms(ms, sizeof(ms) - 1, "t",
+	    &v) == 0 && v == 1796281579009LL && ld_json_time_ms(day,
+	    sizeof(day) - 1, "t", &v) == -1,
+	    "json: a time, ISO 8601 UTC or ms", pass, fail);
+	ld_tap(ld_json_int(doc, sizeof(doc) - 1, "state", &v) == -1 &&
+	    ld_json_int(doc, sizeof(doc) - 1, "absent", &v) == -1,
+	    "json: a string or nothing is no integer", pass, fail);
+}
+
+/* The proof of work: the first nonce that passes, and only it before. */
+static void
+ld_pow_cases(size_t *pass, size_t *fail)
+{
+	uint32_t nonce = 0, x;
+	int ok;
+
+	ok = ld_pow_solve(42, "shopper-1", 10, &nonce) == 0 &&
+	    ld_pow_ok(42, "shopper-1", nonce, 10);
+	for (x = 0; ok && x < nonce; x++)
+		ok = !ld_pow_ok(42, "shopper-1", x, 10);
+	ld_tap(ok, "pow: the solution has 10 zero bits, no smaller one has",
+	    pass, fail);
+	ld_tap(ld_pow_ok(42, "shopper-1", 12345, 0),
+	    "pow: 0 bits: any nonce", pass, fail);
+	/* Bound to the account and the sale: a different message. */
+	ld_tap(!ld_pow_ok(42, "shopper-2", nonce, 10) ||
+	    !ld_pow_ok(43, "shopper-1", nonce, 10) ||
+	    nonce == 0, "pow: another account's or sale's message differs",
+	    pass, fail);
+}
+
 int
 ld_self_test(void)
 {
@@ -238,10 +312,12 @@ ld_self_test(void)
 	size_t pass = 0, fail = 0;
 
 	/* TAP, for make check's driver, and a plain count at the end. */
-	printf("1..%zu\n", ncases + 2);
+	printf("1..%zu\n", ncases + 2 + 14);
 	for (i = 0; i < ncases; i++)
 		ld_case_tap(&ld_cases[i], strlen(ld_cases[i].in), &pass, &fail);
 	ld_case_big(&pass, &fail);
+	ld_json_cases(&pass, &fail);
+	ld_pow_cases(&pass, &fail);
 	printf("self-test: %zu passed, %zu failed\n", pass, fail);
 	return fail == 0 ? 0 : 1;
 }

@@ -5,8 +5,13 @@
 #   latency-tail.png  share of requests slower than x, log-log: the p99-p99.9
 #                     region that a CDF squeezes against its top edge
 # awk does the binning and the ranks, gnuplot only draws; prints the paths.
+# With --queue, a waiting room's timeline (flashsale-load --queue-csv:
+# t_ms,state,joined,admitted,through,units_left,passes_out) instead:
+#   queue.png         admitted places, units left and passes outstanding
+#                     over the seconds since the opening
 #
 # usage: tests/load/report.sh results.csv outdir
+#        tests/load/report.sh --queue timeline.csv outdir
 set -eu
 
 prog=${0##*/}
@@ -16,7 +21,12 @@ die() {
 	exit 1
 }
 
-[ $# -eq 2 ] || { echo "usage: $prog results.csv outdir" >&2; exit 2; }
+queue=0
+if [ "${1:-}" = --queue ]; then
+	queue=1
+	shift
+fi
+[ $# -eq 2 ] || { echo "usage: $prog [--queue] results.csv outdir" >&2; exit 2; }
 csv=$1
 out=$2
 for tool in awk sort gnuplot; do
@@ -24,13 +34,43 @@ for tool in awk sort gnuplot; do
 		die "$tool not found (gnuplot: apt-get install gnuplot-nox)"
 done
 [ -r "$csv" ] || die "cannot read $csv"
-[ "$(head -n 1 "$csv")" = "t_ms,status,latency_us,attempt" ] ||
-	die "$csv is not a flashsale-load CSV"
 mkdir -p "$out"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/flashsale-report.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
+
+# The waiting room's timeline: one point a status document read.
+queue_timeline() {
+	[ "$(head -n 1 "$csv")" = "t_ms,state,joined,admitted,through,units_left,passes_out" ] ||
+		die "$csv is not a flashsale-load --queue-csv timeline"
+	awk -F, 'NR > 1 { printf "%.3f %s %s %s\n", $1 / 1000, $4, $6, $7 }' "$csv" >"$tmp/queue.dat"
+	[ -s "$tmp/queue.dat" ] || die "$csv has no readings"
+	title=$(basename "$csv" | tr -d "\"'\\\\")
+	cat >"$tmp/plot.gp" <<EOF
+set terminal pngcairo size 1200,700 noenhanced font ',11'
+set grid
+set key outside right top
+set output 'queue.png'
+set title 'The waiting room: $title'
+set xlabel 'seconds since the opening (the joining before it left out)'
+set xrange [-2:*]
+set ylabel 'places, units, passes'
+set yrange [0:*]
+plot 'queue.dat' using 1:2 with steps lw 2 lc rgb '#1a9850' title 'admitted', \
+     'queue.dat' using 1:3 with steps lw 2 lc rgb '#4575b4' title 'units left', \
+     'queue.dat' using 1:4 with steps lw 2 lc rgb '#d73027' title 'passes outstanding'
+EOF
+	(cd "$tmp" && gnuplot plot.gp) || die "gnuplot failed"
+	mv "$tmp/queue.png" "$out/queue.png"
+	echo "$out/queue.png"
+}
+if [ "$queue" = 1 ]; then
+	queue_timeline
+	exit 0
+fi
+[ "$(head -n 1 "$csv")" = "t_ms,status,latency_us,attempt" ] ||
+	die "$csv is not a flashsale-load CSV"
 
 # The outcomes of flashsale-load's summary; status 0 is a network error.
 cats="202 409 410 429 503 other neterr"
