@@ -1,9 +1,9 @@
 /*
  * flashsale-admin: the operator's tool. Keys, sales, stock warming, the
- * live view, figures, reconciliation, dead letters and shopper tokens for
- * the demo and the tests. Every command checks its input completely before
- * it writes anything. This file is the command table; the commands live
- * beside it by topic (admin.h).
+ * live view, figures, reconciliation, dead letters, the waiting room's
+ * check and shopper tokens for the demo and the tests. Every command
+ * checks its input completely before it writes anything. This file is the
+ * command table; the commands live beside it by topic (admin.h).
  */
 #include "config.h"
 
@@ -49,7 +49,13 @@ static const char usage[] =
     "  sale watch SALE_ID [--once] [--origin http://A.B.C.D:PORT]...\n"
     "                                    the live view, every second (--once: one frame)\n"
     "  dlq replay [--sale SALE_ID]       dead letters back on the order topic, each with its\n"
-    "                                    unit taken again; idempotent\n";
+    "                                    unit taken again; idempotent\n"
+    "  queue verify SALE_ID [--json]     the waiting room checked from PostgreSQL: every drawn\n"
+    "                                    place against the seed, late places, admission steps,\n"
+    "                                    each order admitted first; prints every violation\n"
+    "                                    (exit 1 on any)\n"
+    "  queue status SALE_ID [--json]     the waiting room's pacer state in Redis and its\n"
+    "                                    counts in PostgreSQL\n";
 
 /*
  * One command: its words ("sale", "warm"; verb NULL for a one-word
@@ -82,6 +88,8 @@ static const struct command commands[] = {
 	{ "config", NULL, 0, 0, 0, admin_config, NULL },
 	{ "reconcile", NULL, 0, 1, ANY, admin_reconcile, NULL },
 	{ "dlq", "replay", 0, 0, ANY, admin_dlq_replay, NULL },
+	{ "queue", "verify", 1, 0, 1, NULL, admin_queue_verify },
+	{ "queue", "status", 1, 0, 1, NULL, admin_queue_status },
 };
 
 /* Runs argv's command: its exit status, or -1 when argv names none (or wrongly). */
