@@ -23,10 +23,29 @@
 #include "urlsig.h"
 
 /*
+ * A queue sale's waiting room in sale create --json: its settings as
+ * stored (every member) and the commitment to its seed.
+ */
+static json_object *
+created_queue(const struct fs_sale *s)
+{
+	char text[FS_QUEUE_SETTINGS_JSON_MAX], commit[65];
+	json_object *q;
+
+	if (fs_queue_settings_json(&s->queue, text, sizeof(text)) < 0 ||
+	    (q = json_tokener_parse(text)) == NULL)
+		return NULL;
+	fs_queue_seed_commit(s->seed, commit);
+	json_object_object_add(q, "seedCommit", json_object_new_string(commit));
+	return q;
+}
+
+/*
  * The machine-readable answer of sale create --json, read back from
  * PostgreSQL: {"saleId","name","startsAt","endsAt","paymentWindowSeconds",
  * "itemIds":[...],"items":[{"itemId","name","priceMinor","currency",
- * "quantity"}]}, items in the file's order.
+ * "quantity"}]}, items in the file's order; a queue sale also "queue"
+ * (its settings and "seedCommit").
  */
 static int
 print_created(fs_pg *pg, uint64_t sale)
@@ -66,6 +85,8 @@ print_created(fs_pg *pg, uint64_t sale)
 		json_object_object_add(it, "quantity", json_object_new_int64(s.items[i].quantity));
 		json_object_array_add(items, it);
 	}
+	if (s.has_queue)
+		json_object_object_add(doc, "queue", created_queue(&s));
 	printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
 	rc = 0;
 out:

@@ -9,6 +9,9 @@
  *   GET /api/flash-sales/sales/{saleId}/stock   units left per item, read
  *       from Redis at every request (public, max-age=1)
  *
+ * A sale with a waiting room (docs/QUEUE.md) has "queue" in its document:
+ * the seed of its draw appears there from the opening on.
+ *
  * Every edge asks about once a second whatever the number of shoppers, and
  * each worker thread keeps what it read for a second too, so PostgreSQL
  * sees a query per sale per second and thread at most. A reveal asked for
@@ -226,6 +229,35 @@ answer_timed(fs_fcgi *fcgi, json_object *doc, const char *name, json_object *tim
 }
 
 /*
+ * The waiting room of a queue sale as its document shows it: when joining
+ * opens, the opening, the pass's life, the proof of work, the commitment
+ * to the draw's seed, and the seed itself from the opening on (null before).
+ */
+static json_object *
+queue_doc(const struct fs_sale *d, int64_t now)
+{
+	json_object *q = json_object_new_object();
+	char pre[FS_CLOCK_TIME_LEN], opens[FS_CLOCK_TIME_LEN], commit[65];
+	char seed[2 * FS_QUEUE_SEEDBYTES + 1];
+
+	fs_clock_format(d->starts_ms - (int64_t)d->queue.pre_s * 1000, pre);
+	fs_clock_format(d->starts_ms, opens);
+	fs_queue_seed_commit(d->seed, commit);
+	json_object_object_add(q, "preQueueAt", json_object_new_string(pre));
+	json_object_object_add(q, "opensAt", json_object_new_string(opens));
+	json_object_object_add(q, "passSeconds", json_object_new_int(d->queue.pass_s));
+	json_object_object_add(q, "powBits", json_object_new_int(d->queue.pow_bits));
+	json_object_object_add(q, "seedCommit", json_object_new_string(commit));
+	if (now >= d->starts_ms) {
+		sodium_bin2hex(seed, sizeof(seed), d->seed, sizeof(d->seed));
+		json_object_object_add(q, "seed", json_object_new_string(seed));
+	} else {
+		json_object_object_add(q, "seed", NULL);
+	}
+	return q;
+}
+
+/*
  * The sale document. Its ETag is weak and leaves serverTime out: two
  * answers with the same tag differ only in the clock reading.
  */
@@ -256,6 +288,9 @@ answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now)
 		json_object_array_add(items, o);
 	}
 	json_object_object_add(doc, "items", items);
+	/* A sale without a waiting room: the document as it always was. */
+	if (d->has_queue)
+		json_object_object_add(doc, "queue", queue_doc(d, now));
 	answer_timed(fcgi, doc, "serverTime", json_object_new_int64(now));
 }
 

@@ -22,6 +22,9 @@
 #define FS_QUEUE_TOKEN_MAX	256	/* a pass or a ticket, NUL included */
 #define FS_QUEUE_NONCE_MAX	32	/* a proof of work's nonce, characters */
 #define FS_QUEUE_POW_BITS_MAX	28
+#define FS_QUEUE_SETTINGS_JSON_MAX	160	/* fs_queue_settings_json's output, NUL included */
+
+struct json_object;
 
 /* ---- no store (queue.c) ---- */
 
@@ -78,15 +81,74 @@ enum fs_queue_status fs_queue_pow_check(uint64_t sale, const char *sub, const ch
 struct fs_queue_settings {
 	int pre_s;		/* preQueueSeconds, 60..86400, 900 */
 	int pass_s;		/* passSeconds, 30..1800, 120 */
-	int pow_bits;		/* powBits, 0..28 */
+	int pow_bits;		/* powBits, 0..28, 16 */
 	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
 	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
 };
 
 void fs_queue_settings_default(struct fs_queue_settings *);
+/*
+ * Reads the "queue" member of a sale file (a JSON object; every member
+ * optional, the rest from the defaults) into *s. 0, or -1 with err naming
+ * the unknown member, the wrong type or the value out of range; *s is
+ * then unchanged.
+ */
+int fs_queue_settings_parse(const struct json_object *queue, struct fs_queue_settings *s,
+    char *err, size_t errlen) __attribute__((warn_unused_result));
+/*
+ * The settings as one canonical JSON object with every member (what
+ * sales.queue stores) into out; its length, or -1 when out is too small
+ * (FS_QUEUE_SETTINGS_JSON_MAX always suffices).
+ */
+int fs_queue_settings_json(const struct fs_queue_settings *, char *out, size_t outmax);
 
 /* ---- Redis (queue_redis.c) ---- */
 
 /* ---- the pacer (queue_pacer.c) ---- */
+
+#define FS_QUEUE_PACER_STEP_MS	250	/* a step of every live queue sale */
+#define FS_QUEUE_LEASE_MS	3000	/* a pacer's lease on a sale, renewed every step */
+#define FS_QUEUE_PACER_SCAN_MS	2000	/* the live queue sales re-read from PostgreSQL */
+/*
+ * The first admission comes this long after the opening: a join sent just
+ * before it (a drawn place) may still be on its way to Redis.
+ */
+#define FS_QUEUE_PACER_GRACE_MS	1000
+#define FS_QUEUE_PACER_SALES_MAX 64	/* live queue sales one pacer steps */
+
+struct fs_cfg;
+struct fs_stock;
+typedef struct fs_queue_pacer fs_queue_pacer;
+
+/*
+ * A pacer on the stores of cfg (its own PostgreSQL and Redis connections,
+ * made when first used, remade after a failure) with the scripts of
+ * datadir/lua, stepping every step_ms; NULL with err written.
+ */
+fs_queue_pacer *fs_queue_pacer_new(const struct fs_cfg *, const char *datadir, int step_ms,
+    char *err, size_t errlen);
+void fs_queue_pacer_free(fs_queue_pacer *);
+/* The owner id its leases carry (unique per pacer). */
+const char *fs_queue_pacer_owner(const fs_queue_pacer *);
+/*
+ * One step at now_ms of every live queue sale (from preQueueAt to a minute
+ * after the end; re-read every FS_QUEUE_PACER_SCAN_MS) whose lease it holds
+ * or takes: the journal copied to queue_places, then, from the opening
+ * (+ grace) to the end, one admission step (docs/QUEUE.md). Failures are
+ * logged, never fatal; the count of sales it led, or -1 when PostgreSQL
+ * could not list them.
+ */
+int fs_queue_pacer_step(fs_queue_pacer *, int64_t now_ms);
+/* fs_queue_pacer_new and a thread that steps it every step_ms; NULL with err. */
+fs_queue_pacer *fs_queue_pacer_start(const struct fs_cfg *, const char *datadir, int step_ms,
+    char *err, size_t errlen);
+/* Stops the thread of fs_queue_pacer_start (within a step) and frees the pacer; NULL is fine. */
+void fs_queue_pacer_stop(fs_queue_pacer *);
+/*
+ * Passes outstanding of a sale at now_ms: passes whose expiry is later and
+ * whose shopper holds no unit (a pass used for a purchase is spent). The
+ * count, or -1 with the stock's err set.
+ */
+long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_ms);
 
 #endif

@@ -7,10 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "clock.h"
 #include "jsonread.h"
 #include "log.h"
 #include "orders.h"
+#include "queue.h"
 #include "route.h"
 #include "sales.h"
 #include "stock.h"
@@ -83,13 +86,35 @@ fs_sales_item_left(const struct fs_sale_item *it)
 	return left > it->quantity ? it->quantity : left;
 }
 
+/* The waiting room of a sale row (columns 10, 11): 1 read into s, 0 none (or unreadable). */
+static int
+read_queue(const PGresult *res, struct fs_sale *s)
+{
+	json_object *o;
+	char err[128];
+	int ok;
+
+	if (PQgetisnull(res, 0, 10) || PQgetisnull(res, 0, 11))
+		return 0;
+	if ((o = json_tokener_parse(PQgetvalue(res, 0, 10))) == NULL)
+		return 0;
+	ok = fs_queue_settings_parse(o, &s->queue, err, sizeof(err)) == 0 &&
+	    sodium_hex2bin(s->seed, sizeof(s->seed), PQgetvalue(res, 0, 11),
+		(size_t)PQgetlength(res, 0, 11), NULL, NULL, NULL) == 0;
+	json_object_put(o);
+	if (!ok)
+		fs_log_error("sale %" PRIu64 ": its queue settings cannot be read", s->id);
+	return ok;
+}
+
 int
 fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "SELECT s.name, floor(extract(epoch FROM s.starts_at) * 1000)::bigint, "
 	    "floor(extract(epoch FROM s.ends_at) * 1000)::bigint, s.payment_window_s, "
-	    "i.id, i.name, i.price_minor, i.currency, i.quantity, i.sold "
+	    "i.id, i.name, i.price_minor, i.currency, i.quantity, i.sold, s.queue::text, "
+	    "encode(s.queue_seed, 'hex') "
 	    "FROM sales s LEFT JOIN items i ON i.sale_id = s.id WHERE s.id = $1 "
 	    "ORDER BY i.id LIMIT " STR(FS_SALES_ITEMS_MAX);
 	char sale_s[24];
@@ -110,6 +135,8 @@ fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *er
 	}
 	s->id = sale;
 	s->nitems = 0;
+	s->has_queue = 0;
+	sodium_memzero(s->seed, sizeof(s->seed));
 	rows = PQntuples(res);
 	s->found = rows > 0;
 	if (s->found) {
@@ -117,6 +144,7 @@ fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *er
 		s->starts_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 		s->ends_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
 		s->window_s = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+		s->has_queue = read_queue(res, s);
 	}
 	for (int i = 0; i < rows && !PQgetisnull(res, i, 4); i++) {
 		struct fs_sale_item *it = &s->items[s->nitems++];
@@ -179,6 +207,8 @@ struct sale_desc {
 	const char *name;
 	char starts[72], ends[72]; /* a timestamp, or "@N": N seconds from now */
 	int64_t window_s;
+	int has_queue;
+	struct fs_queue_settings queue;
 	size_t nitems;
 	struct item_desc items[FS_SALES_ITEMS_MAX];
 };
@@ -188,7 +218,7 @@ static int
 only_known_members(json_object *doc, char *err, size_t errlen)
 {
 	static const char *const known[] = { "name", "startsAt", "startsInSeconds", "endsAt",
-		"durationSeconds", "paymentWindowSeconds", "items", NULL };
+		"durationSeconds", "paymentWindowSeconds", "items", "queue", NULL };
 
 	json_object_object_foreach(doc, key, val) {
 		int ok = 0;
@@ -228,6 +258,27 @@ read_item(json_object *item, size_t i, struct item_desc *it, char *err, size_t e
 	return 0;
 }
 
+/* The waiting room of the description ("queue", optional) into d; 0 or -1. */
+static int
+read_queue_desc(struct sale_desc *d, char *err, size_t errlen)
+{
+	json_object *q;
+	char why[160];
+
+	if (!json_object_object_get_ex(d->doc, "queue", &q))
+		return 0;
+	if (!json_object_is_type(q, json_type_object)) {
+		ERR("\"queue\" must be an object (docs/QUEUE.md)");
+		return -1;
+	}
+	if (fs_queue_settings_parse(q, &d->queue, why, sizeof(why)) != 0) {
+		ERR("\"queue\": %s", why);
+		return -1;
+	}
+	d->has_queue = 1;
+	return 0;
+}
+
 /* Parses and validates the whole description into d (d->doc to free); 0 or -1. */
 static int
 read_desc(const char *json, size_t len, struct sale_desc *d, char *err, size_t errlen)
@@ -259,6 +310,8 @@ read_desc(const char *json, size_t len, struct sale_desc *d, char *err, size_t e
 		ERR("\"paymentWindowSeconds\" must be an integer from 10 to 86400");
 		return -1;
 	}
+	if (read_queue_desc(d, err, errlen) != 0)
+		return -1;
 	if (!json_object_object_get_ex(d->doc, "items", &items) ||
 	    !json_object_is_type(items, json_type_array) ||
 	    (d->nitems = json_object_array_length(items)) == 0 || d->nitems > FS_SALES_ITEMS_MAX) {
@@ -287,25 +340,54 @@ fs_sales_check_description(const char *json, size_t len, char *err, size_t errle
 	return rc;
 }
 
-/* Inserts the sale; its id into sale_s. 0, or -1 (the database said why). */
+/*
+ * The queue columns of a sale with a waiting room: its canonical settings
+ * and a fresh seed (hex) drawn here; both NULL without one. 0, or -1.
+ */
+static int
+queue_columns(const struct sale_desc *d, char json[FS_QUEUE_SETTINGS_JSON_MAX],
+    char hex[2 * FS_QUEUE_SEEDBYTES + 1], const char **pjson, const char **phex)
+{
+	unsigned char seed[FS_QUEUE_SEEDBYTES];
+
+	*pjson = *phex = NULL;
+	if (!d->has_queue)
+		return 0;
+	if (fs_queue_settings_json(&d->queue, json, FS_QUEUE_SETTINGS_JSON_MAX) < 0)
+		return -1;
+	randombytes_buf(seed, sizeof(seed));
+	sodium_bin2hex(hex, 2 * FS_QUEUE_SEEDBYTES + 1, seed, sizeof(seed));
+	sodium_memzero(seed, sizeof(seed));
+	*pjson = json;
+	*phex = hex;
+	return 0;
+}
+
+/* Inserts the sale (with its queue, if any); its id into sale_s. 0, or -1 (the database said why). */
 static int
 insert_sale(fs_pg *pg, const struct sale_desc *d, char sale_s[24])
 {
-	char window_s[24];
+	char window_s[24], qjson[FS_QUEUE_SETTINGS_JSON_MAX], qseed[2 * FS_QUEUE_SEEDBYTES + 1];
 	/* "@N" means N seconds from now; anything else is a timestamp. */
-	const char *p[4] = { d->name, d->starts, d->ends, window_s };
+	const char *p[6] = { d->name, d->starts, d->ends, window_s, NULL, NULL };
 	PGresult *res;
 
 	snprintf(window_s, sizeof(window_s), "%" PRId64, d->window_s);
+	if (queue_columns(d, qjson, qseed, &p[4], &p[5]) != 0) {
+		snprintf(pg->errstr, sizeof(pg->errstr), "queue settings do not fit");
+		return -1;
+	}
 	res = fs_pg_exec(pg,
-	    "INSERT INTO sales (name, starts_at, ends_at, payment_window_s) VALUES ($1, "
+	    "INSERT INTO sales (name, starts_at, ends_at, payment_window_s, queue, queue_seed) "
+	    "VALUES ($1, "
 	    "CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
 	    "ELSE $2::timestamptz END, "
 	    "CASE WHEN left($3, 1) = '@' THEN "
 	    "  (CASE WHEN left($2, 1) = '@' THEN now() + make_interval(secs => substr($2, 2)::int) "
 	    "   ELSE $2::timestamptz END) + make_interval(secs => substr($3, 2)::int) "
-	    "ELSE $3::timestamptz END, $4::int) RETURNING id",
-	    4, p);
+	    "ELSE $3::timestamptz END, $4::int, $5::jsonb, decode($6, 'hex')) RETURNING id",
+	    6, p);
+	sodium_memzero(qseed, sizeof(qseed));
 	if (res == NULL)
 		return -1;
 	snprintf(sale_s, 24, "%s", PQgetvalue(res, 0, 0));

@@ -12,6 +12,7 @@
 
 #include "orders.h"
 #include "pg.h"
+#include "queue.h"
 #include "stock.h"
 #include "urlsig.h"
 
@@ -41,6 +42,10 @@ struct fs_sale {
 	long window_s;
 	int nitems;
 	struct fs_sale_item *items; /* the caller's, room for FS_SALES_ITEMS_MAX */
+	int has_queue;		/* a waiting room (docs/QUEUE.md): the two below */
+	struct fs_queue_settings queue;
+	/* The draw's seed: secret until starts_ms, only its commitment before. */
+	unsigned char seed[FS_QUEUE_SEEDBYTES];
 };
 
 struct fs_sales_figures {
@@ -56,7 +61,9 @@ struct fs_sales_figures {
 
 /*
  * Validates the description and inserts the sale and its items in one
- * transaction. Writes {"saleId":S,"itemIds":[...]} into out.
+ * transaction, with a waiting room's settings and a freshly drawn seed
+ * when it has "queue" (docs/QUEUE.md). Writes {"saleId":S,"itemIds":[...]}
+ * into out.
  */
 /* Only the checks of fs_sales_create: 0 when the description is valid, or -1 with err. */
 int fs_sales_check_description(const char *json, size_t len, char *err, size_t errlen);

@@ -267,6 +267,12 @@ int fs_stock_find_hold(fs_stock *, uint64_t sale, const char *order_id,
  */
 int fs_stock_find_holder(fs_stock *, uint64_t sale, const char *user,
     struct fs_stock_record *rec);
+/*
+ * Whether each of n shoppers holds a unit of the sale (a guard at its home
+ * place: a live hold, recorded or on its way) into held (1 or 0), one
+ * HMGET per place and 512 shoppers. 0, or -1 with err set.
+ */
+int fs_stock_holding(fs_stock *, uint64_t sale, const char *const *users, size_t n, int *held);
 /* The sale's payment window in seconds, FS_STOCK_WINDOW_DEFAULT when unknown or unreadable. */
 long fs_stock_window(fs_stock *, uint64_t sale);
 /*

@@ -487,3 +487,57 @@ out:
 			freeReplyObject(x[p]);
 	return rc;
 }
+
+/* Users asked about in one HMGET of a place's guards. */
+#define HOLDING_CHUNK 512
+
+/* One HMGET at place p of up to HOLDING_CHUNK users of that home, from *next on. */
+static int
+holding_chunk(fs_stock *s, const struct fs_stock_layout *l, int p, const char *const *users,
+    size_t n, size_t *next, int *held)
+{
+	const char *argv[HOLDING_CHUNK + 2];
+	size_t which[HOLDING_CHUNK], m = 0;
+	char k[KEY_MAX];
+	redisReply *r;
+
+	fs_stock_key(k, KEY_HOLDERS, l->tags[p], 0);
+	argv[0] = "HMGET";
+	argv[1] = k;
+	for (; *next < n && m < HOLDING_CHUNK; (*next)++)
+		if (fs_stock_home(users[*next], l->nplaces) == p) {
+			which[m] = *next;
+			argv[2 + m++] = users[*next];
+		}
+	if (m == 0)
+		return 0;
+	if ((r = fs_stock_cmd(s, "holding", (int)m + 2, argv)) == NULL)
+		return -1;
+	if (!fs_stock_is_array(s, "holding", r, m)) {
+		freeReplyObject(r);
+		return -1;
+	}
+	for (size_t i = 0; i < m; i++)
+		held[which[i]] = r->element[i]->type == REDIS_REPLY_STRING;
+	freeReplyObject(r);
+	return 0;
+}
+
+int
+fs_stock_holding(fs_stock *s, uint64_t sale, const char *const *users, size_t n, int *held)
+{
+	const struct fs_stock_layout *l;
+
+	for (size_t i = 0; i < n; i++)
+		held[i] = 0;
+	if (n == 0)
+		return 0;
+	if ((l = fs_stock_layout_get(s, sale)) == NULL)
+		return -1;
+	/* A shopper's guard lives at its home place only: one HMGET per place and chunk. */
+	for (int p = 0; p < l->nplaces; p++)
+		for (size_t next = 0; next < n;)
+			if (holding_chunk(s, l, p, users, n, &next, held) != 0)
+				return -1;
+	return 0;
+}

@@ -477,6 +477,12 @@ fs_token_name_ok(const char *s, size_t len, size_t max)
 	return 1;
 }
 
+int
+fs_token_sub_ok(const char *sub, size_t len)
+{
+	return fs_token_name_ok(sub, len, FS_TOKEN_SUB_MAX);
+}
+
 /* Whether the aud claim, if any, names the configured audience. */
 static int
 token_audience_ok(const fs_token_keys *keys, struct json_object *claims)

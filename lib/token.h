@@ -164,6 +164,12 @@ enum fs_token_status fs_token_jws_verify(const fs_token_keys *,
     size_t *payloadlen) __attribute__((warn_unused_result));
 
 /*
+ * Whether the len bytes at sub are a subject fs_token_verify accepts, for
+ * the modules that carry a verified subject in their own signed formats.
+ */
+int fs_token_sub_ok(const char *sub, size_t len);
+
+/*
  * Mints a token for sub issued at iat and valid for ttl seconds (> 0),
  * with iss and aud when configured, into out (outmax bytes, NUL included).
  * Returns FS_TOKEN_BAD_ALG without the signing key, FS_TOKEN_BAD_SUBJECT

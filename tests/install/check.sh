@@ -79,6 +79,14 @@ for c in "$top_srcdir"/lib/*.c; do
 		unlisted="$unlisted $m"
 done
 is "$unlisted" "" "lib/README lists the module of every lib/*.c"
+# ... and every module (a family once) has its unit test program.
+untested=
+for c in "$top_srcdir"/lib/*.c; do
+	m=$(basename "$c" .c)
+	grep -q "^  $m " "$top_srcdir/lib/README" || m=${m%%_*}
+	[ -f "$top_srcdir/tests/unit/test_$m.c" ] || untested="$untested $m"
+done
+is "$untested" "" "every lib module has its tests/unit/test_<module>.c"
 
 # 3. make install into a staging directory.
 dest=$tmp/dest

@@ -1,0 +1,902 @@
+/*
+ * The pacer of the waiting room (docs/QUEUE.md, "Admission: the pacer"):
+ * for every live queue sale whose lease it holds, it copies the join
+ * journal to PostgreSQL and, from the opening to the end, admits the next
+ * places in line, paced to the units left, the passes outstanding and the
+ * capacity. Each admission step is recorded in queue_admissions before
+ * Redis' threshold moves (lua/queue_admit.lua, guarded by the lease and the
+ * count the pacer read), so a pacer that dies anywhere leaves a state the
+ * next one finishes: a step recorded and not made is made; one made is
+ * never made twice.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <sodium.h>
+
+#include "cfg.h"
+#include "clock.h"
+#include "log.h"
+#include "pg.h"
+#include "queue.h"
+#include "redis.h"
+#include "sales.h"
+#include "stock.h"
+
+/* Journal entries copied per batch, and batches per step at most. */
+#define JOURNAL_BATCH 1000
+#define JOURNAL_BATCHES 10
+/* The journal is still copied this long after the end (the last joins). */
+#define AFTER_END_MS 60000
+/* A sale's queue keys stay in Redis this long after its end, then expire. */
+#define KEEP_AFTER_END_MS INT64_C(86400000)
+/* Steps remembered for the admission rate (at least a second's worth). */
+#define RECENT 64
+/* A warning repeats at most this often. */
+#define QUIET_MS 5000
+#define KEY_LEN 64
+/* FS_QUEUE_LATE_BASE as SQL: 2^52. */
+#define STR_LATE_BASE "4503599627370496"
+
+/* One live queue sale and what the pacer remembers of it between steps. */
+struct paced {
+	uint64_t id;
+	int64_t opens_ms, ends_ms, pre_ms;
+	struct fs_queue_settings set;
+	uint64_t *items;
+	int nitems;
+	int64_t credit;		/* admissions the capacity allows now, x1000 */
+	int64_t last_ms;	/* the previous admission step, 0 none */
+	struct {
+		int64_t at;
+		long n;
+	} recent[RECENT];	/* admission steps, a ring */
+	int next;
+	int expiring;		/* its keys were given their expiry */
+};
+
+struct fs_queue_pacer {
+	fs_pg *pg;
+	fs_stock *st;
+	int admit, trim;	/* the scripts */
+	int step_ms;
+	char owner[48];
+	struct paced sales[FS_QUEUE_PACER_SALES_MAX];
+	int nsales;
+	int64_t scanned_ms;
+	int64_t quiet_until;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running, stopping;
+};
+
+/* What one admission step reads before it decides. */
+struct figures {
+	long left;		/* units left over every item, -1 unknown */
+	long out;		/* passes outstanding */
+	long admitted;		/* Redis' count of places admitted */
+	long total;		/* places in Redis */
+	long recorded;		/* PostgreSQL's count after its last step, 0 none */
+};
+
+/* A warning, at most once per QUIET_MS: a store away must not flood the log. */
+static void __attribute__((format(printf, 3, 4)))
+pacer_warn(fs_queue_pacer *p, int64_t now, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (now < p->quiet_until)
+		return;
+	p->quiet_until = now + QUIET_MS;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fs_log_warn("queue pacer: %s", msg);
+}
+
+static void
+qkey(char out[KEY_LEN], uint64_t sale, const char *name)
+{
+	snprintf(out, KEY_LEN, "fs:{%" PRIu64 "}:q:%s", sale, name);
+}
+
+fs_queue_pacer *
+fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, char *err,
+    size_t errlen)
+{
+	fs_queue_pacer *p;
+	unsigned char id[8];
+	char path[1024];
+
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		snprintf(err, errlen, "queue pacer: out of memory");
+		return NULL;
+	}
+	p->step_ms = step_ms > 0 ? step_ms : FS_QUEUE_PACER_STEP_MS;
+	randombytes_buf(id, sizeof(id));
+	snprintf(p->owner, sizeof(p->owner), "%ld-", (long)getpid());
+	sodium_bin2hex(p->owner + strlen(p->owner), sizeof(p->owner) - strlen(p->owner), id,
+	    sizeof(id));
+	if ((p->pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG))) == NULL) {
+		snprintf(err, errlen, "queue pacer: FLASHSALE_PG is too long");
+		goto fail;
+	}
+	if ((p->st = fs_stock_new(cfg, NULL, err, errlen)) == NULL)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/lua/queue_admit.lua", datadir);
+	if ((p->admit = fs_redis_script_load(p->st->redis, path)) < 0)
+		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/queue_trim.lua", datadir);
+	if ((p->trim = fs_redis_script_load(p->st->redis, path)) < 0)
+		goto fail_script;
+	return p;
+fail_script:
+	snprintf(err, errlen, "queue pacer scripts: %s", p->st->redis->errstr);
+fail:
+	fs_queue_pacer_free(p);
+	return NULL;
+}
+
+static void
+forget_sales(fs_queue_pacer *p)
+{
+	for (int i = 0; i < p->nsales; i++)
+		free(p->sales[i].items);
+	p->nsales = 0;
+}
+
+void
+fs_queue_pacer_free(fs_queue_pacer *p)
+{
+	if (p == NULL)
+		return;
+	forget_sales(p);
+	fs_stock_free(p->st);
+	fs_pg_free(p->pg);
+	free(p);
+}
+
+const char *
+fs_queue_pacer_owner(const fs_queue_pacer *p)
+{
+	return p->owner;
+}
+
+/* ---- the live queue sales ---- */
+
+/* The settings of a sale, from the canonical JSON of sales.queue; 0 or -1. */
+static int
+settings_of(const char *text, struct fs_queue_settings *set, char *err, size_t errlen)
+{
+	json_object *o = json_tokener_parse(text);
+	int rc;
+
+	if (o == NULL) {
+		snprintf(err, errlen, "not JSON");
+		return -1;
+	}
+	rc = fs_queue_settings_parse(o, set, err, errlen);
+	json_object_put(o);
+	return rc;
+}
+
+/* The entry of sale id among those already paced, or a fresh one; NULL when full. */
+static struct paced *
+paced_slot(fs_queue_pacer *p, uint64_t id, struct paced *old, int nold)
+{
+	struct paced *s = &p->sales[p->nsales];
+
+	for (int i = 0; i < nold; i++)
+		if (old[i].id == id) {
+			*s = old[i];
+			old[i].items = NULL;
+			return s;
+		}
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	return s;
+}
+
+/* Row i of the scan into the paced sales (kept: its memory of earlier steps). */
+static void
+scan_row(fs_queue_pacer *p, PGresult *res, int i, struct paced *old, int nold, int64_t now)
+{
+	struct fs_queue_settings set;
+	struct paced *s;
+	uint64_t id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+	char err[256];
+	int n;
+
+	if (settings_of(PQgetvalue(res, i, 1), &set, err, sizeof(err)) != 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": its queue settings: %s", id, err);
+		return;
+	}
+	s = paced_slot(p, id, old, nold);
+	s->set = set;
+	s->opens_ms = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+	s->ends_ms = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+	s->pre_ms = (int64_t)set.pre_s * 1000;
+	if (now < s->opens_ms - s->pre_ms)
+		goto skip;
+	if (s->items == NULL && (s->items = calloc(FS_SALES_ITEMS_MAX, sizeof(*s->items))) == NULL)
+		goto skip;
+	if ((n = fs_sales_item_ids(p->pg, id, s->items, err, sizeof(err))) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": %s", id, err);
+		goto skip;
+	}
+	s->nitems = n;
+	p->nsales++;
+	return;
+skip:
+	free(s->items);
+	s->items = NULL;
+}
+
+/* Re-reads the live queue sales from PostgreSQL; 0, or -1 (the old list kept). */
+static int
+scan(fs_queue_pacer *p, int64_t now)
+{
+	static const char sql[] =
+	    "SELECT id, queue::text, floor(extract(epoch FROM starts_at) * 1000)::bigint, "
+	    "floor(extract(epoch FROM ends_at) * 1000)::bigint FROM sales "
+	    "WHERE queue IS NOT NULL AND ends_at > to_timestamp($1::bigint / 1000.0) "
+	    "AND starts_at <= to_timestamp($1::bigint / 1000.0) + interval '1 day' "
+	    "ORDER BY id DESC LIMIT $2";
+	char now_s[24], max_s[24];
+	const char *params[2] = { now_s, max_s };
+	struct paced *old;
+	PGresult *res;
+	int nold = p->nsales;
+
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now - AFTER_END_MS);
+	snprintf(max_s, sizeof(max_s), "%d", FS_QUEUE_PACER_SALES_MAX);
+	if ((res = fs_pg_exec(p->pg, sql, 2, params)) == NULL) {
+		pacer_warn(p, now, "live queue sales: %s", p->pg->errstr);
+		return -1;
+	}
+	if ((old = malloc(sizeof(p->sales))) == NULL) {
+		PQclear(res);
+		return -1;
+	}
+	memcpy(old, p->sales, sizeof(p->sales));
+	p->nsales = 0;
+	for (int i = 0; i < PQntuples(res) && p->nsales < FS_QUEUE_PACER_SALES_MAX; i++)
+		scan_row(p, res, i, old, nold, now);
+	for (int i = 0; i < nold; i++)
+		free(old[i].items);
+	free(old);
+	PQclear(res);
+	p->scanned_ms = now;
+	return 0;
+}
+
+/* ---- the lease ---- */
+
+/* 1 when this pacer holds the sale's lease (taken or renewed), 0 another does, -1 Redis failed. */
+static int
+lease_take(fs_queue_pacer *p, uint64_t sale)
+{
+	char k[KEY_LEN], ms[24];
+	redisReply *r;
+	int rc = -1;
+
+	qkey(k, sale, "lease");
+	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
+	r = fs_redis_argv(p->st->redis, 6,
+	    (const char *[]){ "SET", k, p->owner, "NX", "PX", ms }, NULL);
+	if (r == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_STATUS) {
+		freeReplyObject(r);
+		return 1;
+	}
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(p->st->redis, 2, (const char *[]){ "GET", k }, NULL)) == NULL)
+		return -1;
+	rc = r->type == REDIS_REPLY_STRING && strcmp(r->str, p->owner) == 0;
+	freeReplyObject(r);
+	if (rc == 1 && (r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIRE", k, ms },
+			    NULL)) != NULL)
+		freeReplyObject(r);
+	return rc;
+}
+
+/* ---- the journal ---- */
+
+/* One journal entry "<sub> <score> <joinedAtMs>" read; 0, or -1 when it is not one. */
+static int
+entry_parse(const char *e, size_t len, size_t *sublen, int64_t *score, int64_t *ms)
+{
+	const char *sp2 = memrchr(e, ' ', len), *sp1;
+	char *end;
+	double d;
+
+	if (sp2 == NULL || (sp1 = memrchr(e, ' ', (size_t)(sp2 - e))) == NULL || sp1 == e ||
+	    (size_t)(sp1 - e) > 64)
+		return -1;
+	*sublen = (size_t)(sp1 - e);
+	/* An integer, or a Lua number an integer's value (2^52 + n: exact in a double). */
+	d = strtod(sp1 + 1, &end);
+	if (end != sp2 || d < 0 || d >= (double)FS_QUEUE_SCORE_END || d != (double)(int64_t)d)
+		return -1;
+	*score = (int64_t)d;
+	*ms = strtoll(sp2 + 1, &end, 10);
+	return end == e + len && *ms > 0 ? 0 : -1;
+}
+
+/* The arrays of one batch (subs, scores, times) as PostgreSQL array literals. */
+struct batch {
+	char *subs, *scores, *times;
+	size_t nsubs, nscores, ntimes;
+	int n, bad;
+};
+
+/* Adds one journal entry to the batch (a malformed one is counted in bad). */
+static void
+batch_add(struct batch *b, const redisReply *e)
+{
+	size_t sublen;
+	int64_t score, ms;
+	char sep = b->n == 0 ? '{' : ',';
+
+	if (e->type != REDIS_REPLY_STRING || entry_parse(e->str, e->len, &sublen, &score, &ms) != 0) {
+		b->bad++;
+		return;
+	}
+	b->subs[b->nsubs++] = sep;
+	b->subs[b->nsubs++] = '"';
+	for (size_t i = 0; i < sublen; i++) {
+		if (e->str[i] == '"' || e->str[i] == '\\')
+			b->subs[b->nsubs++] = '\\';
+		b->subs[b->nsubs++] = e->str[i];
+	}
+	b->subs[b->nsubs++] = '"';
+	b->nscores += (size_t)sprintf(b->scores + b->nscores, "%c%" PRId64, sep, score);
+	b->ntimes += (size_t)sprintf(b->times + b->ntimes, "%c%" PRId64, sep, ms);
+	b->n++;
+}
+
+/* Inserts the batch into queue_places (a place copied before is left as it is); 0 or -1. */
+static int
+batch_insert(fs_queue_pacer *p, uint64_t sale, struct batch *b)
+{
+	char sale_s[24];
+	const char *params[4] = { sale_s, b->subs, b->scores, b->times };
+
+	if (b->n == 0)
+		return 0;
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	b->subs[b->nsubs++] = '}';
+	b->subs[b->nsubs] = '\0';
+	memcpy(b->scores + b->nscores, "}", 2);
+	memcpy(b->times + b->ntimes, "}", 2);
+	return fs_pg_run(p->pg,
+	    "INSERT INTO queue_places (sale_id, user_id, score, drawn, joined_at) "
+	    "SELECT $1, j.u, j.s, j.s < " STR_LATE_BASE ", to_timestamp(j.t / 1000.0) "
+	    "FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS j(u, s, t) "
+	    "ON CONFLICT DO NOTHING",
+	    4, params);
+}
+
+/* Drops the first n journal entries, if the lease is still this pacer's; 0 or -1. */
+static int
+journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
+{
+	char journal[KEY_LEN], lease[KEY_LEN], n_s[24], ms[24];
+	const char *argv[5] = { journal, lease, p->owner, n_s, ms };
+	redisReply *r;
+
+	qkey(journal, sale, "journal");
+	qkey(lease, sale, "lease");
+	snprintf(n_s, sizeof(n_s), "%zu", n);
+	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
+	if ((r = fs_redis_eval(p->st->redis, p->trim, 2, 5, argv)) == NULL)
+		return -1;
+	freeReplyObject(r);
+	return 0;
+}
+
+/*
+ * Copies the journal's entries to queue_places and drops them from the
+ * journal, a batch at a time (at most JOURNAL_BATCHES in one step): an
+ * entry is dropped only once PostgreSQL has it. 1 the journal is empty, 0
+ * more is left for the next step, -1 failed (logged).
+ */
+static int
+journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
+{
+	struct batch b = { 0 };
+	char k[KEY_LEN], last[24];
+	int rc = -1;
+
+	qkey(k, sale, "journal");
+	snprintf(last, sizeof(last), "%d", JOURNAL_BATCH - 1);
+	b.subs = malloc(JOURNAL_BATCH * (2 * FS_STOCK_USER_MAX + 4) + 2);
+	b.scores = malloc(JOURNAL_BATCH * 24 + 2);
+	b.times = malloc(JOURNAL_BATCH * 24 + 2);
+	for (int round = 0; b.subs != NULL && b.scores != NULL && b.times != NULL; round++) {
+		redisReply *r;
+		size_t n;
+
+		if (round == JOURNAL_BATCHES) {
+			rc = 0;
+			break;
+		}
+		if ((r = fs_redis_argv(p->st->redis, 4, (const char *[]){ "LRANGE", k, "0", last },
+			 NULL)) == NULL || r->type != REDIS_REPLY_ARRAY) {
+			pacer_warn(p, now, "sale %" PRIu64 ": journal: %s", sale, p->st->redis->errstr);
+			if (r != NULL)
+				freeReplyObject(r);
+			break;
+		}
+		b.n = b.bad = 0;
+		b.nsubs = b.nscores = b.ntimes = 0;
+		for (size_t i = 0; i < r->elements; i++)
+			batch_add(&b, r->element[i]);
+		n = r->elements;
+		freeReplyObject(r);
+		if (n == 0) {
+			rc = 1;
+			break;
+		}
+		if (b.bad > 0)
+			fs_log_error("queue pacer: sale %" PRIu64 ": %d journal entries malformed, dropped",
+			    sale, b.bad);
+		if (batch_insert(p, sale, &b) != 0) {
+			pacer_warn(p, now, "sale %" PRIu64 ": places: %s", sale, p->pg->errstr);
+			break;
+		}
+		if (journal_trim(p, sale, n) != 0) {
+			pacer_warn(p, now, "sale %" PRIu64 ": journal trim: %s", sale,
+			    p->st->redis->errstr);
+			break;
+		}
+	}
+	free(b.subs);
+	free(b.scores);
+	free(b.times);
+	return rc;
+}
+
+/* ---- admission ---- */
+
+/* An integer reply (or a string of one; nil: 0); -1 with Redis' error when neither. */
+static long
+redis_long(fs_queue_pacer *p, int argc, const char **argv)
+{
+	redisReply *r = fs_redis_argv(p->st->redis, argc, argv, NULL);
+	long v = -1;
+
+	if (r == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_INTEGER)
+		v = (long)r->integer;
+	else if (r->type == REDIS_REPLY_NIL)
+		v = 0;
+	else if (r->type == REDIS_REPLY_STRING)
+		v = strtol(r->str, NULL, 10);
+	freeReplyObject(r);
+	return v;
+}
+
+/* Units left over every item of the sale: -1 when Redis cannot say or does not know one. */
+static long
+units_left(fs_queue_pacer *p, const struct paced *s)
+{
+	long left[FS_SALES_ITEMS_MAX], sum = 0;
+
+	if (s->nitems == 0 || fs_stock_left(p->st, s->id, s->items, (size_t)s->nitems, left) != 0)
+		return -1;
+	for (int i = 0; i < s->nitems; i++) {
+		if (left[i] < 0)
+			return -1;
+		sum += left[i];
+	}
+	return sum;
+}
+
+/* PostgreSQL's count of places admitted after its last step (0 none); -1 when it cannot say. */
+static long
+recorded_admitted(fs_queue_pacer *p, uint64_t sale)
+{
+	char sale_s[24];
+	const char *params[1] = { sale_s };
+	PGresult *res;
+	long v = 0;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((res = fs_pg_exec(p->pg, "SELECT admitted FROM queue_admissions WHERE sale_id = $1 "
+				     "ORDER BY step DESC LIMIT 1", 1, params)) == NULL)
+		return -1;
+	if (PQntuples(res) == 1)
+		v = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return v;
+}
+
+/* What a step decides from; 0, or -1 (logged) when a store cannot say. */
+static int
+read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
+{
+	char state[KEY_LEN], places[KEY_LEN];
+
+	qkey(state, s->id, "state");
+	qkey(places, s->id, "places");
+	memset(f, 0, sizeof(*f));
+	if ((f->admitted = redis_long(p, 3, (const char *[]){ "HGET", state, "admitted" })) < 0 ||
+	    (f->total = redis_long(p, 2, (const char *[]){ "ZCARD", places })) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": queue state: %s", s->id, p->st->redis->errstr);
+		return -1;
+	}
+	if ((f->recorded = recorded_admitted(p, s->id)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": admissions: %s", s->id, p->pg->errstr);
+		return -1;
+	}
+	if ((f->left = units_left(p, s)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": units left unknown (not warmed?) %s", s->id,
+		    p->st->errstr);
+		return -1;
+	}
+	/* Nothing to sell or nobody waiting: what is outstanding changes nothing. */
+	if (f->left > 0 && f->total > f->admitted &&
+	    (f->out = fs_queue_passes_outstanding(p->st, s->id, now)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Places to admit now: the budget (admitMultiple x units left - passes
+ * outstanding), the capacity's credit (capacityPerSecond, earned per
+ * millisecond, at most a step's worth kept) and the places waiting.
+ */
+static long
+pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t now)
+{
+	int64_t cap = (int64_t)s->set.cap_per_s * p->step_ms, k;
+	int64_t budget = (int64_t)s->set.mult_milli * f->left / 1000 - f->out;
+
+	if (cap < 1000)
+		cap = 1000;
+	if (s->last_ms == 0)
+		s->credit = cap;
+	else if (now > s->last_ms)
+		s->credit += (int64_t)s->set.cap_per_s * (now - s->last_ms);
+	if (s->credit > cap)
+		s->credit = cap;
+	s->last_ms = now;
+	k = s->credit / 1000;
+	if (budget < k)
+		k = budget;
+	if (f->total - f->admitted < k)
+		k = f->total - f->admitted;
+	if (k <= 0)
+		return 0;
+	s->credit -= k * 1000;
+	return (long)k;
+}
+
+/* The score of the n-th place in line (n >= 1) into out; 0, or -1 when Redis has none. */
+static int
+place_score(fs_queue_pacer *p, uint64_t sale, long n, char out[24])
+{
+	char places[KEY_LEN], idx[24];
+	redisReply *r;
+	int rc = -1;
+
+	qkey(places, sale, "places");
+	snprintf(idx, sizeof(idx), "%ld", n - 1);
+	r = fs_redis_argv(p->st->redis, 5,
+	    (const char *[]){ "ZRANGE", places, idx, idx, "WITHSCORES" }, NULL);
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING) {
+		snprintf(out, 24, "%.0f", strtod(r->element[1]->str, NULL));
+		rc = 0;
+	}
+	if (r != NULL)
+		freeReplyObject(r);
+	return rc;
+}
+
+/*
+ * Records a step in queue_admissions: admitted places in all after it, the
+ * last one's score, at now; only while PostgreSQL's last step says
+ * expected (and a step number taken twice fails its primary key), so of
+ * two pacers at most one records. 1 recorded, 0 refused, -1 failed.
+ */
+static int
+record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, const char *through,
+    int64_t now)
+{
+	char sale_s[24], exp_s[24], adm_s[24], now_s[24];
+	const char *params[5] = { sale_s, adm_s, through, exp_s, now_s };
+	PGresult *res;
+	int rc;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
+	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
+	res = fs_pg_exec(p->pg,
+	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at) "
+	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0) "
+	    "FROM queue_admissions WHERE sale_id = $1 "
+	    "HAVING coalesce((array_agg(admitted ORDER BY step DESC))[1], 0) = $4::bigint "
+	    "RETURNING step",
+	    5, params);
+	if (res == NULL)
+		return -1;
+	rc = PQntuples(res) == 1;
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Moves Redis' threshold by k places from expected (lua/queue_admit.lua),
+ * sets the soldout flag and the rate, renews the lease. The count admitted
+ * after it, or -1 (refused: the lease is another's or the count moved).
+ */
+static long
+move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
+{
+	char state[KEY_LEN], places[KEY_LEN], lease[KEY_LEN], exp_s[24], k_s[24], now_s[24],
+	    rate_s[24], ms[24];
+	const char *argv[10] = { state, places, lease, p->owner, exp_s, k_s, now_s,
+		soldout ? "1" : "0", rate_s, ms };
+	long rate = k, got = -1;
+	redisReply *r;
+
+	for (int i = 0; i < RECENT; i++)
+		if (s->recent[i].at > now - 1000 && s->recent[i].at <= now)
+			rate += s->recent[i].n;
+	qkey(state, s->id, "state");
+	qkey(places, s->id, "places");
+	qkey(lease, s->id, "lease");
+	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
+	snprintf(k_s, sizeof(k_s), "%ld", k);
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
+	snprintf(rate_s, sizeof(rate_s), "%ld", rate * 1000);
+	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
+	if ((r = fs_redis_eval(p->st->redis, p->admit, 3, 10, argv)) == NULL) {
+		fs_log_info("queue pacer: sale %" PRIu64 ": admission not made: %s", s->id,
+		    p->st->redis->errstr);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER)
+		got = (long)r->element[0]->integer;
+	freeReplyObject(r);
+	s->recent[s->next].at = now;
+	s->recent[s->next].n = k;
+	s->next = (s->next + 1) % RECENT;
+	return got;
+}
+
+/*
+ * One admission step of a sale. A step PostgreSQL recorded that Redis has
+ * not made (its pacer died in between) is made first, as it was recorded;
+ * Redis ahead of PostgreSQL (a lost row) is recorded as it is. Otherwise
+ * the places paced now are recorded, then admitted.
+ */
+static void
+admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
+{
+	struct figures f;
+	char through[24];
+	long k = 0;
+	int soldout;
+
+	if (read_figures(p, s, now, &f) != 0)
+		return;
+	soldout = f.left == 0;
+	if (f.recorded > f.admitted) {
+		k = f.recorded - f.admitted;
+		fs_log_info("queue pacer: sale %" PRIu64 ": making the step recorded before "
+			    "(%ld admitted, %ld in Redis)", s->id, f.recorded, f.admitted);
+	} else if (f.recorded < f.admitted) {
+		fs_log_error("queue pacer: sale %" PRIu64 ": Redis admitted %ld, PostgreSQL recorded "
+			     "%ld: recording Redis' count", s->id, f.admitted, f.recorded);
+		if (place_score(p, s->id, f.admitted, through) != 0 ||
+		    record_step(p, s->id, f.recorded, f.admitted, through, now) != 1)
+			return;
+	} else if ((k = pace(p, s, &f, now)) > 0) {
+		if (place_score(p, s->id, f.admitted + k, through) != 0) {
+			pacer_warn(p, now, "sale %" PRIu64 ": place %ld: %s", s->id, f.admitted + k,
+			    p->st->redis->errstr);
+			return;
+		}
+		/* Recorded first: a pacer that dies now leaves a step the next one makes. */
+		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now) != 1) {
+			pacer_warn(p, now, "sale %" PRIu64 ": step not recorded (another pacer?) %s",
+			    s->id, p->pg->errstr);
+			return;
+		}
+	}
+	(void)move(p, s, f.admitted, k, soldout, now);
+}
+
+/*
+ * After the end, once the journal is all in PostgreSQL (which keeps the
+ * waiting room for good), the sale's queue keys expire a day after the end.
+ */
+static void
+expire_keys(fs_queue_pacer *p, struct paced *s)
+{
+	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
+		NULL };
+	char k[KEY_LEN], at[24];
+	redisReply *r;
+
+	snprintf(at, sizeof(at), "%" PRId64, s->ends_ms + KEEP_AFTER_END_MS);
+	for (int i = 0; names[i] != NULL; i++) {
+		qkey(k, s->id, names[i]);
+		if ((r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIREAT", k, at }, NULL)) ==
+		    NULL)
+			return;
+		freeReplyObject(r);
+	}
+	s->expiring = 1;
+}
+
+/* One step of a live sale: its lease, its journal, its admission from the opening to the end. */
+static int
+step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
+{
+	int lease = lease_take(p, s->id), copied;
+
+	if (lease < 0)
+		pacer_warn(p, now, "sale %" PRIu64 ": lease: %s", s->id, p->st->redis->errstr);
+	if (lease != 1)
+		return 0;
+	if ((copied = journal_copy(p, s->id, now)) < 0)
+		return 1;
+	/* Every place in Redis is in PostgreSQL before any is admitted. */
+	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
+		admit_step(p, s, now);
+	if (now >= s->ends_ms && copied == 1 && !s->expiring)
+		expire_keys(p, s);
+	return 1;
+}
+
+int
+fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
+{
+	int led = 0;
+
+	if ((p->scanned_ms == 0 || now - p->scanned_ms >= FS_QUEUE_PACER_SCAN_MS ||
+		now < p->scanned_ms) &&
+	    scan(p, now) != 0 && p->scanned_ms == 0)
+		return -1;
+	for (int i = 0; i < p->nsales; i++)
+		if (now >= p->sales[i].opens_ms - p->sales[i].pre_ms &&
+		    now < p->sales[i].ends_ms + AFTER_END_MS)
+			led += step_sale(p, &p->sales[i], now);
+	return led;
+}
+
+long
+fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
+{
+	char k[KEY_LEN], min[24];
+	const char **subs = NULL;
+	int *held = NULL;
+	redisReply *r;
+	long out = -1;
+
+	qkey(k, sale, "passes");
+	snprintf(min, sizeof(min), "(%" PRId64, now_ms);
+	if ((r = fs_redis_argv(st->redis, 4, (const char *[]){ "ZRANGEBYSCORE", k, min, "+inf" },
+		 NULL)) == NULL || r->type != REDIS_REPLY_ARRAY) {
+		snprintf(st->errstr, sizeof(st->errstr), "passes: %s", st->redis->errstr);
+		goto out;
+	}
+	subs = calloc(r->elements + 1, sizeof(*subs));
+	held = calloc(r->elements + 1, sizeof(*held));
+	if (subs == NULL || held == NULL) {
+		snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < r->elements; i++)
+		subs[i] = r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
+	/* A pass whose shopper holds a unit was used: that unit counts in the units left. */
+	if (fs_stock_holding(st, sale, subs, r->elements, held) != 0)
+		goto out;
+	out = 0;
+	for (size_t i = 0; i < r->elements; i++)
+		out += !held[i];
+out:
+	free(subs);
+	free(held);
+	if (r != NULL)
+		freeReplyObject(r);
+	return out;
+}
+
+/* ---- the thread ---- */
+
+static void *
+pacer_main(void *arg)
+{
+	fs_queue_pacer *p = arg;
+	int64_t next = fs_clock_now_ms();
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stopping) {
+		int64_t now = fs_clock_now_ms(), wait;
+		struct timespec ts;
+
+		if (now >= next) {
+			pthread_mutex_unlock(&p->mu);
+			(void)fs_queue_pacer_step(p, now);
+			pthread_mutex_lock(&p->mu);
+			next += p->step_ms;
+			/* Late by more than a step (a store was slow): start afresh. */
+			if (next <= now)
+				next = now + p->step_ms;
+			continue;
+		}
+		wait = next - now;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(wait / 1000);
+		ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+fs_queue_pacer *
+fs_queue_pacer_start(const struct fs_cfg *cfg, const char *datadir, int step_ms, char *err,
+    size_t errlen)
+{
+	fs_queue_pacer *p = fs_queue_pacer_new(cfg, datadir, step_ms, err, errlen);
+
+	if (p == NULL)
+		return NULL;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if (pthread_create(&p->thread, NULL, pacer_main, p) != 0) {
+		snprintf(err, errlen, "queue pacer: cannot start its thread");
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		fs_queue_pacer_free(p);
+		return NULL;
+	}
+	p->running = 1;
+	fs_log_info("queue pacer %s: stepping every %d ms", p->owner, p->step_ms);
+	return p;
+}
+
+void
+fs_queue_pacer_stop(fs_queue_pacer *p)
+{
+	if (p == NULL)
+		return;
+	if (p->running) {
+		pthread_mutex_lock(&p->mu);
+		p->stopping = 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->thread, NULL);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+	}
+	fs_queue_pacer_free(p);
+}

@@ -1,0 +1,34 @@
+-- The pacer's move of a sale's admission threshold (docs/QUEUE.md,
+-- "Admission: the pacer"): admits the next count places in order, unless
+-- another pacer holds the lease or moved the threshold since the caller
+-- read it, so two pacers never both admit.
+--
+-- KEYS[1] fs:{S}:q:state   admitted, through, rate, at, soldout
+-- KEYS[2] fs:{S}:q:places  sub -> place score
+-- KEYS[3] fs:{S}:q:lease   the pacer's lease: its owner id
+-- ARGV    owner, expectedAdmitted, count (>= 0), nowMs, soldout (0/1),
+--         rate (admissions/s of the last second x1000), lease (ms it is renewed for)
+--
+-- Returns {admitted, through} (through: the last admitted place's score,
+-- "-1" none); errors LEASE (held by another pacer) or STALE <admitted>.
+
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+	return redis.error_reply('LEASE held by another pacer')
+end
+local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
+if admitted ~= tonumber(ARGV[2]) then
+	return redis.error_reply('STALE ' .. admitted)
+end
+local target = admitted + tonumber(ARGV[3])
+local total = redis.call('ZCARD', KEYS[2])
+if target > total then
+	target = total
+end
+local through = '-1'
+if target > 0 then
+	through = redis.call('ZRANGE', KEYS[2], target - 1, target - 1, 'WITHSCORES')[2]
+end
+redis.call('HSET', KEYS[1], 'admitted', target, 'through', through, 'rate', ARGV[6],
+	'at', ARGV[4], 'soldout', ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[7])
+return {target, through}

@@ -1,0 +1,372 @@
+/*
+ * Unit test of the waiting room's pacer (lib/queue_pacer.c) against a real
+ * PostgreSQL and Redis (tests/unit/sale_fixture.h): the journal copied
+ * exactly, places admitted in order and paced to the units left x the
+ * multiple minus the passes outstanding, the capacity, the soldout flag and
+ * the resumption when a unit returns, two pacers never both admitting, and
+ * a pacer that died between PostgreSQL and Redis resumed without a place
+ * lost or counted twice. Joins are made as lua/queue_join.lua makes them
+ * (ZADD NX to the places, the entry appended to the journal); the clock is
+ * the test's (each step is given its instant).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "queue.h"
+#include "expect.h"
+#include "sale_fixture.h"
+
+#define JOINERS 40
+
+static struct fixture f;
+static int64_t t0;
+
+/* A sale of qty units opened 10 s ago with a queue (capacity cap per second); 0 or -1. */
+static int
+queue_sale(long qty, int cap, uint64_t *sale, uint64_t *item)
+{
+	char sale_s[24], q[256];
+	const char *p[2] = { sale_s, q };
+
+	if (fixture_sale(&f, -10, 3600, 600, qty, sale, item) != 0)
+		return -1;
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, *sale);
+	snprintf(q, sizeof(q), "{\"preQueueSeconds\":900,\"passSeconds\":120,\"powBits\":0,"
+	    "\"admitMultiple\":1.5,\"capacityPerSecond\":%d}", cap);
+	return fs_pg_run(f.pg, "UPDATE sales SET queue = $2::jsonb, "
+	    "queue_seed = decode(repeat('ab', 32), 'hex') WHERE id = $1", 2, p);
+}
+
+static long
+redis_long(const char *fmt, uint64_t sale, const char *arg)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv, fmt, sale, arg);
+	long v = -2;
+
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+		v = (long)r->integer;
+	else if (r != NULL && r->type == REDIS_REPLY_STRING)
+		v = strtol(r->str, NULL, 10);
+	else if (r != NULL && r->type == REDIS_REPLY_NIL)
+		v = -1;
+	if (r != NULL)
+		freeReplyObject(r);
+	return v;
+}
+
+/* A field of the sale's queue state; -1 absent. */
+static long
+state(uint64_t sale, const char *field)
+{
+	return redis_long("HGET fs:{%" PRIu64 "}:q:state %s", sale, field);
+}
+
+static long
+sql_long(const char *sql, uint64_t sale)
+{
+	char id[24];
+
+	snprintf(id, sizeof(id), "%" PRIu64, sale);
+	return fixture_long(&f, sql, id);
+}
+
+/* A join as queue_join.lua makes it: the place, and the journal entry. */
+static void
+join(uint64_t sale, const char *sub, long long score, int64_t ms)
+{
+	redisReply *r;
+	char entry[160];
+
+	snprintf(entry, sizeof(entry), "%s %lld %lld", sub, score, (long long)ms);
+	if ((r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:places NX %lld %s", sale, score,
+		 sub)) != NULL)
+		freeReplyObject(r);
+	if ((r = test_redis_cmd(&f.redis_srv, "RPUSH fs:{%" PRIu64 "}:q:journal %s", sale, entry)) !=
+	    NULL)
+		freeReplyObject(r);
+}
+
+/* A pass for sub expiring at ms. */
+static void
+pass(uint64_t sale, const char *sub, int64_t ms)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:passes %lld %s", sale,
+	    (long long)ms, sub);
+
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+/* The n-th place's sub in line (n >= 1) into out. */
+static void
+nth_sub(uint64_t sale, long n, char out[80])
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv, "ZRANGE fs:{%" PRIu64 "}:q:places %ld %ld", sale,
+	    n - 1, n - 1);
+
+	out[0] = '\0';
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1)
+		snprintf(out, 80, "%s", r->element[0]->str);
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+/* The n-th place's score in line, as PostgreSQL orders queue_places. */
+static long long
+nth_score_pg(uint64_t sale, long n)
+{
+	char id[24], n_s[24];
+	const char *p[2] = { id, n_s };
+	PGresult *r;
+	long long v = -1;
+
+	snprintf(id, sizeof(id), "%" PRIu64, sale);
+	snprintf(n_s, sizeof(n_s), "%ld", n - 1);
+	r = fs_pg_exec(f.pg, "SELECT score FROM queue_places WHERE sale_id = $1 "
+	    "ORDER BY score, user_id COLLATE \"C\" OFFSET $2 LIMIT 1", 2, p);
+	if (r != NULL && PQntuples(r) == 1)
+		v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return v;
+}
+
+/* JOINERS drawn places (random scores) and two late ones, as subs "u<i>". */
+static void
+fill(uint64_t sale)
+{
+	char sub[32];
+
+	for (int i = 0; i < JOINERS; i++) {
+		snprintf(sub, sizeof(sub), "u%d", i);
+		join(sale, sub, (long long)(randombytes_random() % 1000000), t0 - 60000 + i);
+	}
+	join(sale, "late1", FS_QUEUE_LATE_BASE + 1, t0 - 5000);
+	join(sale, "late2", FS_QUEUE_LATE_BASE + 2, t0 - 4000);
+}
+
+/* Every place of Redis has its row in queue_places with the same score. */
+static int
+places_match(uint64_t sale)
+{
+	char sub[32], sql[256];
+	int same = 0;
+
+	for (int i = 0; i < JOINERS; i++) {
+		snprintf(sub, sizeof(sub), "u%d", i);
+		snprintf(sql, sizeof(sql), "SELECT score FROM queue_places WHERE sale_id = $1 AND "
+		    "user_id = '%s' AND drawn", sub);
+		same += sql_long(sql, sale) == redis_long("ZSCORE fs:{%" PRIu64 "}:q:places %s", sale,
+		    sub);
+	}
+	return same == JOINERS;
+}
+
+static void
+test_journal(fs_queue_pacer *p, uint64_t sale)
+{
+	char sql[256];
+
+	join(sale, "q\"uo\\te", 77, t0 - 70000);
+	check(fs_queue_pacer_step(p, t0) >= 1, "journal: the pacer leads its sale");
+	check(sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1", sale) == JOINERS + 3 &&
+		redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 0,
+	    "journal: every entry copied to queue_places and dropped from Redis");
+	check(places_match(sale), "journal: each drawn place with its score");
+	check(sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1 AND NOT drawn AND "
+		       "score IN (4503599627370497, 4503599627370498)", sale) == 2,
+	    "journal: the late places, not drawn, with their scores");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM queue_places WHERE sale_id = $1 AND "
+	    "user_id = 'q\"uo\\te' AND score = 77 AND drawn AND "
+	    "(extract(epoch FROM joined_at) * 1000)::bigint = %lld", (long long)(t0 - 70000));
+	check(sql_long(sql, sale) == 1,
+	    "journal: an id with a quote and a backslash, and its time, kept exactly");
+}
+
+/* The admission state as "admitted through soldout" and PostgreSQL's steps, checked together. */
+static int
+admitted_is(uint64_t sale, long admitted, long steps)
+{
+	long long through = admitted > 0 ? nth_score_pg(sale, admitted) : -1;
+	char sql[200];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM queue_admissions WHERE sale_id = $1 AND "
+	    "step = %ld AND admitted = %ld AND through = %lld", steps, admitted, through);
+	return state(sale, "admitted") == admitted && state(sale, "through") == through &&
+	    sql_long("SELECT count(*) FROM queue_admissions WHERE sale_id = $1", sale) == steps &&
+	    (steps == 0 || sql_long(sql, sale) == 1);
+}
+
+/* The first n places in line get a pass expiring at ms. */
+static void
+passes(uint64_t sale, long from, long to, int64_t ms)
+{
+	char sub[80];
+
+	for (long i = from; i <= to; i++) {
+		nth_sub(sale, i, sub);
+		pass(sale, sub, ms);
+	}
+}
+
+static void
+test_paced(fs_queue_pacer *p, uint64_t sale, uint64_t item)
+{
+	struct fs_order o[6];
+	char sub[80], who[16];
+	int bought = 0;
+
+	check(admitted_is(sale, 15, 1) && state(sale, "soldout") == 0,
+	    "paced: 10 units x 1.5: the first 15 places admitted, recorded as step 1");
+	passes(sale, 1, 15, t0 + 120000);
+	fs_queue_pacer_step(p, t0 + 250);
+	check(admitted_is(sale, 15, 1), "paced: 15 passes outstanding: nobody more");
+	for (long i = 1; i <= 5; i++) {
+		nth_sub(sale, i, sub);
+		bought += fixture_buy(&f, sale, item, sub, 0, 1, &o[0]) == 0;
+	}
+	fs_queue_pacer_step(p, t0 + 500);
+	check(bought == 5 && admitted_is(sale, 15, 1),
+	    "paced: 5 bought: 5 left x 1.5 = 7 < 10 passes outstanding: nobody more");
+	passes(sale, 6, 15, t0 + 100);
+	fs_queue_pacer_step(p, t0 + 750);
+	check(admitted_is(sale, 22, 2), "paced: 10 passes lapsed: 7 more places, in order");
+	for (int i = 0; i < 5; i++) {
+		snprintf(who, sizeof(who), "buyer%d", i);
+		bought += fixture_buy(&f, sale, item, who, 0, 1, &o[i]) == 0;
+	}
+	fs_queue_pacer_step(p, t0 + 1000);
+	check(bought == 10 && admitted_is(sale, 22, 2) && state(sale, "soldout") == 1,
+	    "soldout: no unit left: the flag set, nobody admitted");
+	check(fs_stock_release(f.stock, sale, item, o[0].id) == 1, "soldout: a unit comes back");
+	fs_queue_pacer_step(p, t0 + 1250);
+	check(admitted_is(sale, 23, 3) && state(sale, "soldout") == 0,
+	    "soldout: cleared, and the next place in line admitted (1 unit x 1.5)");
+}
+
+/* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */
+static void
+admit_by_hand(uint64_t sale, const char *owner, long expected, char out[64])
+{
+	static char script[4096];
+	char path[512];
+	redisReply *r;
+	FILE *fp;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/lua/queue_admit.lua", getenv("top_srcdir"));
+	if (script[0] == '\0' && (fp = fopen(path, "r")) != NULL) {
+		n = fread(script, 1, sizeof(script) - 1, fp);
+		script[n] = '\0';
+		fclose(fp);
+	}
+	r = test_redis_cmd(&f.redis_srv,
+	    "EVAL %s 3 fs:{%" PRIu64 "}:q:state fs:{%" PRIu64 "}:q:places fs:{%" PRIu64 "}:q:lease "
+	    "%s %ld 1 1 0 0 3000", script, sale, sale, sale, owner, expected);
+	snprintf(out, 64, "%s", r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "");
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+/* Capacity 4 per second: one place per 250 ms step, never a burst after a pause. */
+static void
+test_capacity(fs_queue_pacer *p2, fs_queue_pacer *p1, uint64_t sale)
+{
+	char owner[64], out[64];
+
+	fill(sale);
+	fs_queue_pacer_step(p2, t0);
+	check(admitted_is(sale, 1, 1), "capacity: 4/s: one place in the first 250 ms step");
+	fs_queue_pacer_step(p2, t0 + 250);
+	fs_queue_pacer_step(p2, t0 + 300);
+	check(admitted_is(sale, 2, 2), "capacity: one more 250 ms later, none 50 ms after that");
+	fs_queue_pacer_step(p2, t0 + 5000);
+	check(admitted_is(sale, 3, 3), "capacity: after a 4.7 s pause one step's worth only");
+	fs_queue_pacer_step(p1, t0 + 5250);
+	check(admitted_is(sale, 3, 3), "two pacers: the one without the lease admits nobody");
+	snprintf(owner, sizeof(owner), "%s", fs_queue_pacer_owner(p2));
+	admit_by_hand(sale, fs_queue_pacer_owner(p1), 3, out);
+	check(strncmp(out, "LEASE ", 6) == 0 && admitted_is(sale, 3, 3),
+	    "two pacers: queue_admit.lua refuses an owner without the lease");
+	admit_by_hand(sale, owner, 2, out);
+	check(strcmp(out, "STALE 3") == 0 && admitted_is(sale, 3, 3),
+	    "two pacers: and a count that moved since it was read");
+}
+
+/*
+ * A pacer that recorded a step in PostgreSQL and died before Redis moved
+ * (its lease lapsed): the next one makes that step as recorded, then goes on.
+ */
+static void
+test_resume(fs_queue_pacer *p3, uint64_t sale)
+{
+	char sql[24];
+	redisReply *r;
+	long ends;
+
+	snprintf(sql, sizeof(sql), "%" PRIu64, sale);
+	fs_pg_run(f.pg, "INSERT INTO queue_admissions (sale_id, step, admitted, through) "
+	    "SELECT $1, 4, 5, (SELECT score FROM queue_places WHERE sale_id = $1 "
+	    "ORDER BY score, user_id COLLATE \"C\" OFFSET 4 LIMIT 1)", 1, (const char *[]){ sql });
+	if ((r = test_redis_cmd(&f.redis_srv, "DEL fs:{%" PRIu64 "}:q:lease", sale)) != NULL)
+		freeReplyObject(r);
+	join(sale, "late3", FS_QUEUE_LATE_BASE + 3, t0);
+	fs_pg_run(f.pg, "INSERT INTO queue_places VALUES ($1, 'late3', 4503599627370499, false, now())",
+	    1, (const char *[]){ sql });
+	fs_queue_pacer_step(p3, t0 + 6000);
+	check(admitted_is(sale, 5, 4),
+	    "resume: the step recorded before its pacer died made as recorded, no new step");
+	check(sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1 AND user_id = 'late3'",
+		  sale) == 1 && redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 0,
+	    "resume: a journal entry copied before a crash, not dropped, is copied once");
+	fs_queue_pacer_step(p3, t0 + 6250);
+	check(admitted_is(sale, 6, 5), "resume: then pacing goes on from Redis' state");
+	ends = sql_long("SELECT floor(extract(epoch FROM ends_at) * 1000)::bigint FROM sales "
+			"WHERE id = $1", sale);
+	check(redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") == -1,
+	    "end: the keys of a sale not ended do not expire");
+	fs_queue_pacer_step(p3, ends + 1000);
+	check(admitted_is(sale, 6, 5) && redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") >
+		23 * 3600 * 1000L, "end: after it nobody admitted, the keys expire a day after it");
+}
+
+int
+main(void)
+{
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL;
+	uint64_t sale, item, sale2, item2;
+	const char *top = getenv("top_srcdir");
+	char err[256];
+
+	if (sodium_init() < 0 || fixture_start(&f, top) != 0 ||
+	    setenv("FLASHSALE_PG", f.pg_srv.conninfo, 1) != 0 ||
+	    fs_cfg_load(&f.cfg, FS_CFG_NEED(FS_CFG_REDIS) | FS_CFG_NEED(FS_CFG_PG)) != 0 ||
+	    queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p1 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL ||
+	    (p2 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL ||
+	    (p3 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! needs top_srcdir, PostgreSQL 15 and redis-server\n");
+		fixture_finish(&f);
+		return 1;
+	}
+	t0 = fs_clock_now_ms();
+	fill(sale);
+	test_journal(p1, sale);
+	test_paced(p1, sale, item);
+	/* Made now: p1 listed the live sales before, so it leaves this one to p2. */
+	if (queue_sale(1000, 4, &sale2, &item2) != 0) {
+		printf("Bail out! a second sale\n");
+		return 1;
+	}
+	test_capacity(p2, p1, sale2);
+	test_resume(p3, sale2);
+	fs_queue_pacer_free(p1);
+	fs_queue_pacer_free(p2);
+	fs_queue_pacer_free(p3);
+	fixture_finish(&f);
+	return failures == 0 ? 0 : 1;
+}
