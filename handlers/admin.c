@@ -17,7 +17,7 @@
 
 static const char usage[] =
     "usage: flashsale-admin COMMAND ...\n"
-    "  keys generate DIR                 new Ed25519 + HS256 token keys and URL key (mode 0600)\n"
+    "  keys generate DIR                 new token keys, URL key and queue key (mode 0600)\n"
     "  sale create FILE.json [--json]    insert a sale and its items; prints their ids (--json:\n"
     "                                    the whole sale as one JSON document)\n"
     "  sale warm SALE_ID [--force] [--ignore-lag]\n"

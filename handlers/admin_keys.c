@@ -14,6 +14,7 @@
 
 #include "admin.h"
 #include "keys.h"
+#include "queue.h"
 #include "token.h"
 #include "urlsig.h"
 
@@ -36,61 +37,85 @@ write_key(const char *dir, const char *name, const void *key, size_t len)
 }
 
 /*
+ * Which key files to write: all in a new directory; in a directory of an
+ * older version that has the production keys, the later ones it lacks (the
+ * demo pair, whole; queue.key). 0, or -1 when that is nothing or a partial set.
+ */
+static int
+keys_missing(const char *dir, const char *const *names, int n, int nproduction, int *want)
+{
+	char path[1024];
+	int exists[16], nexisting = 0, production = 1;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		exists[i] = access(path, F_OK) == 0;
+		nexisting += exists[i];
+		production &= i >= nproduction || exists[i];
+		want[i] = !exists[i];
+	}
+	if (nexisting == 0)
+		return 0;
+	/* The demo pair is the last two: both or neither. */
+	if (!production || nexisting == n || exists[n - 1] != exists[n - 2])
+		return -1;
+	return 0;
+}
+
+/*
  * Writes every key file, all or nothing; in a directory of an older version
- * that has the production keys only, adds the demo pair.
+ * that has the production keys only, adds the later ones (keys_missing).
  */
 int
 admin_keys_generate(int argc, char **argv)
 {
-	enum { NKEYS = 6, NPRODUCTION = 4 };
+	enum { NKEYS = 7, NPRODUCTION = 4 };
 	static const char *const names[NKEYS] = { FS_TOKEN_ED25519_PUB_FILE,
 		FS_TOKEN_ED25519_KEY_FILE, FS_TOKEN_HS256_KEY_FILE, FS_URLSIG_KEY_FILE,
-		FS_TOKEN_DEMO_PUB_FILE, FS_TOKEN_DEMO_KEY_FILE };
+		FS_QUEUE_KEY_FILE, FS_TOKEN_DEMO_PUB_FILE, FS_TOKEN_DEMO_KEY_FILE };
 	unsigned char ed_pk[crypto_sign_PUBLICKEYBYTES], ed_sk[crypto_sign_SECRETKEYBYTES];
 	unsigned char demo_pk[crypto_sign_PUBLICKEYBYTES], demo_sk[crypto_sign_SECRETKEYBYTES];
-	unsigned char hs[32], url[crypto_auth_KEYBYTES];
-	const void *keys[NKEYS] = { ed_pk, ed_sk, hs, url, demo_pk, demo_sk };
+	unsigned char hs[32], url[crypto_auth_KEYBYTES], queue[FS_QUEUE_KEYBYTES];
+	const void *keys[NKEYS] = { ed_pk, ed_sk, hs, url, queue, demo_pk, demo_sk };
 	const size_t lens[NKEYS] = { sizeof(ed_pk), sizeof(ed_sk), sizeof(hs), sizeof(url),
-		sizeof(demo_pk), sizeof(demo_sk) };
+		sizeof(queue), sizeof(demo_pk), sizeof(demo_sk) };
 	const char *dir = argv[0];
 	char path[1024];
-	int rc = 1, first = 0, written, exists[NKEYS], nexisting = 0;
+	int rc = 1, written, want[NKEYS], nwanted = 0;
 
 	(void)argc; /* one: the table says so */
 
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return admin_fail("cannot create %s", dir);
-	for (int i = 0; i < NKEYS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		exists[i] = access(path, F_OK) == 0;
-		nexisting += exists[i];
-	}
-	if (nexisting == NPRODUCTION && exists[0] && exists[1] && exists[2] && exists[3])
-		first = NPRODUCTION;
-	else if (nexisting > 0)
+	if (keys_missing(dir, names, NKEYS, NPRODUCTION, want) != 0)
 		return admin_fail("%s has keys already; refusing to replace them", dir);
+	for (int i = 0; i < NKEYS; i++)
+		nwanted += want[i];
 	crypto_sign_keypair(ed_pk, ed_sk);
 	crypto_sign_keypair(demo_pk, demo_sk);
 	randombytes_buf(hs, sizeof(hs));
 	crypto_auth_keygen(url);
-	for (written = first; written < NKEYS; written++)
-		if (write_key(dir, names[written], keys[written], lens[written]) != 0)
+	crypto_kdf_keygen(queue);
+	for (written = 0; written < NKEYS; written++)
+		if (want[written] && write_key(dir, names[written], keys[written], lens[written]) != 0)
 			break;
 	if (written == NKEYS) {
-		printf(first == 0 ? "keys written to %s\n" : "demo key added to %s\n", dir);
+		printf(nwanted == NKEYS ? "keys written to %s\n" : "missing keys added to %s\n", dir);
 		rc = 0;
 	} else {
 		/* All or nothing: remove what this run wrote. */
 		admin_fail("cannot write keys in %s", dir);
-		while (written-- > first) {
+		while (written-- > 0) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[written]);
-			unlink(path);
+			if (want[written])
+				unlink(path);
 		}
 	}
 	sodium_memzero(ed_sk, sizeof(ed_sk));
 	sodium_memzero(demo_sk, sizeof(demo_sk));
 	sodium_memzero(hs, sizeof(hs));
 	sodium_memzero(url, sizeof(url));
+	sodium_memzero(queue, sizeof(queue));
 	return rc;
 }
 

@@ -38,6 +38,7 @@ struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
 	fs_urlsig_key *url_key;
+	fs_queue_keys *queue_keys; /* checks the passes of waiting rooms' purchase URLs */
 	fs_ordertopic topic; /* its producer is shared by the loops; concurrent orders batch */
 	fs_soldout *soldout;
 	int threads; /* event loops */
@@ -349,7 +350,8 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	}
-	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, &sale_end_ms) != 0)
+	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, app->queue_keys, fs_clock_now_ms(),
+		&o, &sale_end_ms) != 0)
 		return;
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		fs_log_warn("out of memory; order %s not taken", o.id);
@@ -396,7 +398,8 @@ setup(void *arg)
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	if (fs_keys_load(&app->cfg, &app->keys, &app->url_key, err, sizeof(err)) != 0) {
+	if (fs_keys_load(&app->cfg, &app->keys, &app->url_key, err, sizeof(err)) != 0 ||
+	    fs_keys_load_queue(&app->cfg, &app->queue_keys, err, sizeof(err)) != 0) {
 		fs_log_error("keys: %s", err);
 		return -1;
 	}
@@ -460,6 +463,7 @@ teardown(void *arg)
 	fs_soldout_free(app->soldout);
 	fs_token_keys_free(app->keys);
 	fs_urlsig_key_free(app->url_key);
+	fs_queue_keys_free(app->queue_keys);
 }
 
 int

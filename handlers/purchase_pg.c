@@ -26,6 +26,7 @@ struct app {
 	struct fs_cfg cfg;
 	fs_token_keys *keys;
 	fs_urlsig_key *url_key;
+	fs_queue_keys *queue_keys; /* checks the passes of waiting rooms' purchase URLs */
 	fs_pg *pg;
 };
 
@@ -39,7 +40,8 @@ handle(fs_fcgi *fcgi, void *arg)
 		fs_fcgi_error(fcgi, FS_ERR_ITEM_NOT_FOUND, NULL, NULL);
 		return;
 	}
-	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, fs_clock_now_ms(), &o, NULL) != 0)
+	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, app->queue_keys, fs_clock_now_ms(),
+		&o, NULL) != 0)
 		return;
 	switch (fs_orders_buy(app->pg, &o)) {
 	case FS_ORDERS_OK:
@@ -71,7 +73,8 @@ setup(void *arg)
 		fs_log_error("%s", app->cfg.errstr);
 		return -1;
 	}
-	if (fs_keys_load(&app->cfg, &app->keys, &app->url_key, err, sizeof(err)) != 0) {
+	if (fs_keys_load(&app->cfg, &app->keys, &app->url_key, err, sizeof(err)) != 0 ||
+	    fs_keys_load_queue(&app->cfg, &app->queue_keys, err, sizeof(err)) != 0) {
 		fs_log_error("keys: %s", err);
 		return -1;
 	}
@@ -94,6 +97,7 @@ teardown(void *arg)
 	fs_pg_free(app->pg);
 	fs_token_keys_free(app->keys);
 	fs_urlsig_key_free(app->url_key);
+	fs_queue_keys_free(app->queue_keys);
 }
 
 int

@@ -13,19 +13,22 @@ static const struct {
 	[FS_PURCHASE_BAD_URL] = { FS_ERR_BAD_PURCHASE_URL, NULL },
 	[FS_PURCHASE_NOT_STARTED] = { FS_ERR_SALE_NOT_STARTED, FS_HTTP_RETRY_SOON },
 	[FS_PURCHASE_UNAUTHENTICATED] = { FS_ERR_UNAUTHENTICATED, FS_HTTP_BEARER_CHALLENGE },
+	[FS_PURCHASE_NOT_ADMITTED] = { FS_ERR_NOT_ADMITTED, NULL },
 	[FS_PURCHASE_NO_ORDER_ID] = { FS_ERR_INTERNAL, NULL },
 };
 
 int
 fs_answer_purchase_admit(fs_fcgi *fcgi, const fs_token_keys *keys, const fs_urlsig_key *url_key,
-    int64_t now_ms, struct fs_order *o, int64_t *sale_end_ms)
+    const fs_queue_keys *queue_keys, int64_t now_ms, struct fs_order *o, int64_t *sale_end_ms)
 {
 	struct fs_purchase_request req = {
 		fs_fcgi_method_is(fcgi, "POST"),
 		fs_fcgi_param(fcgi, "QUERY_STRING"),
 		fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION"),
+		fs_fcgi_param(fcgi, "HTTP_FLASHSALE_PASS"),
 	};
-	enum fs_purchase_verdict v = fs_purchase_admit(&req, keys, url_key, now_ms, o, sale_end_ms);
+	enum fs_purchase_verdict v =
+	    fs_purchase_admit(&req, keys, url_key, queue_keys, now_ms, o, sale_end_ms);
 
 	if (v == FS_PURCHASE_ADMITTED)
 		return 0;

@@ -15,11 +15,11 @@
 
 /*
  * Admits a purchase request (fs_purchase_admit on the request's method,
- * query and Authorization); 0 when admitted, or -1 once the refusal has
- * been answered (405, 403, 425, 401, 500).
+ * query, Authorization and Flashsale-Pass); 0 when admitted, or -1 once
+ * the refusal has been answered (405, 403, 425, 401, 500).
  */
 int fs_answer_purchase_admit(fs_fcgi *, const fs_token_keys *, const fs_urlsig_key *,
-    int64_t now_ms, struct fs_order *o, int64_t *sale_end_ms);
+    const fs_queue_keys *, int64_t now_ms, struct fs_order *o, int64_t *sale_end_ms);
 /* 202 with the order's receipt (id, status, expiresAt). */
 void fs_answer_purchase_accepted(fs_fcgi *, const struct fs_order *);
 /* 200 with the order's status document. */

@@ -71,6 +71,8 @@ static const struct {
 	[FS_ERR_NOT_READY] = { FS_HTTP_SERVICE_UNAVAILABLE, "NOT_READY",
 	    "A store this program needs does not answer." },
 	[FS_ERR_NO_ORDER] = { FS_HTTP_NOT_FOUND, "NO_ORDER", "You hold no order in this sale." },
+	[FS_ERR_NOT_ADMITTED] = { FS_HTTP_FORBIDDEN, "NOT_ADMITTED",
+	    "This sale has a waiting room: buy with the pass it gives you when your turn comes." },
 };
 
 int

@@ -84,3 +84,26 @@ fail:
 	fs_urlsig_key_free(u);
 	return -1;
 }
+
+int
+fs_keys_load_queue(const struct fs_cfg *cfg, fs_queue_keys **queue, char *err, size_t errlen)
+{
+	const char *dir = fs_cfg_get(cfg, FS_CFG_KEYS_DIR);
+	fs_queue_keys *q;
+
+	if ((q = fs_queue_keys_new()) == NULL) {
+		snprintf(err, errlen, "libsodium failed to start or out of memory");
+		return -1;
+	}
+	if (*dir == '\0') {
+		snprintf(err, errlen, "FLASHSALE_KEYS_DIR is not set");
+		goto fail;
+	}
+	if (fs_queue_keys_load_dir(q, dir, err, errlen) != 0)
+		goto fail;
+	*queue = q;
+	return 0;
+fail:
+	fs_queue_keys_free(q);
+	return -1;
+}

@@ -1,8 +1,8 @@
 /*
  * The keys a program needs, as the configuration names them: the shopper
- * token keys with the issuer and audience tokens must carry, and the
- * purchase URL key, all from FLASHSALE_KEYS_DIR, and the JWK Set file of
- * tokens with a key id (FLASHSALE_JWKS_FILE).
+ * token keys with the issuer and audience tokens must carry, the purchase
+ * URL key and the waiting room's key, all from FLASHSALE_KEYS_DIR, and the
+ * JWK Set file of tokens with a key id (FLASHSALE_JWKS_FILE).
  */
 #ifndef FS_KEYS_H
 #define FS_KEYS_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cfg.h"
+#include "queue.h"
 #include "token.h"
 #include "urlsig.h"
 
@@ -22,6 +23,16 @@
  */
 int fs_keys_load(const struct fs_cfg *, fs_token_keys **tokens, fs_urlsig_key **url, char *err,
     size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * The waiting room's pass and ticket keys from FLASHSALE_KEYS_DIR's
+ * queue.key, which every program that checks or makes passes needs (the
+ * purchase handlers check the passes of every waiting room's URL): 0, or -1
+ * with err naming the file and nothing allocated. Freed with
+ * fs_queue_keys_free.
+ */
+int fs_keys_load_queue(const struct fs_cfg *, fs_queue_keys **queue, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /*
  * The demo sign-in's keys: the demo pair only (never the production secret

@@ -90,8 +90,10 @@ fs_queue_keys_load_dir(fs_queue_keys *keys, const char *dir, char *err, size_t e
 		sodium_memzero(raw, sizeof(raw));
 		return 0;
 	case FS_KEYFILE_ABSENT:
-		snprintf(err, errlen, "%s/%s: no such file (the waiting room's key)", dir,
-		    FS_QUEUE_KEY_FILE);
+		snprintf(err, errlen,
+		    "%s/%s: no such file (the waiting room's key: flashsale-admin keys generate %s "
+		    "adds it)",
+		    dir, FS_QUEUE_KEY_FILE, dir);
 		return -1;
 	default:
 		return -1;

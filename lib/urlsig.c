@@ -14,7 +14,7 @@
 _Static_assert(FS_URLSIG_KEYBYTES == crypto_auth_KEYBYTES,
     "FS_URLSIG_KEYBYTES must be crypto_auth_KEYBYTES");
 
-/* "v1|" and four 20-digit numbers with their separators. */
+/* "v1|", four 20-digit numbers with their separators and "|q". */
 #define URLSIG_MSG_MAX	96
 
 struct fs_urlsig_key {
@@ -26,14 +26,19 @@ enum urlsig_param {
 	URLSIG_SALE,
 	URLSIG_START,
 	URLSIG_END,
+	URLSIG_Q,
 	URLSIG_SIG,
 	URLSIG__MAX
 };
+
+/* Every parameter but q is required. */
+#define URLSIG_REQUIRED	(((1u << URLSIG__MAX) - 1) & ~(1u << URLSIG_Q))
 
 static const char *const urlsig_names[URLSIG__MAX] = {
 	[URLSIG_SALE] = "sale",
 	[URLSIG_START] = "start",
 	[URLSIG_END] = "end",
+	[URLSIG_Q] = "q",
 	[URLSIG_SIG] = "sig",
 };
 
@@ -97,16 +102,16 @@ fs_urlsig_key_set(fs_urlsig_key *key, const unsigned char raw[FS_URLSIG_KEYBYTES
 /* Writes the signed message into msg and returns its length. */
 static size_t
 urlsig_message(char msg[URLSIG_MSG_MAX], uint64_t item, uint64_t sale,
-    uint64_t start, uint64_t end)
+    uint64_t start, uint64_t end, int queue)
 {
 	return (size_t)snprintf(msg, URLSIG_MSG_MAX,
-	    "v1|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64,
-	    item, sale, start, end);
+	    "v1|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "%s",
+	    item, sale, start, end, queue ? "|q" : "");
 }
 
 int
 fs_urlsig_sign(const fs_urlsig_key *key, uint64_t item, uint64_t sale,
-    time_t start, time_t end, char *out, size_t outmax)
+    time_t start, time_t end, int queue, char *out, size_t outmax)
 {
 	unsigned char tag[crypto_auth_BYTES];
 	char msg[URLSIG_MSG_MAX], sig[FS_B64URL_ENCODED_LEN(crypto_auth_BYTES) + 1];
@@ -117,12 +122,12 @@ fs_urlsig_sign(const fs_urlsig_key *key, uint64_t item, uint64_t sale,
 		out[0] = '\0';
 	if (start < 0 || end <= start)
 		return -1;
-	len = urlsig_message(msg, item, sale, (uint64_t)start, (uint64_t)end);
+	len = urlsig_message(msg, item, sale, (uint64_t)start, (uint64_t)end, queue);
 	crypto_auth(tag, (const unsigned char *)msg, len, key->raw);
 	(void)fs_b64url_encode(sig, sizeof(sig), tag, sizeof(tag), NULL);
 	n = snprintf(out, outmax,
-	    "sale=%" PRIu64 "&start=%" PRIu64 "&end=%" PRIu64 "&sig=%s",
-	    sale, (uint64_t)start, (uint64_t)end, sig);
+	    "sale=%" PRIu64 "&start=%" PRIu64 "&end=%" PRIu64 "%s&sig=%s",
+	    sale, (uint64_t)start, (uint64_t)end, queue ? "&q=1" : "", sig);
 	if (n < 0 || (size_t)n >= outmax) {
 		if (outmax > 0)
 			out[0] = '\0';
@@ -151,10 +156,13 @@ urlsig_u64(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
-/* Splits the query into its four parameters, each present exactly once. */
+/*
+ * Splits the query into its parameters, each present at most once, all but
+ * q exactly once; q's one value is 1, and *queue says whether it came.
+ */
 static int
-urlsig_parse(const char *q, size_t len, uint64_t num[URLSIG_SIG],
-    unsigned char tag[crypto_auth_BYTES])
+urlsig_parse(const char *q, size_t len, uint64_t num[URLSIG_Q],
+    unsigned char tag[crypto_auth_BYTES], int *queue)
 {
 	const char *p = q, *end = q + len, *amp, *eq;
 	unsigned seen = 0;
@@ -180,32 +188,38 @@ urlsig_parse(const char *q, size_t len, uint64_t num[URLSIG_SIG],
 			    vallen, &taglen) != FS_B64URL_OK ||
 			    taglen != crypto_auth_BYTES)
 				return -1;
+		} else if (i == URLSIG_Q) {
+			if (vallen != 1 || eq[1] != '1')
+				return -1;
 		} else if (urlsig_u64(eq + 1, vallen, &num[i]) == -1)
 			return -1;
 		if (amp == end)
 			break;
 		p = amp + 1;
 	}
-	return seen == (1u << URLSIG__MAX) - 1 ? 0 : -1;
+	*queue = (seen >> URLSIG_Q) & 1;
+	return (seen & URLSIG_REQUIRED) == URLSIG_REQUIRED ? 0 : -1;
 }
 
 enum fs_urlsig_status
 fs_urlsig_check(const fs_urlsig_key *key, uint64_t item, const char *query,
-    size_t len, time_t now, uint64_t *sale, time_t *end)
+    size_t len, time_t now, uint64_t *sale, time_t *end, int *queue)
 {
 	unsigned char tag[crypto_auth_BYTES];
 	char msg[URLSIG_MSG_MAX];
-	uint64_t num[URLSIG_SIG], t;
+	uint64_t num[URLSIG_Q], t;
 	size_t msglen;
+	int q = 0;
 
+	*queue = 0;
 	if (query == NULL)
 		return FS_URLSIG_MALFORMED;
 	if (len > FS_URLSIG_QUERY_MAX)
 		return FS_URLSIG_TOO_LONG;
-	if (urlsig_parse(query, len, num, tag) == -1)
+	if (urlsig_parse(query, len, num, tag, &q) == -1)
 		return FS_URLSIG_MALFORMED;
 	msglen = urlsig_message(msg, item, num[URLSIG_SALE],
-	    num[URLSIG_START], num[URLSIG_END]);
+	    num[URLSIG_START], num[URLSIG_END], q);
 	if (crypto_auth_verify(tag, (const unsigned char *)msg, msglen,
 	    key->raw) != 0)
 		return FS_URLSIG_BAD_SIGNATURE;
@@ -215,6 +229,7 @@ fs_urlsig_check(const fs_urlsig_key *key, uint64_t item, const char *query,
 	if (t < num[URLSIG_START])
 		return FS_URLSIG_NOT_STARTED;
 	*sale = num[URLSIG_SALE];
+	*queue = q;
 	if (end != NULL)
 		*end = num[URLSIG_END] > (uint64_t)INT64_MAX / 1000 ? (time_t)(INT64_MAX / 1000) :
 								    (time_t)num[URLSIG_END];

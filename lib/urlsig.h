@@ -3,7 +3,10 @@
  * with crypto_auth (HMAC-SHA512-256) under url.key; the query string
  * carries the sale, the window and the tag in base64url:
  * sale=S&start=T0&end=T1&sig=X. The URL cannot be made without the key,
- * and it is refused before T0 and from T1 on.
+ * and it is refused before T0 and from T1 on. The URL of a sale with a
+ * waiting room (docs/QUEUE.md) signs "v1|<itemId>|<saleId>|<start>|<end>|q"
+ * and carries sale=S&start=T0&end=T1&q=1&sig=X: the flag is inside the
+ * signature, so neither removing nor adding it leaves a valid URL.
  */
 #ifndef FS_URLSIG_H
 #define FS_URLSIG_H
@@ -15,7 +18,7 @@
 #define FS_URLSIG_KEYBYTES	32	/* crypto_auth_KEYBYTES */
 #define FS_URLSIG_KEY_FILE	"url.key"
 #define FS_URLSIG_QUERY_MAX	512	/* bytes of query string checked */
-#define FS_URLSIG_SIGNED_MAX	128	/* fs_urlsig_sign's output, NUL included */
+#define FS_URLSIG_SIGNED_MAX	136	/* fs_urlsig_sign's output, NUL included */
 
 /* The URL key; wiped when freed. */
 typedef struct fs_urlsig_key fs_urlsig_key;
@@ -23,7 +26,7 @@ typedef struct fs_urlsig_key fs_urlsig_key;
 enum fs_urlsig_status {
 	FS_URLSIG_OK = 0,
 	FS_URLSIG_TOO_LONG,	/* query string over FS_URLSIG_QUERY_MAX */
-	FS_URLSIG_MALFORMED,	/* not exactly sale, start, end, sig, once each */
+	FS_URLSIG_MALFORMED,	/* not exactly sale, start, end, [q=1,] sig, once each */
 	FS_URLSIG_BAD_SIGNATURE,
 	FS_URLSIG_NOT_STARTED,	/* genuine, but before start: 425 */
 	FS_URLSIG_EXPIRED,	/* genuine, but at or after end */
@@ -48,11 +51,11 @@ void fs_urlsig_key_set(fs_urlsig_key *,
 /*
  * Writes the signed query string for item in sale, valid from start to
  * end (unix seconds), into out (outmax bytes, FS_URLSIG_SIGNED_MAX is
- * always enough). Returns 0, or -1 when out is too small or the window is
- * empty or negative.
+ * always enough); queue != 0 for a sale with a waiting room (q=1). Returns
+ * 0, or -1 when out is too small or the window is empty or negative.
  */
 int fs_urlsig_sign(const fs_urlsig_key *, uint64_t item, uint64_t sale,
-    time_t start, time_t end, char *out, size_t outmax)
+    time_t start, time_t end, int queue, char *out, size_t outmax)
     __attribute__((warn_unused_result));
 
 /*
@@ -60,11 +63,12 @@ int fs_urlsig_sign(const fs_urlsig_key *, uint64_t item, uint64_t sale,
  * of a purchase of item at time now. Numbers are plain decimal without
  * leading zeros, so one window has one spelling. The signature is checked
  * before the window, so a forged URL is never told "not started". On
- * FS_URLSIG_OK, *sale is the signed sale id and *end (unless NULL) the
- * signed end of the window.
+ * FS_URLSIG_OK, *sale is the signed sale id, *end (unless NULL) the
+ * signed end of the window and *queue 1 for a waiting room's URL (q=1,
+ * whose purchase needs a pass), else 0.
  */
 enum fs_urlsig_status fs_urlsig_check(const fs_urlsig_key *, uint64_t item,
-    const char *query, size_t len, time_t now, uint64_t *sale, time_t *end)
+    const char *query, size_t len, time_t now, uint64_t *sale, time_t *end, int *queue)
     __attribute__((warn_unused_result));
 
 /*

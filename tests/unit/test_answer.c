@@ -29,10 +29,11 @@
 
 static fs_token_keys *keys;
 static fs_urlsig_key *url;
+static fs_queue_keys *qkeys;
 
 /* The request being served: its parameters, and what the handler does with it. */
 static struct {
-	const char *method, *query, *authorization;
+	const char *method, *query, *authorization, *pass;
 	void (*run)(fs_fcgi *);
 	/* what fs_answer_purchase_admit said, and the order it filled in */
 	int admitted;
@@ -114,6 +115,7 @@ serve(char *out, size_t outlen)
 	n += pair(params + n, "REQUEST_METHOD", req.method);
 	n += pair(params + n, "QUERY_STRING", req.query);
 	n += pair(params + n, "HTTP_AUTHORIZATION", req.authorization);
+	n += pair(params + n, "HTTP_FLASHSALE_PASS", req.pass);
 	n += pair(params + n, "REQUEST_ID", REQUEST_ID);
 	o += record(buf + o, 1, begin, sizeof(begin));
 	o += record(buf + o, 4, params, n);
@@ -180,8 +182,8 @@ run_admit(fs_fcgi *f)
 	memset(&req.order, 0, sizeof(req.order));
 	req.order.item = 11;
 	req.sale_end_ms = 0;
-	req.admitted = fs_answer_purchase_admit(f, keys, url, (int64_t)NOW * 1000, &req.order,
-	    &req.sale_end_ms) == 0;
+	req.admitted = fs_answer_purchase_admit(f, keys, url, qkeys, (int64_t)NOW * 1000,
+			   &req.order, &req.sale_end_ms) == 0;
 	if (req.admitted) {
 		req.order.status = FS_ORDER_PENDING;
 		req.order.expires_ms = EXPIRES_MS;
@@ -293,6 +295,32 @@ test_admit(const char *query, const char *early, const char *bearer)
 	check(!req.admitted, "no token: -1");
 }
 
+/* A waiting room's URL: 403 NOT_ADMITTED without a valid pass, the pass's shopper with one. */
+static void
+test_admit_queue(const char *query, const char *pass)
+{
+	char got[512];
+
+	req.run = run_admit;
+	req.method = "POST";
+	req.query = query;
+	req.authorization = NULL;
+	req.pass = NULL;
+	expect_answer(answer("403 Forbidden", "",
+			  "{\"error\":\"NOT_ADMITTED\",\"message\":\"This sale has a waiting room: "
+			  "buy with the pass it gives you when your turn comes.\",\"requestId\":\"" REQUEST_ID
+			  "\"}"),
+	    "a waiting room's URL without a pass: 403 NOT_ADMITTED, no extra header");
+	check(!req.admitted, "without a pass: -1");
+	req.pass = pass;
+	if (serve(got, sizeof(got)) != 0)
+		exit(99);
+	check(req.admitted && req.order.sale == 7 && strcmp(req.order.user, "bea") == 0 &&
+		strncmp(got, "Status: 202 Accepted\r\n", 22) == 0,
+	    "the Flashsale-Pass header admits its shopper, with no Authorization: 202");
+	req.pass = NULL;
+}
+
 /* The answers about an order. */
 static void
 test_orders(void)
@@ -326,22 +354,30 @@ int
 main(void)
 {
 	unsigned char raw[FS_URLSIG_KEYBYTES] = { 9 }, hs[32] = { 7 };
+	unsigned char qraw[FS_QUEUE_KEYBYTES] = { 5 };
 	char query[FS_URLSIG_SIGNED_MAX], early[FS_URLSIG_SIGNED_MAX], tok[1024], bearer[1100];
+	char queued[FS_URLSIG_SIGNED_MAX], pass[FS_QUEUE_TOKEN_MAX];
 
 	fs_log_set_level(FS_LOG_ERROR);
 	if (sodium_init() < 0 || (keys = fs_token_keys_new()) == NULL ||
-	    (url = fs_urlsig_key_new()) == NULL || fs_token_keys_set(keys, NULL, NULL, hs, 32) != 0)
+	    (url = fs_urlsig_key_new()) == NULL || (qkeys = fs_queue_keys_new()) == NULL ||
+	    fs_token_keys_set(keys, NULL, NULL, hs, 32) != 0)
 		return 99;
 	fs_urlsig_key_set(url, raw);
-	if (fs_urlsig_sign(url, 11, 7, NOW - 10, NOW + 3600, query, sizeof(query)) != 0 ||
-	    fs_urlsig_sign(url, 11, 7, NOW + 10, NOW + 3600, early, sizeof(early)) != 0 ||
+	fs_queue_keys_set(qkeys, qraw);
+	if (fs_urlsig_sign(url, 11, 7, NOW - 10, NOW + 3600, 0, query, sizeof(query)) != 0 ||
+	    fs_urlsig_sign(url, 11, 7, NOW + 10, NOW + 3600, 0, early, sizeof(early)) != 0 ||
+	    fs_urlsig_sign(url, 11, 7, NOW - 10, NOW + 3600, 1, queued, sizeof(queued)) != 0 ||
+	    fs_queue_pass_mint(qkeys, 7, "bea", NOW + 60, pass, sizeof(pass)) != 0 ||
 	    fs_token_mint(keys, FS_TOKEN_ALG_HS256, "ann", NOW, 60, tok, sizeof(tok)) != FS_TOKEN_OK)
 		return 99;
 	snprintf(bearer, sizeof(bearer), "Bearer %s", tok);
 
 	test_admit(query, early, bearer);
+	test_admit_queue(queued, pass);
 	test_orders();
 
+	fs_queue_keys_free(qkeys);
 	fs_urlsig_key_free(url);
 	fs_token_keys_free(keys);
 	return failures == 0 ? 0 : 1;

@@ -148,13 +148,14 @@ url_key_is_ours(const fs_urlsig_key *loaded)
 	char query[FS_URLSIG_SIGNED_MAX];
 	time_t now = time(NULL);
 	uint64_t sale = 0;
-	int ok;
+	int ok, queue;
 
 	if (ours == NULL)
 		exit(99);
 	fs_urlsig_key_set(ours, url_raw);
-	ok = fs_urlsig_sign(ours, 11, 7, now - 10, now + 60, query, sizeof(query)) == 0 &&
-	    fs_urlsig_check(loaded, 11, query, strlen(query), now, &sale, NULL) == FS_URLSIG_OK &&
+	ok = fs_urlsig_sign(ours, 11, 7, now - 10, now + 60, 0, query, sizeof(query)) == 0 &&
+	    fs_urlsig_check(loaded, 11, query, strlen(query), now, &sale, NULL, &queue) ==
+		FS_URLSIG_OK &&
 	    sale == 7;
 	fs_urlsig_key_free(ours);
 	return ok;

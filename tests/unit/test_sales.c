@@ -26,14 +26,16 @@ check_path(void *arg, uint64_t item, const char *path)
 	struct seen *s = arg;
 	char route[FS_SALES_PATH_MAX];
 	uint64_t parsed = 0, sale = 0;
+	int queue = -1;
 	size_t n = strcspn(path, "?");
 	const char *query = path + n + (path[n] == '?');
 
 	s->n++;
 	snprintf(route, sizeof(route), "%.*s", (int)n, path);
 	if (fs_route_purchase_item(route, &parsed) == 0 && parsed == item &&
-	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale, NULL) == FS_URLSIG_OK &&
-	    sale == 7)
+	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale, NULL, &queue) ==
+		FS_URLSIG_OK &&
+	    sale == 7 && queue == 0)
 		s->good++;
 }
 

@@ -22,6 +22,9 @@
 #define END	1700003600
 
 
+/* The waiting room flag of the last URL run() checked. */
+static int last_queue;
+
 /* Checks from an unterminated heap copy, so ASan sees any overread. */
 static enum fs_urlsig_status
 run(const fs_urlsig_key *key, uint64_t item, const char *q, size_t len,
@@ -33,7 +36,7 @@ run(const fs_urlsig_key *key, uint64_t item, const char *q, size_t len,
 	if (copy == NULL)
 		abort();
 	memcpy(copy, q, len);
-	st = fs_urlsig_check(key, item, copy, len, now, sale, NULL);
+	st = fs_urlsig_check(key, item, copy, len, now, sale, NULL, &last_queue);
 	free(copy);
 	return st;
 }
@@ -48,7 +51,7 @@ expect(const fs_urlsig_key *key, const char *q, time_t now,
 	if (got != want)
 		printf("# got \"%s\", want \"%s\" for %s\n",
 		    fs_urlsig_strerror(got), fs_urlsig_strerror(want), q);
-	check(got == want && (got != FS_URLSIG_OK || sale == SALE), what);
+	check(got == want && (got != FS_URLSIG_OK || (sale == SALE && last_queue == 0)), what);
 }
 
 static int
@@ -60,6 +63,56 @@ write_file(const char *path, const void *buf, size_t len)
 	if (fd != -1)
 		close(fd);
 	return ok ? 0 : -1;
+}
+
+/*
+ * A waiting room's URL: q=1 inside the signature, reported by the check;
+ * taking it away or adding it breaks the signature, and it has one spelling.
+ */
+static void
+test_queue_flag(const fs_urlsig_key *key, const unsigned char raw[FS_URLSIG_KEYBYTES])
+{
+	static const char *const bad[] = { "q=0", "q=", "q=11", "q=1&q=1", "q=true", "Q=1", NULL };
+	unsigned char tag[crypto_auth_BYTES];
+	char q[FS_URLSIG_SIGNED_MAX], plain[FS_URLSIG_SIGNED_MAX], sig[64], want[256], forged[256];
+	const char *msg = "v1|42|7|1700000000|1700003600|q";
+	uint64_t sale = 0;
+
+	check(fs_urlsig_sign(key, ITEM, SALE, START, END, 1, q, sizeof(q)) == 0 &&
+		fs_urlsig_sign(key, ITEM, SALE, START, END, 0, plain, sizeof(plain)) == 0,
+	    "queue: sign");
+	crypto_auth(tag, (const unsigned char *)msg, strlen(msg), raw);
+	(void)fs_b64url_encode(sig, sizeof(sig), tag, sizeof(tag), NULL);
+	snprintf(want, sizeof(want), "sale=7&start=1700000000&end=1700003600&q=1&sig=%s", sig);
+	check(strcmp(q, want) == 0, "queue: q=1 before sig, crypto_auth of the message ending |q");
+	check(run(key, ITEM, q, strlen(q), START + 10, &sale) == FS_URLSIG_OK && sale == SALE &&
+		last_queue == 1,
+	    "queue: the check reports the flag");
+	check(run(key, ITEM, plain, strlen(plain), START + 10, &sale) == FS_URLSIG_OK &&
+		last_queue == 0,
+	    "queue: a URL without q reports none");
+	snprintf(forged, sizeof(forged), "sale=7&start=1700000000&end=1700003600&sig=%s", sig);
+	expect(key, forged, START + 10, FS_URLSIG_BAD_SIGNATURE,
+	    "queue: q taken away breaks the signature");
+	snprintf(forged, sizeof(forged), "%.*s&q=1%s", (int)(strstr(plain, "&sig=") - plain), plain,
+	    strstr(plain, "&sig="));
+	expect(key, forged, START + 10, FS_URLSIG_BAD_SIGNATURE,
+	    "queue: q=1 added breaks the signature");
+	snprintf(forged, sizeof(forged), "q=1&sig=%s&end=1700003600&sale=7&start=1700000000", sig);
+	check(run(key, ITEM, forged, strlen(forged), START + 10, &sale) == FS_URLSIG_OK &&
+		last_queue == 1,
+	    "queue: parameters in any order");
+	for (int i = 0; bad[i] != NULL; i++) {
+		char what[96];
+
+		snprintf(forged, sizeof(forged), "sale=7&start=1700000000&end=1700003600&%s&sig=%s",
+		    bad[i], sig);
+		snprintf(what, sizeof(what), "queue: %s is malformed", bad[i]);
+		check(run(key, ITEM, forged, strlen(forged), START + 10, &sale) ==
+			    FS_URLSIG_MALFORMED &&
+			last_queue == 0,
+		    what);
+	}
 }
 
 int
@@ -86,7 +139,7 @@ main(void)
 	fs_urlsig_key_set(key, raw);
 	fs_urlsig_key_set(key2, other);
 
-	check(fs_urlsig_sign(key, ITEM, SALE, START, END, q, sizeof(q)) == 0,
+	check(fs_urlsig_sign(key, ITEM, SALE, START, END, 0, q, sizeof(q)) == 0,
 	    "sign");
 	crypto_auth(tag, (const unsigned char *)msg, strlen(msg), raw);
 	(void)fs_b64url_encode(sig, sizeof(sig), tag, sizeof(tag), NULL);
@@ -213,19 +266,19 @@ main(void)
 	    FS_URLSIG_MALFORMED, "query of exactly 512 bytes is not TOO_LONG");
 	check(run(key, ITEM, q, len - 1, START + 10, &sale) ==
 	    FS_URLSIG_MALFORMED, "check reads only len bytes");
-	check(fs_urlsig_check(key, ITEM, NULL, 0, START, &sale, NULL) ==
+	check(fs_urlsig_check(key, ITEM, NULL, 0, START, &sale, NULL, &last_queue) ==
 	    FS_URLSIG_MALFORMED, "NULL query");
 
 	check(fs_urlsig_sign(key, UINT64_MAX, UINT64_MAX, INT64_MAX - 1,
-	    INT64_MAX, q, sizeof(q)) == 0,
-	    "FS_URLSIG_SIGNED_MAX holds the largest query");
-	check(fs_urlsig_sign(key, ITEM, SALE, START, END, q, 40) == -1 &&
+	    INT64_MAX, 1, q, sizeof(q)) == 0,
+	    "FS_URLSIG_SIGNED_MAX holds the largest query, a waiting room's");
+	check(fs_urlsig_sign(key, ITEM, SALE, START, END, 0, q, 40) == -1 &&
 	    q[0] == '\0', "sign into a short buffer fails");
-	check(fs_urlsig_sign(key, ITEM, SALE, END, START, q, sizeof(q)) == -1,
+	check(fs_urlsig_sign(key, ITEM, SALE, END, START, 0, q, sizeof(q)) == -1,
 	    "sign refuses end before start");
-	check(fs_urlsig_sign(key, ITEM, SALE, START, START, q, sizeof(q)) == -1,
+	check(fs_urlsig_sign(key, ITEM, SALE, START, START, 0, q, sizeof(q)) == -1,
 	    "sign refuses an empty window");
-	check(fs_urlsig_sign(key, ITEM, SALE, -1, START, q, sizeof(q)) == -1,
+	check(fs_urlsig_sign(key, ITEM, SALE, -1, START, 0, q, sizeof(q)) == -1,
 	    "sign refuses a negative start");
 
 	check(mkdtemp(dir) != NULL, "make a keys directory");
@@ -239,7 +292,7 @@ main(void)
 	check(write_file(path, raw, sizeof(raw)) == 0 &&
 	    fs_urlsig_key_load_dir(key2, dir, err, sizeof(err)) == 0,
 	    "load_dir reads url.key");
-	check(fs_urlsig_sign(key, ITEM, SALE, START, END, q, sizeof(q)) == 0 &&
+	check(fs_urlsig_sign(key, ITEM, SALE, START, END, 0, q, sizeof(q)) == 0 &&
 	    run(key2, ITEM, q, strlen(q), START, &sale) == FS_URLSIG_OK,
 	    "the loaded key checks what the set key signed");
 	unlink(path);
@@ -278,11 +331,13 @@ main(void)
 			fs_urlsig_ticket(key, oid, 0, t, sizeof(t)) == -1,
 		    "ticket: a small buffer or no expiry is refused");
 		/* A purchase tag is no ticket: the messages are kept apart. */
-		check(fs_urlsig_sign(key, ITEM, SALE, START, END, q, sizeof(q)) == 0 &&
+		check(fs_urlsig_sign(key, ITEM, SALE, START, END, 0, q, sizeof(q)) == 0 &&
 			fs_urlsig_ticket_check(key, oid, strstr(q, "sig=") + 4,
 			    strlen(strstr(q, "sig=") + 4), START) == FS_URLSIG_MALFORMED,
 		    "ticket: a purchase signature is not a ticket");
 	}
+
+	test_queue_flag(key, raw);
 
 	check(strcmp(fs_urlsig_strerror(FS_URLSIG_NOT_STARTED),
 	    "sale not started") == 0 &&
