@@ -151,7 +151,7 @@ sub vcl_recv {
 		return (pass);
 	}
 	if (req.url ~ "^/api/") {
-		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal|/stock)?(\?|$)") {
+		if (req.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}(/reveal|/stock|/queue)?(\?|$)") {
 			# Public documents: the same for everyone, so a query string
 			# or a token must not split (or bust) the cache.
 			unset req.http.Authorization;
@@ -240,7 +240,10 @@ sub vcl_backend_response {
 	# crowd gets the copy just expired while one background fetch
 	# refreshes it, so no shopper waits on the origin and the origin sees
 	# about one request per second; a figure is at most about 2 s old.
-	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/stock$") {
+	# The waiting room's status document too (docs/QUEUE.md): the waiting
+	# pages poll it, so the crowd costs the origin one request per second
+	# and edge; its joins and passes are POSTs, passed above.
+	if (bereq.url ~ "^/api/flash-sales/sales/[1-9][0-9]{0,17}/(stock|queue)$") {
 		set beresp.grace = 1s;
 		set beresp.keep = 0s;
 		return (deliver);

@@ -25,8 +25,8 @@ static const struct {
 	[FS_CFG_REDIS_PASSWORD_FILE] = { "FLASHSALE_REDIS_PASSWORD_FILE", "",
 	    "file holding that user's Redis password, mode 0600 (empty: no AUTH)" },
 	[FS_CFG_REDIS_WAIT_MS] = { "FLASHSALE_REDIS_WAIT_MS", "0",
-	    "a purchase waits this long for a replica of its Redis to have the hold (WAIT 1), "
-	    "else answers 503 (0: no wait)" },
+	    "a purchase (a waiting room's new place or pass too) waits this long for a replica "
+	    "of its Redis to have the hold (WAIT 1), else answers 503 (0: no wait)" },
 	[FS_CFG_PG] = { "FLASHSALE_PG", NULL, "PostgreSQL libpq connection string (the password in a passfile= it names)" },
 	[FS_CFG_KAFKA_BROKERS] = { "FLASHSALE_KAFKA_BROKERS", NULL,
 	    "Kafka bootstrap servers, host:port[,host:port]" },
@@ -74,6 +74,9 @@ static const struct {
 	    "seconds flashsale-expire waits before it asks again for a refund the provider refused; doubled after each failure, 6 h at most" },
 	[FS_CFG_REFUND_ALERT_AFTER] = { "FLASHSALE_REFUND_ALERT_AFTER", "5",
 	    "failed tries of one refund after which it counts as failing (flashsale_refunds_failing, an error log line)" },
+	[FS_CFG_QUEUE_PACER] = { "FLASHSALE_QUEUE_PACER", "1",
+	    "1: flashsale-queue runs the waiting rooms' pacer (one process leads each sale by a "
+	    "Redis lease); 0: it only serves" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -89,6 +92,7 @@ static const struct {
 	[FS_CFG_HOLD_MAX_AGE] = { 1, 86400 },
 	[FS_CFG_REFUND_BACKOFF] = { 1, 86400 },
 	[FS_CFG_REFUND_ALERT_AFTER] = { 1, 1000 },
+	[FS_CFG_QUEUE_PACER] = { 0, 1 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */

@@ -146,6 +146,28 @@ static const struct {
 	[FS_M_PUSH_SENT] = { "flashsale_push_messages_total", "result=\"sent\"",
 	    "Order status pushes (Server-Sent Events) handed to nchan, or failed." },
 	[FS_M_PUSH_FAILED] = { "flashsale_push_messages_total", "result=\"failed\"", NULL },
+	[FS_M_QUEUE_JOINS_NEW] = { "flashsale_queue_joins_total", "result=\"new\"",
+	    "Joins of a sale's waiting room answered 200: a new place, or the place the account "
+	    "already had (a repeat, another device)." },
+	[FS_M_QUEUE_JOINS_AGAIN] = { "flashsale_queue_joins_total", "result=\"again\"", NULL },
+	[FS_M_QUEUE_PASSES_ISSUED] = { "flashsale_queue_passes_total", "result=\"issued\"",
+	    "Passes answered 200: issued now, or the one issued before (a repeat)." },
+	[FS_M_QUEUE_PASSES_AGAIN] = { "flashsale_queue_passes_total", "result=\"again\"", NULL },
+	[FS_M_QUEUE_REFUSED_UNAUTHENTICATED] = { "flashsale_queue_refusals_total", "reason=\"unauthenticated\"",
+	    "Joins and pass requests of the waiting room refused, by reason: unauthenticated, "
+	    "bad_request, bad_pow, no_queue, not_open (before joining opens), closed (ended, "
+	    "or sold out with no pass outstanding), bad_ticket, not_in_queue, not_yet (not "
+	    "admitted yet), sold_out, lapsed (the pass expired unused)." },
+	[FS_M_QUEUE_REFUSED_BAD_REQUEST] = { "flashsale_queue_refusals_total", "reason=\"bad_request\"", NULL },
+	[FS_M_QUEUE_REFUSED_BAD_POW] = { "flashsale_queue_refusals_total", "reason=\"bad_pow\"", NULL },
+	[FS_M_QUEUE_REFUSED_NO_QUEUE] = { "flashsale_queue_refusals_total", "reason=\"no_queue\"", NULL },
+	[FS_M_QUEUE_REFUSED_NOT_OPEN] = { "flashsale_queue_refusals_total", "reason=\"not_open\"", NULL },
+	[FS_M_QUEUE_REFUSED_CLOSED] = { "flashsale_queue_refusals_total", "reason=\"closed\"", NULL },
+	[FS_M_QUEUE_REFUSED_BAD_TICKET] = { "flashsale_queue_refusals_total", "reason=\"bad_ticket\"", NULL },
+	[FS_M_QUEUE_REFUSED_NOT_IN_QUEUE] = { "flashsale_queue_refusals_total", "reason=\"not_in_queue\"", NULL },
+	[FS_M_QUEUE_REFUSED_NOT_YET] = { "flashsale_queue_refusals_total", "reason=\"not_yet\"", NULL },
+	[FS_M_QUEUE_REFUSED_SOLD_OUT] = { "flashsale_queue_refusals_total", "reason=\"sold_out\"", NULL },
+	[FS_M_QUEUE_REFUSED_LAPSED] = { "flashsale_queue_refusals_total", "reason=\"lapsed\"", NULL },
 	[FS_M_RECONCILE_RUNS] = { "flashsale_reconcile_runs_total", NULL,
 	    "Checks of the invariants (flashsale-admin reconcile)." },
 	[FS_M_RECONCILE_VIOLATIONS] = { "flashsale_reconcile_violations_total", NULL,

@@ -104,6 +104,132 @@ int fs_queue_settings_json(const struct fs_queue_settings *, char *out, size_t o
 
 /* ---- Redis (queue_redis.c) ---- */
 
+/*
+ * The waiting room's keys of a sale (fs:{S}:q:*, docs/QUEUE.md), every one
+ * in the sale's first place tag, and the scripts lua/queue_join.lua,
+ * queue_pass.lua and queue_state.lua. A store owns its Redis connection
+ * (one per thread, like a fs_stock), so that fs_queue_replicate waits for
+ * the queue's own writes only.
+ */
+struct fs_cfg;
+struct fs_redis;
+
+typedef struct fs_queue_store {
+	struct fs_redis *redis;	/* owned */
+	int join, pass, state;	/* script handles */
+	int err;		/* enum fs_redis_err of the last failure, 0 none */
+	char errstr[128];
+} fs_queue_store;
+
+/*
+ * A sale's queue window and pass length as the caller read them from
+ * PostgreSQL (fs_queue_conf): the scripts take them as arguments, so
+ * Redis holds no copy to keep in step (a sale extended or closed is seen
+ * within the caller's cache time).
+ */
+struct fs_queue_window {
+	int64_t pre_ms;		/* joining opens: startsAt - preQueueSeconds */
+	int64_t opens_ms;	/* startsAt: the draw's end */
+	int64_t ends_ms;	/* endsAt: no join, no pass from then on */
+	int pass_s;		/* passSeconds */
+};
+
+enum fs_queue_verdict {
+	FS_QUEUE_V_OK,		/* joined (or the same place again); pass issued (or again) */
+	FS_QUEUE_V_NOT_YET,	/* join: before pre_ms; pass: rank >= admitted */
+	FS_QUEUE_V_ENDED,	/* from ends_ms on */
+	FS_QUEUE_V_CLOSED,	/* join: a new place while sold out with no pass outstanding */
+	FS_QUEUE_V_NOT_IN_QUEUE,
+	FS_QUEUE_V_SOLD_OUT,	/* sold out, and no pass was issued to this place */
+	FS_QUEUE_V_LAPSED,	/* the pass issued has expired: never issued again */
+	FS_QUEUE_V_ERROR,	/* store err set */
+	FS_QUEUE_V__MAX
+};
+
+const char *fs_queue_verdict_name(enum fs_queue_verdict);
+
+/* A place and what the store said about it. */
+struct fs_queue_place {
+	int64_t score;		/* join */
+	int64_t rank;		/* 0-based; -1 before the opening (join) */
+	int added;		/* 1: a new place (join), a pass issued now (pass) */
+	int64_t admitted;	/* pass: places admitted so far */
+	int64_t expires_ms;	/* pass: its expiry */
+};
+
+/* The status document's figures (one script, one round trip). */
+struct fs_queue_state {
+	int64_t admitted, through, rate_milli;
+	int soldout;
+	int64_t joined;		/* ZCARD places */
+	int64_t drawn;		/* places taken before the opening */
+	int64_t passes_out;	/* passes whose expiry is after now */
+};
+
+/* A store on the Redis of cfg with the scripts of datadir/lua; NULL with err. */
+fs_queue_store *fs_queue_store_new(const struct fs_cfg *, const char *datadir, char *err,
+    size_t errlen);
+void fs_queue_store_free(fs_queue_store *);
+/*
+ * Joins sub to the sale's queue at now_ms: the place it has, or a new one
+ * (draw before w->opens_ms, 2^52 + n after), journalled when new.
+ */
+enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
+    const struct fs_queue_window *w, const char *sub, int64_t draw, int64_t now_ms,
+    struct fs_queue_place *out);
+/* The pass of sub: issued now, or the one issued before (its expiry unchanged). */
+enum fs_queue_verdict fs_queue_pass(fs_queue_store *, uint64_t sale,
+    const struct fs_queue_window *w, const char *sub, int64_t now_ms,
+    struct fs_queue_place *out);
+/* The status document's figures at now_ms; 0, or -1 with err set. */
+int fs_queue_read_state(fs_queue_store *, uint64_t sale, int64_t now_ms,
+    struct fs_queue_state *out);
+/*
+ * After a join or a pass that wrote: waits up to timeout_ms until a replica
+ * of the sale's master has the store's writes (WAIT 1), so that a replica
+ * promoted after a master's death keeps the places and passes answered.
+ * 0, or -1 with err set (also when no replica acknowledged in time).
+ */
+int fs_queue_replicate(fs_queue_store *, int timeout_ms);
+
+/* ---- a sale's queue read from PostgreSQL (queue_conf.c) ---- */
+
+struct fs_pg;
+
+/* What PostgreSQL says about a sale's waiting room and items. */
+struct fs_queue_conf {
+	uint64_t sale;
+	int found;		/* 0: no such sale */
+	int has_queue;		/* 0: a sale without "queue" */
+	struct fs_queue_settings settings;
+	unsigned char seed[FS_QUEUE_SEEDBYTES];
+	char seed_commit[65];	/* hex SHA-256 of the seed */
+	struct fs_queue_window window;
+	int nitems;
+	uint64_t *items;	/* the sale's item ids (owned) */
+	long *pg_left;		/* per item quantity - sold, PostgreSQL's count (owned) */
+};
+
+/* Reads the sale; 0 (found may be 0), or -1 with err (PostgreSQL away or bad data). */
+int fs_queue_conf_read(struct fs_pg *, uint64_t sale, struct fs_queue_conf *, char *err,
+    size_t errlen);
+void fs_queue_conf_clear(struct fs_queue_conf *);
+
+/*
+ * A worker thread's cache of the sales it read lately, each kept
+ * FS_QUEUE_CONF_CACHE_MS: PostgreSQL sees a query per sale per second and
+ * thread at most, whatever the joins.
+ */
+#define FS_QUEUE_CONF_CACHE_MS	1000
+#define FS_QUEUE_CONF_SLOTS	8
+typedef struct fs_queue_conf_cache fs_queue_conf_cache;
+
+fs_queue_conf_cache *fs_queue_conf_cache_new(void);
+void fs_queue_conf_cache_free(fs_queue_conf_cache *);
+/* The sale as read within the cache time, or read now; NULL with err when it cannot be. */
+const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_pg *,
+    uint64_t sale, int64_t now_ms, char *err, size_t errlen);
+
 /* ---- the pacer (queue_pacer.c) ---- */
 
 #define FS_QUEUE_PACER_STEP_MS	250	/* a step of every live queue sale */

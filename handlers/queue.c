@@ -1,0 +1,610 @@
+/*
+ * flashsale-queue: the waiting room of a sale (docs/QUEUE.md).
+ *
+ *   GET  /api/flash-sales/sales/{saleId}/queue       the status document:
+ *       the threshold of admission, the figures of the line, the draw's
+ *       commitment and seed (public, max-age=1: the edge serves the crowd)
+ *   POST /api/flash-sales/sales/{saleId}/queue       the join: a place for
+ *       the token's account (Bearer JWT; body {} or {"pow":"nonce"})
+ *   POST /api/flash-sales/sales/{saleId}/queue/pass  the pass of an admitted
+ *       place (body {"ticket":"..."}, the join's ticket; never cached)
+ *
+ * Each worker thread keeps what PostgreSQL said about a sale for a second
+ * (lib/queue_conf.c), so a join costs one Redis script and no PostgreSQL;
+ * the proof of work is checked before Redis is touched. Writes that made
+ * something new wait for a replica (WAIT 1) when FLASHSALE_REDIS_WAIT_MS
+ * is set, as purchases do. The pacer that admits places runs in a thread
+ * of this process too (lib/queue_pacer.c; FLASHSALE_QUEUE_PACER).
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+#include <sodium.h>
+
+#include "cfg.h"
+#include "clock.h"
+#include "fcgi.h"
+#include "jsonread.h"
+#include "keys.h"
+#include "log.h"
+#include "metrics.h"
+#include "pg.h"
+#include "queue.h"
+#include "route.h"
+#include "sales.h"
+#include "stock.h"
+
+#define QUEUE_SUFFIX "/queue"
+#define PASS_SUFFIX "/queue/pass"
+/* A join's body ({} or {"pow":"<32 characters>"}) and a pass request's. */
+#define JOIN_BODY_MAX 256
+#define PASS_BODY_MAX 512
+/* Worker threads: a join is one Redis round trip, the document one more. */
+#define QUEUE_THREADS 4
+
+static const char doc_headers[] = "Cache-Control: public, max-age=1, s-maxage=1\r\n";
+static const char no_store[] = "Cache-Control: no-store, private\r\n";
+
+enum action { ACTION_STATUS, ACTION_JOIN, ACTION_PASS };
+
+struct app {
+	struct fs_cfg cfg;
+	fs_token_keys *tokens;
+	fs_queue_keys *qkeys;
+	int redis_wait_ms;	/* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 after a new place or pass */
+	fs_queue_pacer *pacer;	/* NULL with FLASHSALE_QUEUE_PACER=0 */
+};
+
+/* What one worker thread owns: its connections and its cache. */
+struct worker {
+	struct app *app;
+	fs_pg *pg;
+	fs_stock *stock;		/* a reader: the units left */
+	fs_queue_store *store;		/* the queue's keys and scripts */
+	fs_queue_conf_cache *confs;
+};
+
+/* What one request is about. */
+struct request {
+	fs_fcgi *fcgi;
+	uint64_t sale;
+	int64_t now;
+	const struct fs_queue_conf *conf;
+};
+
+/* GET /readyz: PostgreSQL and Redis answer. */
+static int
+ready(void *arg, char *why, size_t whylen)
+{
+	struct worker *w = arg;
+
+	if (fs_pg_ping(w->pg) != 0) {
+		snprintf(why, whylen, "postgresql: %s", w->pg->errstr);
+		return -1;
+	}
+	if (fs_stock_ping(w->stock) != 0) {
+		snprintf(why, whylen, "redis %s", w->stock->errstr);
+		return -1;
+	}
+	return 0;
+}
+
+/* /api/flash-sales/sales/{saleId}/queue[/pass]: the sale and the action; 0 or -1. */
+static int
+parse_path(fs_fcgi *fcgi, uint64_t *sale, enum action *action)
+{
+	const char *rest = fs_route_path_id(fs_fcgi_param(fcgi, "DOCUMENT_URI"),
+	    FS_ROUTE_SALE_PREFIX, sale);
+	int post = fs_fcgi_method_is(fcgi, "POST");
+
+	if (rest == NULL)
+		return -1;
+	if (strcmp(rest, QUEUE_SUFFIX) == 0)
+		*action = post ? ACTION_JOIN : ACTION_STATUS;
+	else if (strcmp(rest, PASS_SUFFIX) == 0)
+		*action = ACTION_PASS;
+	else
+		return -1;
+	return 0;
+}
+
+/* Refuses with e, counted under metric m; headers as fs_fcgi_error's. */
+static void
+refuse(fs_fcgi *fcgi, enum fs_http_error e, enum fs_metric m, const char *extra,
+    const char *headers)
+{
+	fs_metrics_count(m);
+	fs_fcgi_error(fcgi, e, extra, headers != NULL ? headers : no_store);
+}
+
+/* Answers doc (and frees it) with 200 and headers. */
+static void
+answer_doc(fs_fcgi *fcgi, json_object *doc, const char *headers)
+{
+	const char *body = json_object_to_json_string_ext(doc,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	fs_fcgi_answer(fcgi, FS_HTTP_OK, headers, body, strlen(body));
+	json_object_put(doc);
+}
+
+/*
+ * The sale's queue as read within the last second; NULL once answered
+ * (503 when PostgreSQL cannot say, 404 NO_QUEUE for an unknown sale or
+ * one without a waiting room: cached a second too, like any 404 of a sale).
+ */
+static const struct fs_queue_conf *
+get_conf(struct worker *w, struct request *rq)
+{
+	const struct fs_queue_conf *c;
+	char err[300];
+
+	if ((c = fs_queue_conf_get(w->confs, w->pg, rq->sale, rq->now, err, sizeof(err))) == NULL) {
+		fs_log_error("%s", err);
+		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		return NULL;
+	}
+	if (!c->found || !c->has_queue) {
+		refuse(rq->fcgi, FS_ERR_NO_QUEUE, FS_M_QUEUE_REFUSED_NO_QUEUE, NULL, doc_headers);
+		return NULL;
+	}
+	return c;
+}
+
+/* Units left over every item: Redis's count, PostgreSQL's where Redis has none; -1 Redis away. */
+static long
+units_left(struct worker *w, const struct fs_queue_conf *c)
+{
+	long sum = 0, *left;
+
+	if (c->nitems == 0)
+		return 0;
+	if ((left = calloc((size_t)c->nitems, sizeof(*left))) == NULL)
+		return -1;
+	if (fs_stock_left(w->stock, c->sale, c->items, (size_t)c->nitems, left) != 0) {
+		fs_log_warn("queue %" PRIu64 ": units left: %s", c->sale, w->stock->errstr);
+		free(left);
+		return -1;
+	}
+	for (int i = 0; i < c->nitems; i++)
+		sum += left[i] >= 0 ? left[i] : (c->pg_left[i] > 0 ? c->pg_left[i] : 0);
+	free(left);
+	return sum;
+}
+
+/* "before", "prequeue", "open", "soldout" or "ended". */
+static const char *
+state_name(const struct fs_queue_conf *c, const struct fs_queue_state *st, long left, int64_t now)
+{
+	if (now >= c->window.ends_ms)
+		return "ended";
+	if (now < c->window.pre_ms)
+		return "before";
+	if (now < c->window.opens_ms)
+		return "prequeue";
+	return st->soldout || left == 0 ? "soldout" : "open";
+}
+
+static void
+add_time(json_object *doc, const char *name, int64_t ms)
+{
+	char t[FS_CLOCK_TIME_LEN];
+
+	fs_clock_format(ms, t);
+	json_object_object_add(doc, name, json_object_new_string(t));
+}
+
+/* GET .../queue: the status document. Redis away: 503, never stale figures. */
+static void
+answer_status(struct worker *w, struct request *rq)
+{
+	const struct fs_queue_conf *c = rq->conf;
+	struct fs_queue_state st;
+	char seed[2 * FS_QUEUE_SEEDBYTES + 1];
+	json_object *doc;
+	long left;
+
+	if (fs_queue_read_state(w->store, rq->sale, rq->now, &st) != 0 ||
+	    (left = units_left(w, c)) < 0) {
+		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
+		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		return;
+	}
+	doc = json_object_new_object();
+	json_object_object_add(doc, "sale", json_object_new_int64((int64_t)rq->sale));
+	json_object_object_add(doc, "serverTime", json_object_new_int64(rq->now));
+	add_time(doc, "preQueueAt", c->window.pre_ms);
+	add_time(doc, "opensAt", c->window.opens_ms);
+	add_time(doc, "endsAt", c->window.ends_ms);
+	json_object_object_add(doc, "state", json_object_new_string(state_name(c, &st, left, rq->now)));
+	json_object_object_add(doc, "seedCommit", json_object_new_string(c->seed_commit));
+	if (rq->now >= c->window.opens_ms) {
+		sodium_bin2hex(seed, sizeof(seed), c->seed, sizeof(c->seed));
+		json_object_object_add(doc, "seed", json_object_new_string(seed));
+	} else {
+		json_object_object_add(doc, "seed", NULL);
+	}
+	json_object_object_add(doc, "drawn", json_object_new_int64(st.drawn));
+	json_object_object_add(doc, "joined", json_object_new_int64(st.joined));
+	json_object_object_add(doc, "admitted", json_object_new_int64(st.admitted));
+	json_object_object_add(doc, "through", json_object_new_int64(st.through));
+	json_object_object_add(doc, "rate", json_object_new_double((double)st.rate_milli / 1000.0));
+	json_object_object_add(doc, "unitsLeft", json_object_new_int64(left));
+	json_object_object_add(doc, "passesOut", json_object_new_int64(st.passes_out));
+	json_object_object_add(doc, "passSeconds", json_object_new_int64(c->settings.pass_s));
+	json_object_object_add(doc, "powBits", json_object_new_int64(c->settings.pow_bits));
+	answer_doc(rq->fcgi, doc, doc_headers);
+}
+
+/*
+ * The request's body as a JSON object of at most max bytes; NULL once
+ * answered (413 too big, 400 unreadable or not an object).
+ */
+static json_object *
+read_object(fs_fcgi *fcgi, size_t max)
+{
+	const char *body;
+	size_t len;
+	json_object *o;
+	char err[128];
+
+	if (fs_fcgi_body_or_answer(fcgi, &body, &len) != 0)
+		return NULL;
+	if (len > max) {
+		refuse(fcgi, FS_ERR_PAYLOAD_TOO_LARGE, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
+		return NULL;
+	}
+	if ((o = fs_jsonread_object(body, len, 1, err, sizeof(err))) == NULL)
+		refuse(fcgi, FS_ERR_BAD_REQUEST, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
+	return o;
+}
+
+/* True when o has no member but name (which may be absent). */
+static int
+only_member(json_object *o, const char *name)
+{
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		if (strcmp(key, name) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * The join's body: {} or {"pow":"<nonce>"}; the nonce (or "") into nonce.
+ * 0, or -1 once answered.
+ */
+static int
+read_join(fs_fcgi *fcgi, char nonce[FS_QUEUE_NONCE_MAX + 1])
+{
+	json_object *o = read_object(fcgi, JOIN_BODY_MAX), *pow;
+	int rc = -1;
+
+	nonce[0] = '\0';
+	if (o == NULL)
+		return -1;
+	if (!only_member(o, "pow")) {
+		refuse(fcgi, FS_ERR_BAD_REQUEST, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
+	} else if (json_object_object_get_ex(o, "pow", &pow) &&
+	    (!json_object_is_type(pow, json_type_string) ||
+		json_object_get_string_len(pow) < 1 ||
+		json_object_get_string_len(pow) > FS_QUEUE_NONCE_MAX)) {
+		refuse(fcgi, FS_ERR_BAD_POW, FS_M_QUEUE_REFUSED_BAD_POW, NULL, NULL);
+	} else {
+		if (json_object_object_get_ex(o, "pow", &pow))
+			snprintf(nonce, FS_QUEUE_NONCE_MAX + 1, "%s", json_object_get_string(pow));
+		rc = 0;
+	}
+	json_object_put(o);
+	return rc;
+}
+
+/* The caller's account from the bearer token; 0, or -1 once answered 401. */
+static int
+authenticate(struct app *app, fs_fcgi *fcgi, char sub[FS_TOKEN_SUB_MAX + 1])
+{
+	const char *auth = fs_fcgi_param(fcgi, "HTTP_AUTHORIZATION");
+
+	if (auth != NULL && fs_token_verify_bearer(app->tokens, auth, strlen(auth),
+				(time_t)(fs_clock_now_ms() / 1000), sub,
+				FS_TOKEN_SUB_MAX + 1) == FS_TOKEN_OK)
+		return 0;
+	fs_metrics_count(FS_M_QUEUE_REFUSED_UNAUTHENTICATED);
+	fs_fcgi_error(fcgi, FS_ERR_UNAUTHENTICATED, NULL, FS_HTTP_BEARER_CHALLENGE);
+	return -1;
+}
+
+/* After a write that made something new: a replica has it (WAIT 1); 0, or -1 once answered. */
+static int
+replicated(struct worker *w, struct request *rq, int wrote)
+{
+	if (!wrote || w->app->redis_wait_ms <= 0 ||
+	    fs_queue_replicate(w->store, w->app->redis_wait_ms) == 0)
+		return 0;
+	/* Kept on the master; a retry answers the same place or pass. */
+	fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
+	fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	return -1;
+}
+
+/* The join's window as the cached sale says: 0 inside it, or -1 once answered. */
+static int
+join_window(const struct request *rq)
+{
+	if (rq->now < rq->conf->window.pre_ms) {
+		refuse(rq->fcgi, FS_ERR_QUEUE_NOT_OPEN, FS_M_QUEUE_REFUSED_NOT_OPEN, NULL, NULL);
+		return -1;
+	}
+	if (rq->now >= rq->conf->window.ends_ms) {
+		refuse(rq->fcgi, FS_ERR_QUEUE_CLOSED, FS_M_QUEUE_REFUSED_CLOSED, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* 200 with the place: score and rank only from the opening on (the draw is secret before). */
+static void
+answer_place(struct worker *w, struct request *rq, const char *sub, const struct fs_queue_place *p)
+{
+	char ticket[FS_QUEUE_TOKEN_MAX];
+	int opened = rq->now >= rq->conf->window.opens_ms;
+	json_object *doc;
+
+	if (fs_queue_ticket_mint(w->app->qkeys, rq->sale, sub, ticket, sizeof(ticket)) != 0) {
+		fs_fcgi_error(rq->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	fs_metrics_count(p->added ? FS_M_QUEUE_JOINS_NEW : FS_M_QUEUE_JOINS_AGAIN);
+	doc = json_object_new_object();
+	json_object_object_add(doc, "sale", json_object_new_int64((int64_t)rq->sale));
+	json_object_object_add(doc, "ticket", json_object_new_string(ticket));
+	json_object_object_add(doc, "score", opened ? json_object_new_int64(p->score) : NULL);
+	json_object_object_add(doc, "rank",
+	    opened && p->rank >= 0 ? json_object_new_int64(p->rank) : NULL);
+	json_object_object_add(doc, "drawn", json_object_new_boolean(p->score < FS_QUEUE_LATE_BASE));
+	answer_doc(rq->fcgi, doc, no_store);
+}
+
+/* POST .../queue: a place for the token's account, the same one for every repeat. */
+static void
+join(struct worker *w, struct request *rq)
+{
+	char sub[FS_TOKEN_SUB_MAX + 1], nonce[FS_QUEUE_NONCE_MAX + 1];
+	const struct fs_queue_conf *c;
+	struct fs_queue_place p;
+	enum fs_queue_verdict v;
+
+	if (authenticate(w->app, rq->fcgi, sub) != 0 || read_join(rq->fcgi, nonce) != 0)
+		return;
+	if ((c = rq->conf = get_conf(w, rq)) == NULL || join_window(rq) != 0)
+		return;
+	if (c->settings.pow_bits > 0 &&
+	    fs_queue_pow_check(rq->sale, sub, nonce, strlen(nonce),
+		(unsigned)c->settings.pow_bits) != FS_QUEUE_OK) {
+		refuse(rq->fcgi, FS_ERR_BAD_POW, FS_M_QUEUE_REFUSED_BAD_POW, NULL, NULL);
+		return;
+	}
+	v = fs_queue_join(w->store, rq->sale, &c->window, sub,
+	    fs_queue_draw(c->seed, sub, strlen(sub)), rq->now, &p);
+	if (v == FS_QUEUE_V_NOT_YET)
+		refuse(rq->fcgi, FS_ERR_QUEUE_NOT_OPEN, FS_M_QUEUE_REFUSED_NOT_OPEN, NULL, NULL);
+	else if (v == FS_QUEUE_V_ENDED || v == FS_QUEUE_V_CLOSED)
+		refuse(rq->fcgi, FS_ERR_QUEUE_CLOSED, FS_M_QUEUE_REFUSED_CLOSED, NULL, NULL);
+	else if (v != FS_QUEUE_V_OK) {
+		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
+		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	} else if (replicated(w, rq, p.added) == 0)
+		answer_place(w, rq, sub, &p);
+}
+
+/*
+ * The pass request's ticket, checked (one crypto_auth_verify): the account
+ * into sub. 0, or -1 once answered.
+ */
+static int
+read_ticket(struct worker *w, struct request *rq, char sub[FS_TOKEN_SUB_MAX + 1])
+{
+	json_object *o = read_object(rq->fcgi, PASS_BODY_MAX);
+	const char *ticket;
+	int rc = -1;
+
+	if (o == NULL)
+		return -1;
+	if (!only_member(o, "ticket") ||
+	    (ticket = fs_jsonread_string(o, "ticket", FS_QUEUE_TOKEN_MAX)) == NULL)
+		refuse(rq->fcgi, FS_ERR_BAD_REQUEST, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
+	else if (fs_queue_ticket_check(w->app->qkeys, ticket, strlen(ticket), rq->sale, sub,
+		     FS_TOKEN_SUB_MAX + 1) != FS_QUEUE_OK)
+		refuse(rq->fcgi, FS_ERR_BAD_TICKET, FS_M_QUEUE_REFUSED_BAD_TICKET, NULL, NULL);
+	else
+		rc = 0;
+	json_object_put(o);
+	return rc;
+}
+
+/* 200 {"pass","expiresAt"} (ms). */
+static void
+answer_pass(struct worker *w, struct request *rq, const char *sub, const struct fs_queue_place *p)
+{
+	char pass[FS_QUEUE_TOKEN_MAX];
+	json_object *doc;
+
+	if (fs_queue_pass_mint(w->app->qkeys, rq->sale, sub, p->expires_ms / 1000, pass,
+		sizeof(pass)) != 0) {
+		fs_fcgi_error(rq->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+		return;
+	}
+	fs_metrics_count(p->added ? FS_M_QUEUE_PASSES_ISSUED : FS_M_QUEUE_PASSES_AGAIN);
+	doc = json_object_new_object();
+	json_object_object_add(doc, "pass", json_object_new_string(pass));
+	json_object_object_add(doc, "expiresAt", json_object_new_int64(p->expires_ms));
+	answer_doc(rq->fcgi, doc, no_store);
+}
+
+/* POST .../queue/pass: the pass of an admitted place. */
+static void
+pass(struct worker *w, struct request *rq)
+{
+	char sub[FS_TOKEN_SUB_MAX + 1], extra[96];
+	struct fs_queue_place p;
+	enum fs_queue_verdict v;
+
+	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
+		return;
+	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
+	snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64, p.rank,
+	    p.admitted);
+	switch (v) {
+	case FS_QUEUE_V_OK:
+		if (replicated(w, rq, p.added) == 0)
+			answer_pass(w, rq, sub, &p);
+		break;
+	case FS_QUEUE_V_NOT_IN_QUEUE:
+		refuse(rq->fcgi, FS_ERR_NOT_IN_QUEUE, FS_M_QUEUE_REFUSED_NOT_IN_QUEUE, NULL, NULL);
+		break;
+	case FS_QUEUE_V_NOT_YET:
+		refuse(rq->fcgi, FS_ERR_NOT_YET, FS_M_QUEUE_REFUSED_NOT_YET, extra, NULL);
+		break;
+	case FS_QUEUE_V_SOLD_OUT:
+		refuse(rq->fcgi, FS_ERR_QUEUE_SOLD_OUT, FS_M_QUEUE_REFUSED_SOLD_OUT, NULL, NULL);
+		break;
+	case FS_QUEUE_V_LAPSED:
+		refuse(rq->fcgi, FS_ERR_PASS_LAPSED, FS_M_QUEUE_REFUSED_LAPSED, NULL, NULL);
+		break;
+	case FS_QUEUE_V_ENDED:
+		refuse(rq->fcgi, FS_ERR_QUEUE_CLOSED, FS_M_QUEUE_REFUSED_CLOSED, NULL, NULL);
+		break;
+	default:
+		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
+		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	}
+}
+
+static void
+handle(fs_fcgi *fcgi, void *ctx)
+{
+	struct worker *w = ctx;
+	struct request rq = { .fcgi = fcgi, .now = fs_clock_now_ms() };
+	enum action action;
+
+	if (parse_path(fcgi, &rq.sale, &action) != 0) {
+		fs_fcgi_error(fcgi, FS_ERR_SALE_NOT_FOUND, NULL, doc_headers);
+		return;
+	}
+	if (action == ACTION_PASS && !fs_fcgi_method_is(fcgi, "POST")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: POST\r\n");
+		return;
+	}
+	if (action == ACTION_STATUS && !fs_fcgi_method_is(fcgi, "GET") &&
+	    !fs_fcgi_method_is(fcgi, "HEAD")) {
+		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: GET, HEAD, POST\r\n");
+		return;
+	}
+	if (action == ACTION_JOIN)
+		join(w, &rq);
+	else if (action == ACTION_PASS)
+		pass(w, &rq);
+	else if ((rq.conf = get_conf(w, &rq)) != NULL)
+		answer_status(w, &rq);
+}
+
+static int
+setup(void *arg)
+{
+	struct app *app = arg;
+	char err[256];
+
+	if (fs_cfg_load(&app->cfg, FS_CFG_NEED(FS_CFG_PG) | FS_CFG_NEED(FS_CFG_REDIS) |
+		FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0) {
+		fs_log_error("%s", app->cfg.errstr);
+		return -1;
+	}
+	if (fs_keys_load(&app->cfg, &app->tokens, NULL, err, sizeof(err)) != 0) {
+		fs_log_error("token keys: %s", err);
+		return -1;
+	}
+	if (fs_keys_load_queue(&app->cfg, &app->qkeys, err, sizeof(err)) != 0) {
+		fs_log_error("queue key: %s", err);
+		return -1;
+	}
+	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
+	/*
+	 * The pacer's thread (FLASHSALE_QUEUE_PACER=1, the default): every
+	 * process runs one, and each sale's lease makes one of them its leader.
+	 * Started here, with the stop signals blocked as for the workers.
+	 */
+	if (fs_cfg_long(&app->cfg, FS_CFG_QUEUE_PACER) == 1 &&
+	    (app->pacer = fs_queue_pacer_start(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR),
+		 FS_QUEUE_PACER_STEP_MS, err, sizeof(err))) == NULL) {
+		fs_log_error("pacer: %s", err);
+		return -1;
+	}
+	return QUEUE_THREADS;
+}
+
+static void
+teardown(void *arg)
+{
+	struct app *app = arg;
+
+	fs_queue_pacer_stop(app->pacer);
+	fs_token_keys_free(app->tokens);
+	fs_queue_keys_free(app->qkeys);
+}
+
+static void
+worker_free(void *arg)
+{
+	struct worker *w = arg;
+
+	fs_queue_conf_cache_free(w->confs);
+	fs_queue_store_free(w->store);
+	fs_stock_free(w->stock);
+	fs_pg_free(w->pg);
+	free(w);
+}
+
+static void *
+worker_new(void *arg)
+{
+	struct app *app = arg;
+	struct worker *w;
+	char err[256];
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return NULL;
+	w->app = app;
+	if ((w->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
+	    (w->confs = fs_queue_conf_cache_new()) == NULL) {
+		fs_log_error("out of memory, or FLASHSALE_PG is too long");
+		goto fail;
+	}
+	if ((w->stock = fs_stock_new(&app->cfg, NULL, err, sizeof(err))) == NULL ||
+	    (w->store = fs_queue_store_new(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err,
+		 sizeof(err))) == NULL) {
+		fs_log_error("%s", err);
+		goto fail;
+	}
+	return w;
+fail:
+	worker_free(w);
+	return NULL;
+}
+
+int
+main(void)
+{
+	static const struct fs_fcgi_service service = {
+		"flashsale-queue", setup, teardown, worker_new, worker_free, handle, ready, 0, NULL
+	};
+	static struct app app;
+
+	return fs_fcgi_serve(&service, &app);
+}

@@ -1,0 +1,250 @@
+/*
+ * The waiting room's Redis layout (docs/QUEUE.md): the keys fs:{S}:q:* of a
+ * sale, all in its first place's tag, and the scripts that join, issue
+ * passes and read the status document's figures. The pacer's script
+ * (queue_admit.lua) is queue_pacer.c's; it writes the state hash read here.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+#include "redis.h"
+
+/* Bytes in a key: the fixed text, a 20-digit sale id and the name. */
+#define QKEY_MAX 64
+
+enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY__MAX };
+
+static const char *const qkey_names[QKEY__MAX] = {
+	[QKEY_PLACES] = "places",
+	[QKEY_LATE] = "late",
+	[QKEY_JOURNAL] = "journal",
+	[QKEY_STATE] = "state",
+	[QKEY_PASSES] = "passes",
+};
+
+static const char *const verdict_names[FS_QUEUE_V__MAX] = {
+	[FS_QUEUE_V_OK] = "OK",
+	[FS_QUEUE_V_NOT_YET] = "NOT_YET",
+	[FS_QUEUE_V_ENDED] = "ENDED",
+	[FS_QUEUE_V_CLOSED] = "CLOSED",
+	[FS_QUEUE_V_NOT_IN_QUEUE] = "NOT_IN_QUEUE",
+	[FS_QUEUE_V_SOLD_OUT] = "SOLD_OUT",
+	[FS_QUEUE_V_LAPSED] = "LAPSED",
+	[FS_QUEUE_V_ERROR] = "ERROR",
+};
+
+const char *
+fs_queue_verdict_name(enum fs_queue_verdict v)
+{
+	return (unsigned)v < FS_QUEUE_V__MAX ? verdict_names[v] : "?";
+}
+
+/* fs:{S}:q:<name>: the sale's first place tag is its id, as lib/stock's. */
+static void
+qkey(char out[QKEY_MAX], uint64_t sale, enum qkey k)
+{
+	snprintf(out, QKEY_MAX, "fs:{%" PRIu64 "}:q:%s", sale, qkey_names[k]);
+}
+
+static void
+store_err(fs_queue_store *q, const char *what)
+{
+	q->err = q->redis->err != 0 ? q->redis->err : FS_REDIS_ERR_REPLY;
+	snprintf(q->errstr, sizeof(q->errstr), "%s: %s", what, q->redis->errstr);
+}
+
+static void
+reply_err(fs_queue_store *q, const char *what)
+{
+	q->err = FS_REDIS_ERR_REPLY;
+	snprintf(q->errstr, sizeof(q->errstr), "%s: unexpected reply", what);
+}
+
+fs_queue_store *
+fs_queue_store_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t errlen)
+{
+	static const char *const files[] = { "queue_join.lua", "queue_pass.lua", "queue_state.lua" };
+	fs_queue_store *q;
+	char path[1024];
+	int *handles[3];
+
+	if ((q = calloc(1, sizeof(*q))) == NULL) {
+		snprintf(err, errlen, "queue store: out of memory");
+		return NULL;
+	}
+	handles[0] = &q->join;
+	handles[1] = &q->pass;
+	handles[2] = &q->state;
+	if ((q->redis = fs_redis_open(cfg, err, errlen)) == NULL)
+		goto fail;
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/lua/%s", datadir, files[i]);
+		if ((*handles[i] = fs_redis_script_load(q->redis, path)) < 0) {
+			snprintf(err, errlen, "queue scripts: %s", q->redis->errstr);
+			goto fail;
+		}
+	}
+	return q;
+fail:
+	fs_queue_store_free(q);
+	return NULL;
+}
+
+void
+fs_queue_store_free(fs_queue_store *q)
+{
+	if (q == NULL)
+		return;
+	fs_redis_free(q->redis);
+	free(q);
+}
+
+/* The verdict a script's first element names; FS_QUEUE_V__MAX when none. */
+static enum fs_queue_verdict
+verdict_of(const redisReply *r)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+	    r->element[0]->type != REDIS_REPLY_STRING)
+		return FS_QUEUE_V__MAX;
+	for (int v = 0; v < FS_QUEUE_V_ERROR; v++)
+		if (strcmp(r->element[0]->str, verdict_names[v]) == 0)
+			return (enum fs_queue_verdict)v;
+	return FS_QUEUE_V__MAX;
+}
+
+/* Integer element i of an array reply, or -1 when absent or of another type. */
+static int64_t
+int_at(const redisReply *r, size_t i)
+{
+	if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER)
+		return -1;
+	return r->element[i]->integer;
+}
+
+enum fs_queue_verdict
+fs_queue_join(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
+    const char *sub, int64_t draw, int64_t now_ms, struct fs_queue_place *out)
+{
+	char keys[5][QKEY_MAX], now_s[24], draw_s[24], pre_s[24], opens_s[24], ends_s[24];
+	const char *argv[11] = { keys[0], keys[1], keys[2], keys[3], keys[4], sub, now_s, draw_s,
+		pre_s, opens_s, ends_s };
+	enum fs_queue_verdict v;
+	redisReply *r;
+
+	memset(out, 0, sizeof(*out));
+	qkey(keys[0], sale, QKEY_PLACES);
+	qkey(keys[1], sale, QKEY_LATE);
+	qkey(keys[2], sale, QKEY_JOURNAL);
+	qkey(keys[3], sale, QKEY_STATE);
+	qkey(keys[4], sale, QKEY_PASSES);
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
+	snprintf(draw_s, sizeof(draw_s), "%" PRId64, draw);
+	snprintf(pre_s, sizeof(pre_s), "%" PRId64, w->pre_ms);
+	snprintf(opens_s, sizeof(opens_s), "%" PRId64, w->opens_ms);
+	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
+	if ((r = fs_redis_eval(q->redis, q->join, 5, 11, argv)) == NULL) {
+		store_err(q, "join");
+		return FS_QUEUE_V_ERROR;
+	}
+	v = verdict_of(r);
+	if (v == FS_QUEUE_V_OK && r->elements == 4) {
+		out->score = int_at(r, 1);
+		out->rank = int_at(r, 2);
+		out->added = int_at(r, 3) == 1;
+	} else if (v != FS_QUEUE_V_NOT_YET && v != FS_QUEUE_V_ENDED && v != FS_QUEUE_V_CLOSED) {
+		reply_err(q, "join");
+		v = FS_QUEUE_V_ERROR;
+	}
+	freeReplyObject(r);
+	return v;
+}
+
+enum fs_queue_verdict
+fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
+    const char *sub, int64_t now_ms, struct fs_queue_place *out)
+{
+	char keys[3][QKEY_MAX], now_s[24], pass_s[24], ends_s[24];
+	const char *argv[7] = { keys[0], keys[1], keys[2], sub, now_s, pass_s, ends_s };
+	enum fs_queue_verdict v;
+	redisReply *r;
+
+	memset(out, 0, sizeof(*out));
+	out->rank = -1;
+	qkey(keys[0], sale, QKEY_PLACES);
+	qkey(keys[1], sale, QKEY_STATE);
+	qkey(keys[2], sale, QKEY_PASSES);
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
+	snprintf(pass_s, sizeof(pass_s), "%" PRId64, (int64_t)w->pass_s * 1000);
+	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
+	if ((r = fs_redis_eval(q->redis, q->pass, 3, 7, argv)) == NULL) {
+		store_err(q, "pass");
+		return FS_QUEUE_V_ERROR;
+	}
+	if ((v = verdict_of(r)) == FS_QUEUE_V__MAX || (v == FS_QUEUE_V_OK && r->elements != 5)) {
+		reply_err(q, "pass");
+		v = FS_QUEUE_V_ERROR;
+	} else if (r->elements >= 3) {
+		out->rank = int_at(r, 1);
+		out->admitted = int_at(r, 2);
+		out->expires_ms = v == FS_QUEUE_V_OK ? int_at(r, 3) : 0;
+		out->added = v == FS_QUEUE_V_OK && int_at(r, 4) == 1;
+	}
+	freeReplyObject(r);
+	return v;
+}
+
+int
+fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_queue_state *out)
+{
+	char keys[3][QKEY_MAX], now_s[24];
+	const char *argv[4] = { keys[0], keys[1], keys[2], now_s };
+	redisReply *r;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	qkey(keys[0], sale, QKEY_STATE);
+	qkey(keys[1], sale, QKEY_PLACES);
+	qkey(keys[2], sale, QKEY_PASSES);
+	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
+	if ((r = fs_redis_eval(q->redis, q->state, 3, 4, argv)) == NULL) {
+		store_err(q, "state");
+		return -1;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+		reply_err(q, "state");
+		rc = -1;
+	} else {
+		out->admitted = int_at(r, 0);
+		out->through = int_at(r, 1);
+		out->rate_milli = int_at(r, 2);
+		out->soldout = int_at(r, 3) == 1;
+		out->joined = int_at(r, 4);
+		out->drawn = int_at(r, 5);
+		out->passes_out = int_at(r, 6);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int
+fs_queue_replicate(fs_queue_store *q, int timeout_ms)
+{
+	long acked = fs_redis_wait(q->redis, 1, timeout_ms);
+
+	if (acked < 0) {
+		store_err(q, "replicate");
+		return -1;
+	}
+	if (acked < 1) {
+		q->err = FS_REDIS_ERR_IO;
+		snprintf(q->errstr, sizeof(q->errstr), "replicate: no replica had it within %d ms",
+		    timeout_ms);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,54 @@
+-- A shopper joins a sale's waiting room (docs/QUEUE.md): one place per
+-- account, the same one for every repeat. Every key carries the sale's first
+-- place tag {S}, so in a Redis Cluster the whole script runs in one slot.
+--
+-- KEYS[1] fs:{S}:q:places   zset: sub -> place score
+-- KEYS[2] fs:{S}:q:late     string: n of the last late joiner
+-- KEYS[3] fs:{S}:q:journal  list: "<sub> <score> <joinedAtMs>" per new place
+-- KEYS[4] fs:{S}:q:state    hash: soldout (the pacer's)
+-- KEYS[5] fs:{S}:q:passes   zset: sub -> pass expiry (ms)
+-- ARGV    sub, nowMs, draw (the pre-opening score, decimal, below 2^52),
+--         preMs (joining opens), opensMs (the sale opens: the draw ends),
+--         endsMs (the sale ends): the caller's view of the sale, read from
+--         PostgreSQL (lib/queue_conf.c), so no conf key needs keeping in step
+--
+-- Returns {"OK", score, rank, added}: rank is -1 before the opening (the
+-- draw is secret until then), added 1 when the place is new; {"NOT_YET"}
+-- before preMs, {"ENDED"} from endsMs on, {"CLOSED"} for a new place
+-- after the opening while nothing can be sold (sold out, no pass
+-- outstanding): a place then would only wait for nothing. A place taken
+-- earlier is answered as ever.
+
+local sub, now = ARGV[1], tonumber(ARGV[2])
+local pre, opens, ends = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+
+if now < pre then
+	return {'NOT_YET'}
+end
+if now >= ends then
+	return {'ENDED'}
+end
+
+local score = redis.call('ZSCORE', KEYS[1], sub)
+local added = 0
+if not score then
+	if now >= opens and redis.call('HGET', KEYS[4], 'soldout') == '1' and
+	    redis.call('ZCOUNT', KEYS[5], '(' .. ARGV[2], '+inf') == 0 then
+		return {'CLOSED'}
+	end
+	if now < opens then
+		score = ARGV[3]
+	else
+		-- 2^52 + n: exact in a double, printed without an exponent.
+		score = string.format('%.0f', 4503599627370496 + redis.call('INCR', KEYS[2]))
+	end
+	redis.call('ZADD', KEYS[1], 'NX', score, sub)
+	redis.call('RPUSH', KEYS[3], sub .. ' ' .. score .. ' ' .. ARGV[2])
+	added = 1
+end
+
+local rank = -1
+if now >= opens then
+	rank = redis.call('ZRANK', KEYS[1], sub)
+end
+return {'OK', tonumber(score), rank, added}

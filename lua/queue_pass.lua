@@ -1,0 +1,43 @@
+-- An admitted shopper's pass (docs/QUEUE.md): issued once, with an expiry
+-- that never changes (a repeat answers the same). Every key carries the
+-- sale's first place tag {S}: one slot.
+--
+-- KEYS[1] fs:{S}:q:places  zset: sub -> place score
+-- KEYS[2] fs:{S}:q:state   hash: admitted, soldout ... (the pacer's)
+-- KEYS[3] fs:{S}:q:passes  zset: sub -> pass expiry (ms)
+-- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end)
+--
+-- Returns {"OK", rank, admitted, expiresMs, issuedNow 1/0}; {"NOT_IN_QUEUE"};
+-- {"NOT_YET", rank, admitted} (rank >= admitted); {"SOLD_OUT", rank,
+-- admitted} (sold out and no pass issued); {"LAPSED", rank, admitted}
+-- (the pass issued has expired); {"ENDED"} from endsMs on.
+
+local sub, now = ARGV[1], tonumber(ARGV[2])
+
+if now >= tonumber(ARGV[4]) then
+	return {'ENDED'}
+end
+local rank = redis.call('ZRANK', KEYS[1], sub)
+if not rank then
+	return {'NOT_IN_QUEUE'}
+end
+local st = redis.call('HMGET', KEYS[2], 'admitted', 'soldout')
+local admitted = tonumber(st[1]) or 0
+
+local expires = redis.call('ZSCORE', KEYS[3], sub)
+if expires then
+	expires = tonumber(expires)
+	if expires <= now then
+		return {'LAPSED', rank, admitted}
+	end
+	return {'OK', rank, admitted, expires, 0}
+end
+if rank >= admitted then
+	return {'NOT_YET', rank, admitted}
+end
+if st[2] == '1' then
+	return {'SOLD_OUT', rank, admitted}
+end
+expires = now + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', expires), sub)
+return {'OK', rank, admitted, expires, 1}

@@ -1,0 +1,23 @@
+-- What the status document of a sale's waiting room shows (docs/QUEUE.md),
+-- read in one round trip; writes nothing. Keys in the sale's first place
+-- tag {S}: one slot.
+--
+-- KEYS[1] fs:{S}:q:state   hash: admitted, through, rate (x1000), soldout
+-- KEYS[2] fs:{S}:q:places  zset: sub -> place score
+-- KEYS[3] fs:{S}:q:passes  zset: sub -> pass expiry (ms)
+-- ARGV    nowMs
+--
+-- Returns {admitted, through, rateMilli, soldout, joined, drawn, passesOut}:
+-- drawn counts the places below 2^52 (taken before the opening), passesOut
+-- the passes whose expiry is after nowMs.
+
+local st = redis.call('HMGET', KEYS[1], 'admitted', 'through', 'rate', 'soldout')
+return {
+	tonumber(st[1]) or 0,
+	tonumber(st[2]) or -1,
+	tonumber(st[3]) or 0,
+	tonumber(st[4]) or 0,
+	redis.call('ZCARD', KEYS[2]),
+	redis.call('ZCOUNT', KEYS[2], '-inf', '(4503599627370496'),
+	redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[1], '+inf'),
+}

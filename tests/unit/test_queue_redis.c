@@ -1,0 +1,249 @@
+/*
+ * Unit test of lib/queue_redis.c against a real redis-server of its own,
+ * with the real scripts of lua/ (top_srcdir): the join (one place per
+ * account whatever the repeats, drawn scores before the opening, 2^52 + n
+ * after, the journal, the window), the pass (every verdict, an expiry
+ * that never changes, lapse), the status figures, the passes outstanding
+ * (a pass whose account holds a unit is not), and on a private Redis
+ * Cluster: every key of a sale in one slot, and WAIT 1 acknowledged.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "queue.h"
+#include "redis.h"
+#include "stock.h"
+#include "expect.h"
+#include "stock_load.h"
+/* Their failover and restart helpers are not needed here. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "redis_cluster.h"
+#include "redis_server.h"
+#pragma GCC diagnostic pop
+
+#define SALE 7
+#define LATE FS_QUEUE_LATE_BASE
+#define PASS_MS 120000
+
+/* Joining opens at 1 s, the sale at 2 s, ends at 1000 s (ms since the epoch: any clock). */
+static const struct fs_queue_window win = { 1000, 2000, 1000000, PASS_MS / 1000 };
+
+static enum fs_queue_verdict
+join(fs_queue_store *q, const char *sub, int64_t draw, int64_t now, struct fs_queue_place *p)
+{
+	return fs_queue_join(q, SALE, &win, sub, draw, now, p);
+}
+
+static long long
+list_len(const struct test_redis *srv, const char *key)
+{
+	redisReply *r = test_redis_cmd(srv, "LLEN %s", key);
+	long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+	if (r != NULL)
+		freeReplyObject(r);
+	return n;
+}
+
+static void
+check_join(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p, again;
+	redisReply *r;
+
+	check(join(q, "ann", 12345, 999, &p) == FS_QUEUE_V_NOT_YET, "no join before preMs");
+	check(join(q, "ann", 12345, 1000000, &p) == FS_QUEUE_V_ENDED, "no join from endsMs on");
+	check(join(q, "ann", 12345, 1500, &p) == FS_QUEUE_V_OK && p.score == 12345 &&
+		p.rank == -1 && p.added == 1,
+	    "a join before the opening takes the draw as its score, and no rank");
+	check(join(q, "ann", 777, 1600, &again) == FS_QUEUE_V_OK && again.score == 12345 &&
+		again.added == 0,
+	    "a repeat (another device, another draw argument) answers the same place");
+	check(join(q, "bob", 99, 1700, &p) == FS_QUEUE_V_OK && p.score == 99, "bob draws 99");
+	check(join(q, "cat", 5, 2000, &p) == FS_QUEUE_V_OK && p.score == LATE + 1 && p.rank == 2 &&
+		p.added == 1,
+	    "from the opening on: 2^52 + 1, behind every drawn place, with a rank");
+	check(join(q, "dan", 5, 2100, &p) == FS_QUEUE_V_OK && p.score == LATE + 2 && p.rank == 3,
+	    "then 2^52 + 2, in arrival order");
+	check(join(q, "ann", 12345, 2200, &p) == FS_QUEUE_V_OK && p.score == 12345 && p.rank == 1 &&
+		p.added == 0,
+	    "ann's drawn place after the opening: the same score, rank after bob's 99");
+	check(list_len(srv, "fs:{7}:q:journal") == 4, "the journal has one entry per new place");
+	r = test_redis_cmd(srv, "LINDEX fs:{7}:q:journal 2");
+	check(r != NULL && r->type == REDIS_REPLY_STRING &&
+		strcmp(r->str, "cat 4503599627370497 2000") == 0,
+	    "an entry is \"<sub> <score> <joinedAtMs>\", the score without an exponent");
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+static enum fs_queue_verdict
+pass(fs_queue_store *q, const char *sub, int64_t now, struct fs_queue_place *p)
+{
+	return fs_queue_pass(q, SALE, &win, sub, now, p);
+}
+
+static void
+set_state(const struct test_redis *srv, const char *field, const char *value)
+{
+	redisReply *r = test_redis_cmd(srv, "HSET fs:{7}:q:state %s %s", field, value);
+
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+static void
+check_pass(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+
+	check(pass(q, "eve", 3000, &p) == FS_QUEUE_V_NOT_IN_QUEUE, "no place: NOT_IN_QUEUE");
+	check(pass(q, "bob", 3000, &p) == FS_QUEUE_V_NOT_YET && p.rank == 0 && p.admitted == 0,
+	    "nobody admitted yet: NOT_YET with the rank and admitted");
+	set_state(srv, "admitted", "2");
+	check(pass(q, "bob", 3000, &p) == FS_QUEUE_V_OK && p.expires_ms == 3000 + PASS_MS &&
+		p.added == 1,
+	    "admitted: a pass valid passSeconds from now");
+	check(pass(q, "bob", 4000, &p) == FS_QUEUE_V_OK && p.expires_ms == 3000 + PASS_MS &&
+		p.added == 0,
+	    "a repeat answers the same expiry");
+	check(pass(q, "ann", 3500, &p) == FS_QUEUE_V_OK && p.expires_ms == 3500 + PASS_MS,
+	    "ann (rank 1) is admitted too");
+	check(pass(q, "cat", 3500, &p) == FS_QUEUE_V_NOT_YET && p.rank == 2 && p.admitted == 2,
+	    "cat (rank 2) is not");
+	check(pass(q, "bob", 3000 + PASS_MS, &p) == FS_QUEUE_V_LAPSED,
+	    "at its expiry the pass has lapsed: never issued again");
+	set_state(srv, "admitted", "4");
+	set_state(srv, "soldout", "1");
+	check(pass(q, "cat", 4000, &p) == FS_QUEUE_V_SOLD_OUT,
+	    "sold out: no pass for a place without one");
+	check(pass(q, "ann", 4000, &p) == FS_QUEUE_V_OK && p.expires_ms == 3500 + PASS_MS,
+	    "sold out: a pass issued before is still answered");
+	check(pass(q, "ann", 1000000, &p) == FS_QUEUE_V_ENDED, "no pass from endsMs on");
+}
+
+static void
+check_state(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_state st;
+	struct fs_queue_place p;
+
+	set_state(srv, "through", "4503599627370497");
+	set_state(srv, "rate", "2500");
+	check(fs_queue_read_state(q, SALE, 4000, &st) == 0 && st.admitted == 4 &&
+		st.through == LATE + 1 && st.rate_milli == 2500 && st.soldout == 1 &&
+		st.joined == 4 && st.drawn == 2 && st.passes_out == 2,
+	    "the figures: admitted, through, rate, soldout, joined, drawn, passes not expired");
+	check(fs_queue_read_state(q, SALE, 3000 + PASS_MS, &st) == 0 && st.passes_out == 1,
+	    "a pass at its expiry is no longer out");
+	check(fs_queue_read_state(q, 8, 4000, &st) == 0 && st.admitted == 0 && st.through == -1 &&
+		st.joined == 0 && st.soldout == 0,
+	    "a queue nobody joined: zeros, through -1");
+	check(join(q, "fay", 1, 200000, &p) == FS_QUEUE_V_CLOSED,
+	    "sold out with no pass out: a new place is refused (CLOSED)");
+	check(join(q, "ann", 1, 200000, &p) == FS_QUEUE_V_OK && p.score == 12345,
+	    "a place taken before is still answered");
+	set_state(srv, "soldout", "0");
+	check(join(q, "fay", 1, 200000, &p) == FS_QUEUE_V_OK && p.score == LATE + 3,
+	    "units back: joining resumes");
+}
+
+/* ann holds a unit of the sale: her pass is no longer outstanding. */
+static void
+check_outstanding(const struct fs_cfg *cfg, const char *top)
+{
+	static const struct fs_stock_warm_item items[] = { { 11, 5, 1 } };
+	struct fs_stock_hold hold;
+	char err[256];
+	fs_stock *st = fs_stock_new(cfg, top, err, sizeof(err));
+
+	check(st != NULL && stock_load(st, SALE, items, 1) == 0, "the sale's stock is loaded");
+	if (st == NULL)
+		return;
+	check(fs_queue_passes_outstanding(st, SALE, 4000) == 2,
+	    "two passes not expired, no unit held: two outstanding");
+	check(fs_stock_reserve(st, SALE, 11, "ann", "01900000-0000-7000-8000-00000000000a",
+		  fs_clock_now_ms(),
+		  &hold) == FS_STOCK_RESERVED,
+	    "ann buys with her pass");
+	check(fs_queue_passes_outstanding(st, SALE, 4000) == 1,
+	    "a pass whose account holds a unit is not outstanding");
+	check(fs_queue_passes_outstanding(st, SALE, 3000 + PASS_MS) == 0,
+	    "nor one expired");
+	fs_stock_free(st);
+}
+
+/* On a cluster: sales in different slots, every script in one; WAIT 1 acknowledged. */
+static void
+check_cluster(const char *top)
+{
+	struct test_cluster tc;
+	struct fs_queue_place p;
+	struct fs_queue_state st;
+	struct fs_cfg cfg;
+	char seeds[64], err[256];
+	fs_queue_store *q;
+
+	if (test_cluster_start(&tc, 100) != 0) {
+		check(0, "a private Redis Cluster starts");
+		return;
+	}
+	snprintf(seeds, sizeof(seeds), "127.0.0.1:%d", tc.port[0]);
+	if (setenv("FLASHSALE_REDIS", seeds, 1) != 0 ||
+	    fs_cfg_load(&cfg, FS_CFG_NEED(FS_CFG_REDIS)) != 0 ||
+	    (q = fs_queue_store_new(&cfg, top, err, sizeof(err))) == NULL) {
+		check(0, "a store on the cluster");
+		test_cluster_stop(&tc);
+		return;
+	}
+	for (uint64_t sale = 1; sale <= 6; sale++) {
+		int ok = fs_queue_join(q, sale, &win, "ann", 42, 1500, &p) == FS_QUEUE_V_OK &&
+		    p.score == 42 && fs_queue_replicate(q, FS_REDIS_WAIT_MAX_MS) == 0 &&
+		    fs_queue_pass(q, sale, &win, "ann", 3000, &p) == FS_QUEUE_V_NOT_YET &&
+		    fs_queue_read_state(q, sale, 3000, &st) == 0 && st.joined == 1 && st.drawn == 1;
+
+		if (!ok)
+			printf("# sale %" PRIu64 ": %s\n", sale, q->errstr);
+		check(ok, "on a cluster: join, WAIT 1, pass and state of a sale in its own slot");
+	}
+	fs_queue_store_free(q);
+	test_cluster_stop(&tc);
+}
+
+int
+main(void)
+{
+	const char *top = getenv("top_srcdir");
+	struct test_redis srv;
+	struct fs_cfg cfg;
+	char err[256];
+	fs_queue_store *q;
+
+	if (top == NULL || test_redis_start(&srv) != 0 || test_redis_cfg(&srv, &cfg) != 0) {
+		printf("Bail out! needs top_srcdir and redis-server\n");
+		return 99;
+	}
+	check(fs_queue_store_new(&cfg, "/nonexistent", err, sizeof(err)) == NULL && err[0] != '\0',
+	    "missing scripts: NULL and a reason");
+	if ((q = fs_queue_store_new(&cfg, top, err, sizeof(err))) == NULL) {
+		printf("Bail out! %s\n", err);
+		test_redis_stop(&srv);
+		return 99;
+	}
+	check_join(q, &srv);
+	check_pass(q, &srv);
+	check_state(q, &srv);
+	check_outstanding(&cfg, top);
+	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
+	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
+	fs_queue_store_free(q);
+	test_redis_stop(&srv);
+	check_cluster(top);
+	return failures == 0 ? 0 : 1;
+}
