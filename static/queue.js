@@ -34,6 +34,8 @@ let refusal = null;
 let asking = false;
 /* The `admitted` count at the last pass request answered "not yet". */
 let askedAt = null;
+/* Server time before which the pass is not asked for again (busy, sold out). */
+let passAfter = 0;
 /* { seed, ok } once the published seed was checked against the commitment. */
 let seedCheck = null;
 let pollTimer = 0;
@@ -100,6 +102,7 @@ function place() {
 	refusal = null;
 	askedAt = null;
 	joinAfter = 0;
+	passAfter = 0;
 	return mine;
 }
 
@@ -243,7 +246,6 @@ async function join(p) {
 		joinAfter = Math.max(now + 1000, preMs());
 	} else if (ans.status === 403) {
 		refusal = "queueClosed";
-		joinAfter = now + 5000;
 	} else if (ans.status === 400 && b.error === "BAD_POW") {
 		/* The sale's powBits may have changed: read them again, then solve again. */
 		joinAfter = now + 2000;
@@ -269,14 +271,20 @@ async function askPass(p) {
 	} else if (ans.status === 410 && b.error === "PASS_LAPSED") {
 		p.lapsed = true;
 		save();
-	} else if (ans.status === 403 || ans.status === 404) {
-		/* The ticket is of no use (BAD_TICKET, NOT_IN_QUEUE): join again, same place. */
+	} else if (b.error === "BAD_TICKET" || b.error === "NOT_IN_QUEUE") {
+		/* The ticket is of no use: join again, which gives the same place back. */
 		p.ticket = null;
 		p.score = null;
 		save();
-	} else {
-		/* NOT_YET, SOLD_OUT (the status document says so next), busy, no answer. */
+	} else if (b.error === "NOT_YET") {
+		/* The document was a little ahead of the line: ask when it moves. */
 		askedAt = status ? status.admitted : 0;
+	} else if (b.error === "QUEUE_CLOSED") {
+		passAfter = Infinity;
+	} else {
+		/* SOLD_OUT (the status document says so next), busy, no answer. */
+		passAfter = serverNow() + (ans.status === 0 || b.error === "SOLD_OUT" ? 2000 : retryAfter(ans, 2) * 1000) *
+			(0.75 + Math.random() * 0.5);
 	}
 	changed();
 }
@@ -303,7 +311,8 @@ export function queueTick() {
 	if (!p || !status || now >= status.endsMs)
 		return;
 	if (!p.ticket) {
-		if (!joining && now >= preMs() && now >= joinAfter && status.state !== "ended")
+		/* Refused as closed (sold out): joins again once the document says units are back. */
+		if (!joining && refusal === null && now >= preMs() && now >= joinAfter && status.state !== "ended")
 			join(p);
 		return;
 	}
@@ -312,7 +321,7 @@ export function queueTick() {
 		save();
 		changed();
 	}
-	if (!p.pass && !p.lapsed && !asking && admitted(p) && status.state !== "soldout" &&
+	if (!p.pass && !p.lapsed && !asking && admitted(p) && status.state !== "soldout" && now >= passAfter &&
 	    (askedAt === null || status.admitted > askedAt))
 		askPass(p);
 }

@@ -82,6 +82,7 @@ class Sim {
 		this.endsMs = now + 3600000;
 		this.passS = o.passSeconds;
 		this.powBits = o.powBits;
+		this.queue = o.queue !== false;
 		this.seed = randomBytes(32).toString("hex");
 		this.commit = createHash("sha256").update(Buffer.from(this.seed, "hex")).digest("hex");
 		this.units = 1;
@@ -157,8 +158,8 @@ class Sim {
 			paymentWindowSeconds: 600, serverTime: Date.now(),
 			items: [{ itemId: Number(this.item), name: "Phone X", priceMinor: 4990000, currency: "VND", quantity: 1,
 				state: Date.now() < this.startsMs ? "upcoming" : this.left > 0 ? "on_sale" : "sold_out" }],
-			queue: { preQueueAt: d.preQueueAt, opensAt: d.opensAt, passSeconds: this.passS, powBits: this.powBits,
-				seedCommit: this.commit, seed: d.seed },
+			queue: this.queue ? { preQueueAt: d.preQueueAt, opensAt: d.opensAt, passSeconds: this.passS,
+				powBits: this.powBits, seedCommit: this.commit, seed: d.seed } : undefined,
 		};
 	}
 
@@ -202,11 +203,13 @@ class Sim {
 		return [200, { pass: `p.${sub}.${exp}`, expiresAt: exp }];
 	}
 
-	purchase(pass) {
+	purchase(pass, bearerSub) {
 		const m = /^p\.(.+)\.(\d+)$/.exec(pass || "");
-		if (!m || Number(m[2]) <= Date.now() || this.passes.get(m[1]) !== Number(m[2]))
+		if (!this.queue && !bearerSub)
+			return [401, { error: "UNAUTHENTICATED", message: "no token" }];
+		if (this.queue && (!m || Number(m[2]) <= Date.now() || this.passes.get(m[1]) !== Number(m[2])))
 			return [403, { error: "NOT_ADMITTED", message: "no pass" }];
-		const sub = m[1];
+		const sub = this.queue ? m[1] : bearerSub;
 		const held = [...this.orders].find(([, o]) => o.sub === sub && o.status === "PENDING");
 		if (held)
 			return [409, { error: "ALREADY_PURCHASED", message: "have one", orderId: held[0] }];
@@ -245,6 +248,8 @@ class Sim {
 		if (p === `${S}/reveal`)
 			return Date.now() < this.startsMs ? [425, { error: "SALE_NOT_STARTED", message: "not yet" }]
 				: [200, { saleId: Number(this.sale), items: [{ itemId: Number(this.item), purchaseUrl: `${A}/items/${this.item}/purchase?sale=${this.sale}&q=1&sig=sim` }] }];
+		if (p.startsWith(`${S}/queue`) && !this.queue)
+			return [404, { error: "NO_QUEUE", message: "no waiting room" }];
 		if (p === `${S}/queue` && method === "GET")
 			return [200, this.statusDoc()];
 		if (p === `${S}/queue` && method === "POST")
@@ -252,7 +257,7 @@ class Sim {
 		if (p === `${S}/queue/pass` && method === "POST")
 			return this.pass(json && json.ticket);
 		if (p === `${A}/items/${this.item}/purchase` && method === "POST")
-			return this.purchase(headers["flashsale-pass"]);
+			return this.purchase(headers["flashsale-pass"], sub);
 		if (p === `${S}/my-order`) {
 			const mine = [...this.orders].find(([, o]) => o.sub === sub);
 			return mine ? order(mine[0]) : [404, { error: "NOT_FOUND", message: "none" }];
@@ -599,9 +604,37 @@ async function journey(env, sim) {
 	}
 }
 
+/* A sale without a waiting room, on the same page: no panel, no queue request, Buy with the token as before. */
+async function noQueue(sim) {
+	const s = await shopper("plain", { locale: "en-GB", viewport: { width: 1280, height: 900 } }, sim);
+	try {
+		await s.page.goto(`${EDGE}/?sale=${sim.sale}&lang=en`);
+		await signIn(s, `plain-${randomBytes(3).toString("hex")}`);
+		await step("a sale without a waiting room: no panel, Buy with the token, 202, as before", async () => {
+			await s.page.waitForSelector(`${buyButton(s, sim.item)}:not([disabled])`, { timeout: 10000 });
+			const hidden = await s.page.$eval("#queue", (q) => q.hidden);
+			await s.page.click(buyButton(s, sim.item));
+			await s.page.waitForSelector(`#order[data-status="PENDING"]`, { timeout: 10000 });
+			const sent = s.log.purchases[0];
+			const asked = s.log.api.filter((r) => r.path.includes("/queue")).length;
+			diag(`panel hidden ${hidden}; purchase with token ${!!sent.auth}, pass ${sent.pass}; ${asked} queue request(s)`);
+			return hidden && !!sent.auth && sent.pass === null && asked === 0;
+		}, s);
+		(s.log.errors.length === 0 ? ok : notOk)("no script errors on the page of a sale without a waiting room", s.log.errors.join("\n"));
+	} finally {
+		await close(s);
+	}
+}
+
 async function main() {
 	mkdirSync(SHOTS, { recursive: true });
 	if (SIM) {
+		const plain = new Sim({ opensInMs: -5000, passSeconds: 10, powBits: 12, queue: false });
+		try {
+			await noQueue(plain);
+		} finally {
+			plain.stop();
+		}
 		const sim = new Sim({ opensInMs: 25000, passSeconds: 10, powBits: 12 });
 		try {
 			await journey({ sale: sim.sale, item: sim.item, seed: sim.seed, passS: sim.passS }, sim);
