@@ -476,6 +476,13 @@ async function journey(env, sim) {
 			return text === `Check the draw: seed ${seed}; its SHA-256 equals the commitment ✓ (checked on this page).`;
 		}, c);
 
+		await step("admission is paced to the units: one unit, one place admitted in the first seconds", async () => {
+			await sleep(Math.max(0, opensMs + 4000 - Date.now()));
+			const d = await status();
+			diag(`4 s after the opening: admitted ${d.admitted} of ${d.joined}, passes out ${d.passesOut}, units left ${d.unitsLeft}`);
+			return d.admitted === 1;
+		});
+
 		/* The first in line: admitted, a pass, Buy. */
 		const buyer = await step("the first in line is admitted: one pass request, Buy with the pass's countdown", async () => {
 			await phase(a, "pass", 10000);
