@@ -1,9 +1,9 @@
 /*
  * flashsale-admin: the operator's tool. Keys, sales, stock warming, the
- * live view, figures, reconciliation, dead letters and shopper tokens for
- * the demo and the tests. Every command checks its input completely before
- * it writes anything. This file is the command table; the commands live
- * beside it by topic (admin.h).
+ * live view, figures, reconciliation, dead letters, the waiting room's
+ * check and shopper tokens for the demo and the tests. Every command
+ * checks its input completely before it writes anything. This file is the
+ * command table; the commands live beside it by topic (admin.h).
  */
 #include "config.h"
 
@@ -30,6 +30,9 @@ static const char usage[] =
     "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
     "                                    shopper tokens (with --count: \"ID-i TOKEN\" lines for\n"
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
+    "  queue pass SALE_ID SHOPPER [--seconds N] [--age N]\n"
+    "                                    a waiting room's pass for the shopper, valid N seconds\n"
+    "                                    (120); --age: issued that long ago, for tests\n"
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1),\n"
     "                                    one copy per broker listed (3 at most; with 3,\n"
     "                                    min.insync.replicas=2)\n"
@@ -46,7 +49,13 @@ static const char usage[] =
     "  sale watch SALE_ID [--once] [--origin http://A.B.C.D:PORT]...\n"
     "                                    the live view, every second (--once: one frame)\n"
     "  dlq replay [--sale SALE_ID]       dead letters back on the order topic, each with its\n"
-    "                                    unit taken again; idempotent\n";
+    "                                    unit taken again; idempotent\n"
+    "  queue verify SALE_ID [--json]     the waiting room checked from PostgreSQL: every drawn\n"
+    "                                    place against the seed, late places, admission steps,\n"
+    "                                    each order admitted first; prints every violation\n"
+    "                                    (exit 1 on any)\n"
+    "  queue status SALE_ID [--json]     the waiting room's pacer state in Redis and its\n"
+    "                                    counts in PostgreSQL\n";
 
 /*
  * One command: its words ("sale", "warm"; verb NULL for a one-word
@@ -74,10 +83,13 @@ static const struct command commands[] = {
 	{ "sale", "extend", 1, 1, 1, NULL, admin_sale_extend },
 	{ "sale", "watch", 1, 0, ANY, NULL, admin_sale_watch },
 	{ "token", "mint", 0, 0, ANY, admin_token_mint, NULL },
+	{ "queue", "pass", 1, 1, 5, NULL, admin_queue_pass },
 	{ "kafka", "topics", 0, 0, 0, admin_kafka_topics, NULL },
 	{ "config", NULL, 0, 0, 0, admin_config, NULL },
 	{ "reconcile", NULL, 0, 1, ANY, admin_reconcile, NULL },
 	{ "dlq", "replay", 0, 0, ANY, admin_dlq_replay, NULL },
+	{ "queue", "verify", 1, 0, 1, NULL, admin_queue_verify },
+	{ "queue", "status", 1, 0, 1, NULL, admin_queue_status },
 };
 
 /* Runs argv's command: its exit status, or -1 when argv names none (or wrongly). */

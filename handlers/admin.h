@@ -3,7 +3,8 @@
  * header. admin.c holds the command table and main; each topic's commands
  * live beside it (admin_keys.c: keys and tokens; admin_sale.c: creating,
  * warming, showing and ending sales; admin_watch.c: the live view;
- * admin_ops.c: topics, configuration, reconcile and dead letters), and
+ * admin_ops.c: topics, configuration, reconcile and dead letters;
+ * admin_queue.c: the waiting room's verify and status), and
  * admin_common.c what they share. The rules live in lib/; these files
  * parse arguments, call them and print.
  *
@@ -58,6 +59,7 @@ void admin_print_warm(uint64_t sale, const char *what, const struct fs_sales_war
 
 /* admin_keys.c */
 int admin_keys_generate(int argc, char **argv);
+int admin_queue_pass(uint64_t sale, int argc, char **argv);
 int admin_token_mint(int argc, char **argv);
 
 /* admin_sale.c */
@@ -77,5 +79,9 @@ int admin_kafka_topics(int argc, char **argv);
 int admin_config(int argc, char **argv);
 int admin_reconcile(int argc, char **argv);
 int admin_dlq_replay(int argc, char **argv);
+
+/* admin_queue.c */
+int admin_queue_verify(uint64_t sale, int argc, char **argv);
+int admin_queue_status(uint64_t sale, int argc, char **argv);
 
 #endif

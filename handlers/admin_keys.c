@@ -1,4 +1,4 @@
-/* flashsale-admin's keys and tokens: keys generate, token mint. */
+/* flashsale-admin's keys and tokens: keys generate, token mint, queue pass. */
 #include "config.h"
 
 #include <errno.h>
@@ -185,5 +185,50 @@ admin_token_mint(int argc, char **argv)
 	rc = 0;
 out:
 	fs_token_keys_free(keys);
+	return rc;
+}
+
+/*
+ * queue pass SALE SUB [--seconds N] [--age N]: a waiting room's pass for
+ * SUB in SALE, valid N seconds (120) from now (or from N seconds ago, for
+ * tests): support's way to let one shopper buy, and the tests'.
+ */
+int
+admin_queue_pass(uint64_t sale, int argc, char **argv)
+{
+	long v, seconds = 120, age = 0;
+	struct fs_cfg cfg;
+	fs_queue_keys *keys = NULL;
+	char pass[FS_QUEUE_TOKEN_MAX], err[256], *end;
+	int rc = 1;
+
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return admin_fail("%s needs a value", argv[i]);
+		if (strcmp(argv[i], "--seconds") != 0 && strcmp(argv[i], "--age") != 0)
+			return admin_fail("unknown option %s", argv[i]);
+		errno = 0;
+		v = strtol(argv[i + 1], &end, 10);
+		if (errno != 0 || *end != '\0' || v <= 0 || v > 86400)
+			return admin_fail("%s must be an integer from 1 to 86400", argv[i]);
+		*(argv[i][2] == 's' ? &seconds : &age) = v;
+	}
+	if (!fs_token_sub_ok(argv[0], strlen(argv[0])))
+		return admin_fail("%s", "the shopper id is 1 to 64 printable characters, no space or quote");
+	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
+		return 1;
+	if (fs_keys_load_queue(&cfg, &keys, err, sizeof(err)) != 0) {
+		admin_fail("%s", err);
+		goto out;
+	}
+	if (fs_queue_pass_mint(keys, sale, argv[0], (int64_t)time(NULL) - age + seconds, pass,
+		sizeof(pass)) != 0) {
+		admin_fail("%s", "cannot mint the pass");
+		goto out;
+	}
+	printf("%s\n", pass);
+	rc = 0;
+out:
+	fs_queue_keys_free(keys);
 	return rc;
 }

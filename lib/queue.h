@@ -6,6 +6,7 @@
  *   queue.c         keys, draw, passes, tickets, proof of work, settings (no store)
  *   queue_redis.c   the Redis layout fs:{S}:q:* and its scripts (join, pass, state)
  *   queue_pacer.c   the pacer: admission paced to the stock, journal to PostgreSQL
+ *   queue_verify.c  the check of a waiting room from PostgreSQL alone (queue verify)
  */
 #ifndef FS_QUEUE_H
 #define FS_QUEUE_H
@@ -276,5 +277,62 @@ void fs_queue_pacer_stop(fs_queue_pacer *);
  * count, or -1 with the stock's err set.
  */
 long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_ms);
+
+struct fs_pg;
+
+/* A waiting room as both stores have it (flashsale-admin queue status). */
+struct fs_queue_figures {
+	/* Redis */
+	long joined;		/* places */
+	long admitted;
+	int64_t through;	/* -1 none */
+	long rate_milli;	/* admissions/s x1000 */
+	int64_t at_ms;		/* the last step, 0 none */
+	int soldout;
+	long journal;		/* entries not copied yet */
+	long passes_out;
+	char lease[48];		/* the pacer holding the lease, "" none */
+	/* PostgreSQL */
+	long pg_places, pg_drawn, pg_steps, pg_admitted;
+};
+
+/* Reads the figures of sale at now; 0, or -1 with err (no such sale, no waiting room, a store). */
+int fs_queue_figures_read(struct fs_pg *, struct fs_stock *, uint64_t sale, int64_t now,
+    struct fs_queue_figures *, char *err, size_t errlen);
+
+/* ---- the check (queue_verify.c) ---- */
+
+/* What `queue verify` finds wrong, by kind. */
+enum fs_queue_violation {
+	FS_QUEUE_V_SCORE,	/* a drawn place's score is not the draw of its account */
+	FS_QUEUE_V_LATE,	/* late places not 2^52+1.. in the order they joined, or a
+				   place on the wrong side of the opening */
+	FS_QUEUE_V_STEP,	/* admission steps not in turn, not growing, or through
+				   not the score of their last place */
+	FS_QUEUE_V_ORDER,	/* an order of an account not admitted by its reservation */
+	FS_QUEUE_V_PLACE,	/* an account with more than one place */
+	FS_QUEUE_V__MAX
+};
+
+const char *fs_queue_violation_name(enum fs_queue_violation);
+
+struct fs_queue_verify_report {
+	long places, drawn;	/* rows of queue_places, of them drawn */
+	long steps, admitted;	/* admission steps, places admitted after the last */
+	long orders;		/* orders of the sale */
+	long violations;
+};
+
+/* Called with each violation, a line of text ("out of order: user U place P ..."). */
+typedef void (*fs_queue_violation_fn)(void *arg, enum fs_queue_violation, const char *text);
+
+/*
+ * Checks the waiting room of sale from PostgreSQL alone (queue_places,
+ * queue_admissions, the seed, the orders): each violation to each (may be
+ * NULL), the figures into rep. 0 (rep->violations says whether it is
+ * clean), or -1 with err (no such sale, no waiting room, the database).
+ */
+int fs_queue_verify(struct fs_pg *, uint64_t sale, fs_queue_violation_fn each, void *arg,
+    struct fs_queue_verify_report *rep, char *err, size_t errlen);
 
 #endif

@@ -900,3 +900,104 @@ fs_queue_pacer_stop(fs_queue_pacer *p)
 	}
 	fs_queue_pacer_free(p);
 }
+
+/* ---- the figures of a waiting room (queue status) ---- */
+
+/* A field of a hash reply of HMGET: an integer, dflt when absent. */
+static int64_t
+field(const redisReply *r, size_t i, int64_t dflt)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
+	    r->element[i]->type != REDIS_REPLY_STRING)
+		return dflt;
+	return (int64_t)strtod(r->element[i]->str, NULL);
+}
+
+/* Redis' half of the figures; 0, or -1 with the stock's err. */
+static int
+figures_redis(fs_stock *st, uint64_t sale, int64_t now, struct fs_queue_figures *q)
+{
+	char state[KEY_LEN], places[KEY_LEN], journal[KEY_LEN], lease[KEY_LEN];
+	redisReply *r;
+
+	qkey(state, sale, "state");
+	qkey(places, sale, "places");
+	qkey(journal, sale, "journal");
+	qkey(lease, sale, "lease");
+	if ((r = fs_redis_argv(st->redis, 7, (const char *[]){ "HMGET", state, "admitted", "through",
+		 "rate", "at", "soldout" }, NULL)) == NULL)
+		goto fail;
+	q->admitted = (long)field(r, 0, 0);
+	q->through = field(r, 1, -1);
+	q->rate_milli = (long)field(r, 2, 0);
+	q->at_ms = field(r, 3, 0);
+	q->soldout = (int)field(r, 4, 0);
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", lease }, NULL)) == NULL)
+		goto fail;
+	snprintf(q->lease, sizeof(q->lease), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "ZCARD", places }, NULL)) == NULL)
+		goto fail;
+	q->joined = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+	freeReplyObject(r);
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "LLEN", journal }, NULL)) == NULL)
+		goto fail;
+	q->journal = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
+	freeReplyObject(r);
+	if ((q->passes_out = fs_queue_passes_outstanding(st, sale, now)) < 0)
+		return -1;
+	return 0;
+fail:
+	snprintf(st->errstr, sizeof(st->errstr), "queue state: %s", st->redis->errstr);
+	return -1;
+}
+
+/* PostgreSQL's half; 0, or -1 with err. */
+static int
+figures_pg(fs_pg *pg, uint64_t sale, struct fs_queue_figures *q, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *p[1] = { sale_s };
+	PGresult *res;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	res = fs_pg_exec(pg,
+	    "SELECT s.queue IS NOT NULL, (SELECT count(*) FROM queue_places WHERE sale_id = s.id), "
+	    "(SELECT count(*) FROM queue_places WHERE sale_id = s.id AND drawn), "
+	    "(SELECT count(*) FROM queue_admissions WHERE sale_id = s.id), "
+	    "coalesce((SELECT admitted FROM queue_admissions WHERE sale_id = s.id "
+	    "ORDER BY step DESC LIMIT 1), 0) FROM sales s WHERE s.id = $1",
+	    1, p);
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", pg->errstr);
+		return -1;
+	}
+	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		snprintf(err, errlen, PQntuples(res) != 1 ? "no sale %s" : "sale %s has no waiting room",
+		    sale_s);
+		PQclear(res);
+		return -1;
+	}
+	q->pg_places = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+	q->pg_drawn = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+	q->pg_steps = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+	q->pg_admitted = strtol(PQgetvalue(res, 0, 4), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+int
+fs_queue_figures_read(fs_pg *pg, fs_stock *st, uint64_t sale, int64_t now,
+    struct fs_queue_figures *q, char *err, size_t errlen)
+{
+	memset(q, 0, sizeof(*q));
+	q->through = -1;
+	if (figures_pg(pg, sale, q, err, errlen) != 0)
+		return -1;
+	if (figures_redis(st, sale, now, q) != 0) {
+		snprintf(err, errlen, "redis: %s", st->errstr);
+		return -1;
+	}
+	return 0;
+}

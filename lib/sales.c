@@ -35,8 +35,9 @@ fs_sales_purchase_paths(const fs_urlsig_key *key, const struct fs_sale *s,
 	for (int i = 0; i < s->nitems; i++) {
 		uint64_t item = s->items[i].id;
 
-		/* XXX 0 until the sale says whether it has a waiting room (docs/QUEUE.md). */
-		if (fs_urlsig_sign(key, item, s->id, start, end, 0, query, sizeof(query)) != 0)
+		/* A waiting room's URL signs q=1: its purchase needs a pass (docs/QUEUE.md). */
+		if (fs_urlsig_sign(key, item, s->id, start, end, s->has_queue, query, sizeof(query)) !=
+		    0)
 			return -1;
 		if (fs_route_purchase_path(path, sizeof(path), item, query) < 0)
 			return -1;

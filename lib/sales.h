@@ -142,8 +142,9 @@ long fs_sales_item_left(const struct fs_sale_item *);
 /*
  * Calls each(arg, item, path) with the signed purchase path of every item
  * of the sale, "/api/flash-sales/items/I/purchase?sale=...": valid from the
- * whole second of the start to the whole second of the end. 0, or -1 when
- * an item's URL cannot be signed.
+ * whole second of the start to the whole second of the end, with q=1 in
+ * the signature for a sale with a waiting room (its purchase needs a pass).
+ * 0, or -1 when an item's URL cannot be signed.
  */
 int fs_sales_purchase_paths(const fs_urlsig_key *, const struct fs_sale *,
     void (*each)(void *arg, uint64_t item, const char *path), void *arg);

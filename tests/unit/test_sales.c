@@ -16,6 +16,7 @@
 
 struct seen {
 	const fs_urlsig_key *key;
+	int queue; /* the flag every path must carry */
 	int n, good;
 };
 
@@ -35,7 +36,7 @@ check_path(void *arg, uint64_t item, const char *path)
 	if (fs_route_purchase_item(route, &parsed) == 0 && parsed == item &&
 	    fs_urlsig_check(s->key, item, query, strlen(query), 1700000000, &sale, NULL, &queue) ==
 		FS_URLSIG_OK &&
-	    sale == 7 && queue == 0)
+	    sale == 7 && queue == s->queue)
 		s->good++;
 }
 
@@ -105,6 +106,12 @@ main(void)
 	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == 0 && seen.n == 2 &&
 		seen.good == 2,
 	    "every item's signed path buys that item in that sale");
+	sale.has_queue = 1;
+	seen.queue = 1;
+	seen.n = seen.good = 0;
+	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == 0 && seen.n == 2 &&
+		seen.good == 2,
+	    "a sale with a waiting room signs q=1 into every item's path");
 	sale.ends_ms = sale.starts_ms;
 	check(fs_sales_purchase_paths(key, &sale, check_path, &seen) == -1,
 	    "an empty window cannot be signed");

@@ -1,0 +1,367 @@
+/*
+ * The check of a sale's waiting room from PostgreSQL alone (flashsale-admin
+ * queue verify): every drawn place's score is the draw of its account from
+ * the seed; the late places are 2^52 + 1, 2, ... in the order they joined;
+ * the pacer's steps are numbered in turn, admit more each time, and each
+ * one's `through` is the score of the last place it admitted in the order
+ * (score, then account bytewise); every order of the sale belongs to an
+ * account whose place was admitted at or before the order was reserved;
+ * one place per account.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "clock.h"
+#include "pg.h"
+#include "queue.h"
+
+/* A place as PostgreSQL has it, in line order. */
+struct place {
+	const char *user;	/* into the result */
+	int64_t score, joined_ms;
+	int drawn;
+};
+
+/* An admission step. */
+struct step {
+	long step, admitted;
+	int64_t through, at_ms;
+};
+
+struct verify {
+	fs_pg *pg;
+	uint64_t sale;
+	char sale_s[24];
+	unsigned char seed[FS_QUEUE_SEEDBYTES];
+	int64_t opens_ms;
+	struct place *places;	/* line order */
+	long nplaces;
+	struct place **by_user;	/* sorted by account */
+	struct step *steps;
+	long nsteps;
+	fs_queue_violation_fn each;
+	void *arg;
+	struct fs_queue_verify_report *rep;
+};
+
+/* Reports one violation. */
+static void __attribute__((format(printf, 3, 4)))
+violation(struct verify *v, enum fs_queue_violation kind, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	v->rep->violations++;
+	if (v->each != NULL)
+		v->each(v->arg, kind, text);
+}
+
+static const char *const violation_names[FS_QUEUE_V__MAX] = {
+	[FS_QUEUE_V_SCORE] = "score",
+	[FS_QUEUE_V_LATE] = "late",
+	[FS_QUEUE_V_STEP] = "step",
+	[FS_QUEUE_V_ORDER] = "order",
+	[FS_QUEUE_V_PLACE] = "place",
+};
+
+const char *
+fs_queue_violation_name(enum fs_queue_violation kind)
+{
+	return kind < FS_QUEUE_V__MAX ? violation_names[kind] : "?";
+}
+
+/* The sale's seed and opening; 0, or -1 with err (no such sale, or no waiting room). */
+static int
+read_sale(struct verify *v, char *err, size_t errlen)
+{
+	const char *p[1] = { v->sale_s };
+	PGresult *res;
+	int rc = -1;
+
+	res = fs_pg_exec(v->pg, "SELECT encode(queue_seed, 'hex'), "
+				"floor(extract(epoch FROM starts_at) * 1000)::bigint FROM sales WHERE id = $1",
+	    1, p);
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", v->pg->errstr);
+		return -1;
+	}
+	if (PQntuples(res) != 1)
+		snprintf(err, errlen, "no sale %s", v->sale_s);
+	else if (PQgetisnull(res, 0, 0))
+		snprintf(err, errlen, "sale %s has no waiting room", v->sale_s);
+	else if (sodium_hex2bin(v->seed, sizeof(v->seed), PQgetvalue(res, 0, 0),
+		     (size_t)PQgetlength(res, 0, 0), NULL, NULL, NULL) != 0)
+		snprintf(err, errlen, "sale %s: its seed is not 32 bytes", v->sale_s);
+	else {
+		v->opens_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		rc = 0;
+	}
+	PQclear(res);
+	return rc;
+}
+
+static int
+cmp_user(const void *a, const void *b)
+{
+	return strcmp((*(struct place *const *)a)->user, (*(struct place *const *)b)->user);
+}
+
+/* The places in line order into v (their texts stay in *res); 0, or -1 with err. */
+static int
+read_places(struct verify *v, PGresult **res, char *err, size_t errlen)
+{
+	const char *p[1] = { v->sale_s };
+
+	*res = fs_pg_exec(v->pg,
+	    "SELECT user_id, score, drawn, floor(extract(epoch FROM joined_at) * 1000)::bigint "
+	    "FROM queue_places WHERE sale_id = $1 ORDER BY score, user_id COLLATE \"C\"",
+	    1, p);
+	if (*res == NULL) {
+		snprintf(err, errlen, "database: %s", v->pg->errstr);
+		return -1;
+	}
+	v->nplaces = PQntuples(*res);
+	v->places = calloc((size_t)v->nplaces + 1, sizeof(*v->places));
+	v->by_user = calloc((size_t)v->nplaces + 1, sizeof(*v->by_user));
+	if (v->places == NULL || v->by_user == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (long i = 0; i < v->nplaces; i++) {
+		struct place *pl = &v->places[i];
+
+		pl->user = PQgetvalue(*res, (int)i, 0);
+		pl->score = strtoll(PQgetvalue(*res, (int)i, 1), NULL, 10);
+		pl->drawn = strcmp(PQgetvalue(*res, (int)i, 2), "t") == 0;
+		pl->joined_ms = strtoll(PQgetvalue(*res, (int)i, 3), NULL, 10);
+		v->by_user[i] = pl;
+	}
+	qsort(v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
+	return 0;
+}
+
+/* The admission steps in order into v (copied); 0, or -1 with err. */
+static int
+read_steps(struct verify *v, char *err, size_t errlen)
+{
+	const char *p[1] = { v->sale_s };
+	PGresult *res;
+
+	res = fs_pg_exec(v->pg,
+	    "SELECT step, admitted, through, floor(extract(epoch FROM at) * 1000)::bigint "
+	    "FROM queue_admissions WHERE sale_id = $1 ORDER BY step",
+	    1, p);
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", v->pg->errstr);
+		return -1;
+	}
+	v->nsteps = PQntuples(res);
+	if ((v->steps = calloc((size_t)v->nsteps + 1, sizeof(*v->steps))) == NULL) {
+		PQclear(res);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (long i = 0; i < v->nsteps; i++) {
+		v->steps[i].step = strtol(PQgetvalue(res, (int)i, 0), NULL, 10);
+		v->steps[i].admitted = strtol(PQgetvalue(res, (int)i, 1), NULL, 10);
+		v->steps[i].through = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
+		v->steps[i].at_ms = strtoll(PQgetvalue(res, (int)i, 3), NULL, 10);
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* Each drawn place's score against the draw, and which side of the opening each joined. */
+static void
+check_draws(struct verify *v)
+{
+	char at[FS_CLOCK_TIME_LEN];
+
+	for (long i = 0; i < v->nplaces; i++) {
+		const struct place *pl = &v->places[i];
+		int64_t draw;
+
+		fs_clock_format(pl->joined_ms, at);
+		if (!pl->drawn) {
+			if (pl->joined_ms < v->opens_ms)
+				violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, before the "
+				    "opening, but has a late place (%" PRId64 ")", pl->user, at, pl->score);
+			continue;
+		}
+		v->rep->drawn++;
+		draw = fs_queue_draw(v->seed, pl->user, strlen(pl->user));
+		if (draw != pl->score)
+			violation(v, FS_QUEUE_V_SCORE, "score: user %s has place %" PRId64 ", the draw "
+			    "from the seed says %" PRId64, pl->user, pl->score, draw);
+		if (pl->joined_ms >= v->opens_ms)
+			violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, after the opening, "
+			    "but has a drawn place", pl->user, at);
+	}
+}
+
+/* The late places, in line order: 2^52 + 1, 2, ... and in the order they joined. */
+static void
+check_late(struct verify *v)
+{
+	const struct place *prev = NULL;
+	int64_t n = 0;
+	char at[FS_CLOCK_TIME_LEN], at2[FS_CLOCK_TIME_LEN];
+
+	for (long i = 0; i < v->nplaces; i++) {
+		const struct place *pl = &v->places[i];
+
+		if (pl->drawn)
+			continue;
+		n++;
+		if (pl->score != FS_QUEUE_LATE_BASE + n)
+			violation(v, FS_QUEUE_V_LATE, "late: user %s has place %" PRId64 ", the %" PRId64
+			    "th late place is 2^52+%" PRId64, pl->user, pl->score, n, n);
+		if (prev != NULL && pl->joined_ms < prev->joined_ms) {
+			fs_clock_format(pl->joined_ms, at);
+			fs_clock_format(prev->joined_ms, at2);
+			violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, before user %s (%s), "
+			    "but is behind", pl->user, at, prev->user, at2);
+		}
+		prev = pl;
+	}
+}
+
+/* The steps: numbered in turn, each admitting more, each through the score of its last place. */
+static void
+check_steps(struct verify *v)
+{
+	for (long i = 0; i < v->nsteps; i++) {
+		const struct step *s = &v->steps[i], *prev = i > 0 ? &v->steps[i - 1] : NULL;
+
+		if (s->step != i + 1)
+			violation(v, FS_QUEUE_V_STEP, "step: step %ld comes where step %ld should",
+			    s->step, i + 1);
+		if (prev != NULL && s->admitted <= prev->admitted)
+			violation(v, FS_QUEUE_V_STEP, "step: step %ld admits %ld in all, not more than "
+			    "step %ld (%ld)", s->step, s->admitted, prev->step, prev->admitted);
+		if (prev != NULL && s->at_ms < prev->at_ms)
+			violation(v, FS_QUEUE_V_STEP, "step: step %ld is dated before step %ld", s->step,
+			    prev->step);
+		if (s->admitted > v->nplaces)
+			violation(v, FS_QUEUE_V_STEP, "step: step %ld admits %ld places, PostgreSQL has "
+			    "%ld", s->step, s->admitted, v->nplaces);
+		else if (s->through != v->places[s->admitted - 1].score)
+			violation(v, FS_QUEUE_V_STEP, "step: step %ld goes through %" PRId64 ", but place "
+			    "%ld in line (user %s) is %" PRId64, s->step, s->through, s->admitted,
+			    v->places[s->admitted - 1].user, v->places[s->admitted - 1].score);
+	}
+	v->rep->steps = v->nsteps;
+	v->rep->admitted = v->nsteps > 0 ? v->steps[v->nsteps - 1].admitted : 0;
+}
+
+/* One place per account (the primary key's promise, checked all the same). */
+static void
+check_one_place(struct verify *v)
+{
+	for (long i = 1; i < v->nplaces; i++)
+		if (strcmp(v->by_user[i]->user, v->by_user[i - 1]->user) == 0)
+			violation(v, FS_QUEUE_V_PLACE, "place: user %s has more than one place",
+			    v->by_user[i]->user);
+}
+
+/* The first step that admitted the place at rank (0-based) in line; NULL none. */
+static const struct step *
+step_admitting(const struct verify *v, long rank)
+{
+	long lo = 0, hi = v->nsteps;
+
+	while (lo < hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (v->steps[mid].admitted > rank)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo < v->nsteps ? &v->steps[lo] : NULL;
+}
+
+/* Each order of the sale: its account's place admitted at or before the order was reserved. */
+static int
+check_orders(struct verify *v, char *err, size_t errlen)
+{
+	const char *p[1] = { v->sale_s };
+	char at[FS_CLOCK_TIME_LEN], when[FS_CLOCK_TIME_LEN];
+	PGresult *res = fs_pg_exec(v->pg, "SELECT id, user_id, "
+					  "floor(extract(epoch FROM reserved_at) * 1000)::bigint "
+					  "FROM orders WHERE sale_id = $1 ORDER BY reserved_at, id",
+	    1, p);
+
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", v->pg->errstr);
+		return -1;
+	}
+	v->rep->orders = PQntuples(res);
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct place key = { .user = PQgetvalue(res, i, 1) }, *kp = &key, **found;
+		int64_t reserved = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+		const struct step *s;
+		long rank;
+
+		fs_clock_format(reserved, when);
+		found = bsearch(&kp, v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
+		if (found == NULL) {
+			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s ordered at %s (order %s) "
+			    "with no place in the queue", key.user, when, PQgetvalue(res, i, 0));
+			continue;
+		}
+		rank = (long)(*found - v->places);
+		if ((s = step_admitting(v, rank)) == NULL) {
+			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s place %ld ordered at %s "
+			    "(order %s), never admitted", key.user, rank + 1, when, PQgetvalue(res, i, 0));
+			continue;
+		}
+		fs_clock_format(s->at_ms, at);
+		if (s->at_ms > reserved)
+			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s place %ld admitted at %s "
+			    "(step %ld) after its order at %s (order %s)", key.user, rank + 1, at, s->step,
+			    when, PQgetvalue(res, i, 0));
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fs_queue_verify(fs_pg *pg, uint64_t sale, fs_queue_violation_fn each, void *arg,
+    struct fs_queue_verify_report *rep, char *err, size_t errlen)
+{
+	struct verify v = { .pg = pg, .sale = sale, .each = each, .arg = arg, .rep = rep };
+	PGresult *places = NULL;
+	int rc = -1;
+
+	memset(rep, 0, sizeof(*rep));
+	snprintf(v.sale_s, sizeof(v.sale_s), "%" PRIu64, sale);
+	if (read_sale(&v, err, errlen) != 0 || read_places(&v, &places, err, errlen) != 0 ||
+	    read_steps(&v, err, errlen) != 0)
+		goto out;
+	rep->places = v.nplaces;
+	check_draws(&v);
+	check_late(&v);
+	check_one_place(&v);
+	check_steps(&v);
+	if (check_orders(&v, err, errlen) != 0)
+		goto out;
+	rc = 0;
+out:
+	sodium_memzero(v.seed, sizeof(v.seed));
+	free(v.places);
+	free(v.by_user);
+	free(v.steps);
+	PQclear(places);
+	return rc;
+}

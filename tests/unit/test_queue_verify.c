@@ -1,0 +1,225 @@
+/*
+ * Unit test of the waiting room's check (lib/queue_verify.c) against a real
+ * PostgreSQL (and Redis for the orders, tests/unit/sale_fixture.h): a clean
+ * queue passes with its exact figures; each kind of violation planted in
+ * PostgreSQL (a drawn score that is not the draw, late places out of turn,
+ * a step through the wrong place or admitting fewer, an order before its
+ * place was admitted, never admitted, or without a place) is found, named,
+ * and the rows put back pass again.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "queue.h"
+#include "expect.h"
+#include "sale_fixture.h"
+
+#define DRAWN 10
+
+static struct fixture f;
+static uint64_t sale, item;
+static char sale_s[24];
+static unsigned char seed[FS_QUEUE_SEEDBYTES];
+static int found[FS_QUEUE_V__MAX];
+static char last_text[512];
+
+static void
+count(void *arg, enum fs_queue_violation kind, const char *text)
+{
+	(void)arg;
+	found[kind]++;
+	snprintf(last_text, sizeof(last_text), "%s", text);
+}
+
+/* Runs the check: its violations (found[] by kind), -1 when it failed. */
+static long
+verify(struct fs_queue_verify_report *rep)
+{
+	char err[256];
+
+	memset(found, 0, sizeof(found));
+	last_text[0] = '\0';
+	if (fs_queue_verify(f.pg, sale, count, NULL, rep, err, sizeof(err)) != 0) {
+		printf("# verify: %s\n", err);
+		return -1;
+	}
+	return rep->violations;
+}
+
+/* One statement with the sale as $1; 0 or -1. */
+static int
+sql(const char *text)
+{
+	const char *p[1] = { sale_s };
+
+	return fs_pg_run(f.pg, text, 1, p);
+}
+
+/* A place: score, drawn or not, joined at the opening + offset ms. */
+static int
+place(const char *user, int64_t score, long offset)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "INSERT INTO queue_places VALUES ($1, '%s', %lld, %s, "
+	    "(SELECT starts_at FROM sales WHERE id = $1) + interval '%ld milliseconds')", user,
+	    (long long)score, score < FS_QUEUE_LATE_BASE ? "true" : "false", offset);
+	return sql(text);
+}
+
+/* The user at rank n (1-based) in line. */
+static const char *
+nth(long n)
+{
+	static char out[64];
+	char text[200];
+
+	snprintf(text, sizeof(text), "SELECT user_id FROM queue_places WHERE sale_id = $1 "
+	    "ORDER BY score, user_id COLLATE \"C\" OFFSET %ld LIMIT 1", n - 1);
+	snprintf(out, sizeof(out), "%s", fixture_text(&f, text, sale_s));
+	return out;
+}
+
+/*
+ * The clean queue: DRAWN drawn places joined before the opening, three
+ * late ones after it in turn, steps admitting 4 then 8, the first three in
+ * line ordering now (after both steps).
+ */
+static int
+setup(void)
+{
+	struct fs_order o;
+	char user[16];
+
+	memset(seed, 0xab, sizeof(seed));
+	if (fixture_sale(&f, -10, 3600, 600, 100, &sale, &item) != 0)
+		return -1;
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if (sql("UPDATE sales SET queue = '{}', queue_seed = decode(repeat('ab', 32), 'hex') "
+		"WHERE id = $1") != 0)
+		return -1;
+	for (int i = 0; i < DRAWN; i++) {
+		snprintf(user, sizeof(user), "a%d", i);
+		if (place(user, fs_queue_draw(seed, user, strlen(user)), -60000 + i) != 0)
+			return -1;
+	}
+	if (place("late1", FS_QUEUE_LATE_BASE + 1, 100) != 0 ||
+	    place("late2", FS_QUEUE_LATE_BASE + 2, 200) != 0 ||
+	    place("late3", FS_QUEUE_LATE_BASE + 3, 300) != 0)
+		return -1;
+	if (sql("INSERT INTO queue_admissions SELECT $1, n, n * 4, (SELECT score FROM queue_places "
+		"WHERE sale_id = $1 ORDER BY score, user_id COLLATE \"C\" OFFSET n * 4 - 1 LIMIT 1), "
+		"(SELECT starts_at FROM sales WHERE id = $1) + n * interval '1 second' "
+		"FROM generate_series(1, 2) AS n") != 0)
+		return -1;
+	for (long i = 1; i <= 3; i++)
+		if (fixture_buy(&f, sale, item, nth(i), 0, 1, &o) != 0)
+			return -1;
+	return 0;
+}
+
+static void
+test_clean(void)
+{
+	struct fs_queue_verify_report rep;
+
+	check(verify(&rep) == 0 && rep.places == DRAWN + 3 && rep.drawn == DRAWN && rep.steps == 2 &&
+		rep.admitted == 8 && rep.orders == 3,
+	    "clean: no violation; 13 places, 10 drawn, 2 steps, 8 admitted, 3 orders");
+}
+
+/* Plants a change, expects kind found (and nothing else when alone), puts it back. */
+static void
+planted(const char *change, const char *undo, enum fs_queue_violation kind, int alone,
+    const char *prefix, const char *what)
+{
+	struct fs_queue_verify_report rep;
+	long v;
+	int others = 0;
+
+	if (sql(change) != 0) {
+		check(0, what);
+		return;
+	}
+	v = verify(&rep);
+	for (int k = 0; k < FS_QUEUE_V__MAX; k++)
+		others += k != (int)kind ? found[k] : 0;
+	if (!(v > 0 && found[kind] > 0 && (!alone || others == 0)))
+		printf("# %ld violations, %d others; the last: %s\n", v, others, last_text);
+	check(v > 0 && found[kind] > 0 && (!alone || others == 0) &&
+		strncmp(last_text, prefix, strlen(prefix)) == 0, what);
+	check(sql(undo) == 0 && verify(&rep) == 0, "and put back, clean again");
+}
+
+static void
+test_planted(void)
+{
+	char change[300], undo[300], first[64], ninth[64];
+
+	planted("UPDATE queue_places SET score = score + 1 WHERE sale_id = $1 AND user_id = 'a3'",
+	    "UPDATE queue_places SET score = score - 1 WHERE sale_id = $1 AND user_id = 'a3'",
+	    FS_QUEUE_V_SCORE, 0, "", "score: a drawn place that is not the draw of its account");
+	planted("UPDATE queue_places SET score = CASE user_id WHEN 'late1' THEN 4503599627370499 "
+		"ELSE 4503599627370497 END WHERE sale_id = $1 AND user_id IN ('late1', 'late3')",
+	    "UPDATE queue_places SET score = CASE user_id WHEN 'late1' THEN 4503599627370497 "
+	    "ELSE 4503599627370499 END WHERE sale_id = $1 AND user_id IN ('late1', 'late3')",
+	    FS_QUEUE_V_LATE, 1, "late: ", "late: late places out of the order they joined");
+	planted("UPDATE queue_places SET joined_at = joined_at + interval '1 hour' WHERE sale_id = $1 "
+		"AND user_id = 'a1'",
+	    "UPDATE queue_places SET joined_at = joined_at - interval '1 hour' WHERE sale_id = $1 "
+	    "AND user_id = 'a1'",
+	    FS_QUEUE_V_LATE, 1, "late: ", "late: a drawn place joined after the opening");
+	planted("UPDATE queue_admissions SET through = through + 1 WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET through = through - 1 WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_V_STEP, 1, "step: ", "step: a step's through is not its last place's score");
+	planted("UPDATE queue_admissions SET admitted = 3 WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET admitted = 8 WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_V_STEP, 0, "", "step: a step admitting fewer than the one before");
+	planted("UPDATE orders SET reserved_at = (SELECT starts_at FROM sales WHERE id = $1) "
+		"WHERE sale_id = $1",
+	    "UPDATE orders SET reserved_at = now() WHERE sale_id = $1",
+	    FS_QUEUE_V_ORDER, 1, "out of order: user ", "order: ordered before its place was admitted");
+	snprintf(first, sizeof(first), "%s", nth(1));
+	snprintf(ninth, sizeof(ninth), "%s", nth(9));
+	snprintf(change, sizeof(change), "UPDATE orders SET user_id = '%s' WHERE sale_id = $1 AND "
+	    "user_id = '%s'", ninth, first);
+	snprintf(undo, sizeof(undo), "UPDATE orders SET user_id = '%s' WHERE sale_id = $1 AND "
+	    "user_id = '%s'", first, ninth);
+	planted(change, undo, FS_QUEUE_V_ORDER, 1, "out of order: user ",
+	    "order: the order of an account never admitted");
+	planted("UPDATE orders SET user_id = 'stranger' WHERE sale_id = $1 AND "
+		"user_id IN (SELECT user_id FROM orders WHERE sale_id = $1 LIMIT 1)",
+	    "UPDATE orders SET user_id = (SELECT user_id FROM queue_places q WHERE q.sale_id = $1 AND "
+	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
+	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'stranger'",
+	    FS_QUEUE_V_ORDER, 1, "out of order: user stranger", "order: an order without a place");
+}
+
+int
+main(void)
+{
+	struct fs_queue_verify_report rep;
+	char err[256];
+
+	if (sodium_init() < 0 || fixture_start(&f, getenv("top_srcdir")) != 0 || setup() != 0) {
+		printf("Bail out! needs top_srcdir, PostgreSQL 15 and redis-server\n");
+		fixture_finish(&f);
+		return 1;
+	}
+	test_clean();
+	test_planted();
+	check(fs_queue_verify(f.pg, sale + 1000, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
+		strstr(err, "no sale") != NULL,
+	    "an unknown sale is an error, not a clean queue");
+	check(sql("UPDATE sales SET queue = NULL, queue_seed = NULL WHERE id = $1") == 0 &&
+		fs_queue_verify(f.pg, sale, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
+		strstr(err, "no waiting room") != NULL,
+	    "so is a sale without a waiting room");
+	fixture_finish(&f);
+	return failures == 0 ? 0 : 1;
+}
