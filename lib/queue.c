@@ -418,7 +418,7 @@ fs_queue_settings_parse(const struct json_object *queue, struct fs_queue_setting
 	size_t i;
 
 	if (!json_object_is_type(queue, json_type_object)) {
-		snprintf(err, errlen, "\"queue\" must be an object");
+		snprintf(err, errlen, "not a JSON object");
 		return -1;
 	}
 	fs_queue_settings_default(&s);
@@ -426,16 +426,16 @@ fs_queue_settings_parse(const struct json_object *queue, struct fs_queue_setting
 		for (i = 0; i < QUEUE_NMEMBERS && strcmp(key, queue_members[i].name) != 0; i++)
 			;
 		if (i == QUEUE_NMEMBERS) {
-			snprintf(err, errlen, "\"queue\": unknown member \"%.64s\"", key);
+			snprintf(err, errlen, "unknown member \"%.64s\"", key);
 			return -1;
 		}
 		if (queue_member_read(i, val, queue_member(&s, i)) != 0) {
 			if (queue_members[i].milli)
-				snprintf(err, errlen, "\"queue\".\"%s\" must be a number from %g to %g",
+				snprintf(err, errlen, "\"%s\" must be a number from %g to %g",
 				    key, queue_members[i].min / 1000.0, queue_members[i].max / 1000.0);
 			else
 				snprintf(err, errlen,
-				    "\"queue\".\"%s\" must be an integer from %d to %d", key,
+				    "\"%s\" must be an integer from %d to %d", key,
 				    queue_members[i].min, queue_members[i].max);
 			return -1;
 		}

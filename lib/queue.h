@@ -91,7 +91,8 @@ void fs_queue_settings_default(struct fs_queue_settings *);
 /*
  * Reads the "queue" member of a sale file (a JSON object; every member
  * optional, the rest from the defaults) into *s. 0, or -1 with err naming
- * the unknown member, the wrong type or the value out of range; *s is
+ * the unknown member, the wrong type or the value out of range (for the
+ * caller to prefix: "\"powBits\" must be an integer from 0 to 28"); *s is
  * then unchanged.
  */
 int fs_queue_settings_parse(const struct json_object *queue, struct fs_queue_settings *s,

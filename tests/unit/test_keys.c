@@ -403,6 +403,47 @@ test_demo(void)
 	drop("jwt-ed25519.key");
 }
 
+/* The waiting room's key: loaded from queue.key, refused clearly when missing or short. */
+static void
+test_queue(void)
+{
+	unsigned char raw[FS_QUEUE_KEYBYTES];
+	char err[512], want[600], pass[FS_QUEUE_TOKEN_MAX], sub[80];
+	fs_queue_keys *q = NULL, *same = fs_queue_keys_new();
+
+	if (same == NULL)
+		exit(99);
+	randombytes_buf(raw, sizeof(raw));
+	fs_queue_keys_set(same, raw);
+	snprintf(want, sizeof(want),
+	    "%s/queue.key: no such file (the waiting room's key: flashsale-admin keys generate %s "
+	    "adds it)",
+	    dir, dir);
+	check(fs_keys_load_queue(cfg_with(dir, NULL, NULL, NULL, NULL), &q, err, sizeof(err)) ==
+		    -1 &&
+		q == NULL && strcmp(err, want) == 0,
+	    "queue: a missing queue.key is refused, naming the file and how to make it");
+	check(fs_keys_load_queue(cfg_with(NULL, NULL, NULL, NULL, NULL), &q, err, sizeof(err)) ==
+		    -1 &&
+		q == NULL && strcmp(err, "FLASHSALE_KEYS_DIR is not set") == 0,
+	    "queue: no key directory is refused");
+	put("queue.key", raw, sizeof(raw) - 1);
+	check(fs_keys_load_queue(cfg_with(dir, NULL, NULL, NULL, NULL), &q, err, sizeof(err)) ==
+		    -1 &&
+		q == NULL && strstr(err, "queue.key") != NULL,
+	    "queue: a short queue.key is refused");
+	put("queue.key", raw, sizeof(raw));
+	check(fs_keys_load_queue(cfg_with(dir, NULL, NULL, NULL, NULL), &q, err, sizeof(err)) ==
+		    0 &&
+		q != NULL && fs_queue_pass_mint(same, 7, "ann", 2000000000, pass, sizeof(pass)) == 0 &&
+		fs_queue_pass_check(q, pass, strlen(pass), 7, 1700000000, sub, sizeof(sub), NULL) ==
+		    FS_QUEUE_OK,
+	    "queue: the loaded keys check a pass made from the same queue.key");
+	fs_queue_keys_free(q);
+	fs_queue_keys_free(same);
+	drop("queue.key");
+}
+
 int
 main(void)
 {
@@ -422,6 +463,7 @@ main(void)
 	test_refusals();
 	test_jwks();
 	test_demo();
+	test_queue();
 
 	drop("jwt-ed25519.pub");
 	drop("url.key");

@@ -291,19 +291,19 @@ test_settings(void)
 	static const struct {
 		const char *text, *err;
 	} bad[] = {
-		{ "{\"preQueueSeconds\":59}", "\"queue\".\"preQueueSeconds\" must be an integer from 60 to 86400" },
-		{ "{\"preQueueSeconds\":86401}", "\"queue\".\"preQueueSeconds\" must be an integer from 60 to 86400" },
-		{ "{\"passSeconds\":\"120\"}", "\"queue\".\"passSeconds\" must be an integer from 30 to 1800" },
-		{ "{\"passSeconds\":120.0}", "\"queue\".\"passSeconds\" must be an integer from 30 to 1800" },
-		{ "{\"powBits\":29}", "\"queue\".\"powBits\" must be an integer from 0 to 28" },
-		{ "{\"powBits\":-1}", "\"queue\".\"powBits\" must be an integer from 0 to 28" },
-		{ "{\"admitMultiple\":0.99}", "\"queue\".\"admitMultiple\" must be a number from 1 to 10" },
-		{ "{\"admitMultiple\":10.5}", "\"queue\".\"admitMultiple\" must be a number from 1 to 10" },
-		{ "{\"admitMultiple\":NaN}", "\"queue\".\"admitMultiple\" must be a number from 1 to 10" },
-		{ "{\"admitMultiple\":true}", "\"queue\".\"admitMultiple\" must be a number from 1 to 10" },
-		{ "{\"capacityPerSecond\":0}", "\"queue\".\"capacityPerSecond\" must be an integer from 1 to 100000" },
-		{ "{\"capacityPerSecond\":99999999999999999999}", "\"queue\".\"capacityPerSecond\" must be an integer from 1 to 100000" },
-		{ "{\"powbits\":4}", "\"queue\": unknown member \"powbits\"" },
+		{ "{\"preQueueSeconds\":59}", "\"preQueueSeconds\" must be an integer from 60 to 86400" },
+		{ "{\"preQueueSeconds\":86401}", "\"preQueueSeconds\" must be an integer from 60 to 86400" },
+		{ "{\"passSeconds\":\"120\"}", "\"passSeconds\" must be an integer from 30 to 1800" },
+		{ "{\"passSeconds\":120.0}", "\"passSeconds\" must be an integer from 30 to 1800" },
+		{ "{\"powBits\":29}", "\"powBits\" must be an integer from 0 to 28" },
+		{ "{\"powBits\":-1}", "\"powBits\" must be an integer from 0 to 28" },
+		{ "{\"admitMultiple\":0.99}", "\"admitMultiple\" must be a number from 1 to 10" },
+		{ "{\"admitMultiple\":10.5}", "\"admitMultiple\" must be a number from 1 to 10" },
+		{ "{\"admitMultiple\":NaN}", "\"admitMultiple\" must be a number from 1 to 10" },
+		{ "{\"admitMultiple\":true}", "\"admitMultiple\" must be a number from 1 to 10" },
+		{ "{\"capacityPerSecond\":0}", "\"capacityPerSecond\" must be an integer from 1 to 100000" },
+		{ "{\"capacityPerSecond\":99999999999999999999}", "\"capacityPerSecond\" must be an integer from 1 to 100000" },
+		{ "{\"powbits\":4}", "unknown member \"powbits\"" },
 	};
 	struct fs_queue_settings s, d;
 	char err[160], json[FS_QUEUE_SETTINGS_JSON_MAX];
@@ -338,7 +338,7 @@ test_settings(void)
 		    what);
 	}
 	check(fs_queue_settings_parse(array, &s, err, sizeof(err)) == -1 &&
-		strcmp(err, "\"queue\" must be an object") == 0,
+		strcmp(err, "not a JSON object") == 0,
 	    "settings: not an object");
 	json_object_put(array);
 	s = d;

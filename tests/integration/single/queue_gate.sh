@@ -33,7 +33,10 @@ qg_expect() {
 }
 
 # The users of the sale's orders on the topic, sorted, one a line.
-qg_buyers() { json_get "$(sale_messages "$1")" userId | sort; }
+qg_buyers() {
+	qg_msgs=$(sale_messages "$1")
+	[ -z "$qg_msgs" ] || json_get "$qg_msgs" userId | sort
+}
 
 cat >"$FLASHSALE_STATE/qg-sale.json" <<JSON
 {"name":"queue gate","startsInSeconds":-5,"durationSeconds":3600,
