@@ -37,7 +37,6 @@
 #include "pg.h"
 #include "queue.h"
 #include "route.h"
-#include "sales.h"
 #include "stock.h"
 
 #define QUEUE_SUFFIX "/queue"
@@ -459,8 +458,12 @@ pass(struct worker *w, struct request *rq)
 	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
 		return;
 	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
-	snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64, p.rank,
-	    p.admitted);
+	/* Before the opening a rank would tell something of the secret draw. */
+	if (rq->now < rq->conf->window.opens_ms)
+		snprintf(extra, sizeof(extra), "\"rank\":null,\"admitted\":%" PRId64, p.admitted);
+	else
+		snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64,
+		    p.rank, p.admitted);
 	switch (v) {
 	case FS_QUEUE_V_OK:
 		if (replicated(w, rq, p.added) == 0)

@@ -168,6 +168,10 @@ static const struct {
 	[FS_M_QUEUE_REFUSED_NOT_YET] = { "flashsale_queue_refusals_total", "reason=\"not_yet\"", NULL },
 	[FS_M_QUEUE_REFUSED_SOLD_OUT] = { "flashsale_queue_refusals_total", "reason=\"sold_out\"", NULL },
 	[FS_M_QUEUE_REFUSED_LAPSED] = { "flashsale_queue_refusals_total", "reason=\"lapsed\"", NULL },
+	[FS_M_QUEUE_SALE_READS] = { "flashsale_queue_sale_reads_total", NULL,
+	    "Reads of a sale's waiting room from PostgreSQL by flashsale-queue: each worker "
+	    "thread keeps what it read a second, so joins and status documents beyond these "
+	    "cost PostgreSQL nothing." },
 	[FS_M_RECONCILE_RUNS] = { "flashsale_reconcile_runs_total", NULL,
 	    "Checks of the invariants (flashsale-admin reconcile)." },
 	[FS_M_RECONCILE_VIOLATIONS] = { "flashsale_reconcile_violations_total", NULL,

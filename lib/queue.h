@@ -212,7 +212,10 @@ struct fs_queue_conf {
 	long *pg_left;		/* per item quantity - sold, PostgreSQL's count (owned) */
 };
 
-/* Reads the sale; 0 (found may be 0), or -1 with err (PostgreSQL away or bad data). */
+/*
+ * Reads the sale into c (zeroed, or read before: what it held is freed
+ * first); 0 (found may be 0), or -1 with err (PostgreSQL away or bad data).
+ */
 int fs_queue_conf_read(struct fs_pg *, uint64_t sale, struct fs_queue_conf *, char *err,
     size_t errlen);
 void fs_queue_conf_clear(struct fs_queue_conf *);

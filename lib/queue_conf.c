@@ -15,9 +15,12 @@
 #include <sodium.h>
 
 #include "jsonread.h"
+#include "metrics.h"
 #include "pg.h"
 #include "queue.h"
-#include "sales.h"
+
+/* Items of one sale at most (lib/sales refuses more at creation). */
+#define ITEMS_MAX 1000
 
 struct fs_queue_conf_cache {
 	struct {
@@ -78,9 +81,9 @@ take_items(PGresult *res, struct fs_queue_conf *c, char *err, size_t errlen)
 {
 	int rows = PQntuples(res);
 
-	if (rows > FS_SALES_ITEMS_MAX) {
+	if (rows > ITEMS_MAX) {
 		snprintf(err, errlen, "sale %" PRIu64 ": more than %d items", c->sale,
-		    FS_SALES_ITEMS_MAX);
+		    ITEMS_MAX);
 		return -1;
 	}
 	if ((c->items = calloc((size_t)rows, sizeof(*c->items))) == NULL ||
@@ -160,6 +163,7 @@ fs_queue_conf_get(fs_queue_conf_cache *cache, struct fs_pg *pg, uint64_t sale, i
 			use = i;
 	}
 	cache->slot[use].read_ms = 0;
+	fs_metrics_count(FS_M_QUEUE_SALE_READS);
 	if (fs_queue_conf_read(pg, sale, &cache->slot[use].conf, err, errlen) != 0)
 		return NULL;
 	cache->slot[use].read_ms = now_ms;
