@@ -318,7 +318,7 @@ async function shopper(label, opts, sim) {
 		}).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-phase"] });
 	});
 	const page = ctx.pages()[0] || (await ctx.newPage());
-	const log = { api: [], errors: [], purchases: [] };
+	const log = { api: [], errors: [], purchases: [], answers: [] };
 	page.on("request", (r) => {
 		const u = new URL(r.url());
 		if (u.pathname.startsWith("/api/"))
@@ -327,6 +327,13 @@ async function shopper(label, opts, sim) {
 			log.purchases.push({ pass: r.headers()["flashsale-pass"] || null, auth: r.headers().authorization || null });
 	});
 	page.on("pageerror", (e) => log.errors.push(e.message));
+	/* The origin's answers to the page's own requests (join, pass, purchase), for diagnostics. */
+	page.on("response", async (r) => {
+		if (r.request().method() !== "POST" || !new URL(r.url()).pathname.startsWith("/api/"))
+			return;
+		const body = await r.text().catch(() => "");
+		log.answers.push(`${r.request().method()} ${new URL(r.url()).pathname} ${r.status()} ${body.slice(0, 200)}`);
+	});
 	return { label, ctx, page, log, dir, ...opts };
 }
 
@@ -344,8 +351,9 @@ async function shot(s, name) {
 }
 
 async function pageState(s) {
+	const answers = s.log.answers.slice(-3).map((a) => `\nanswer ${a}`).join("");
 	try {
-		return await s.page.evaluate(() => {
+		return answers + "\n" + await s.page.evaluate(() => {
 			const q = document.getElementById("queue");
 			return `page ${location.href}; queue ${JSON.stringify(q.dataset)} "${document.getElementById("queue-status").textContent}"\n` +
 				`phases ${window.__phases.join(" ")}`;
