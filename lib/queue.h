@@ -308,14 +308,14 @@ int fs_queue_figures_read(struct fs_pg *, struct fs_stock *, uint64_t sale, int6
 
 /* What `queue verify` finds wrong, by kind. */
 enum fs_queue_violation {
-	FS_QUEUE_V_SCORE,	/* a drawn place's score is not the draw of its account */
-	FS_QUEUE_V_LATE,	/* late places not 2^52+1.. in the order they joined, or a
+	FS_QUEUE_WRONG_SCORE,	/* a drawn place's score is not the draw of its account */
+	FS_QUEUE_WRONG_LATE,	/* late places not 2^52+1.. in the order they joined, or a
 				   place on the wrong side of the opening */
-	FS_QUEUE_V_STEP,	/* admission steps not in turn, not growing, or through
+	FS_QUEUE_WRONG_STEP,	/* admission steps not in turn, not growing, or through
 				   not the score of their last place */
-	FS_QUEUE_V_ORDER,	/* an order of an account not admitted by its reservation */
-	FS_QUEUE_V_PLACE,	/* an account with more than one place */
-	FS_QUEUE_V__MAX
+	FS_QUEUE_WRONG_ORDER,	/* an order of an account not admitted by its reservation */
+	FS_QUEUE_WRONG_PLACE,	/* an account with more than one place */
+	FS_QUEUE_WRONG__MAX
 };
 
 const char *fs_queue_violation_name(enum fs_queue_violation);

@@ -66,18 +66,18 @@ violation(struct verify *v, enum fs_queue_violation kind, const char *fmt, ...)
 		v->each(v->arg, kind, text);
 }
 
-static const char *const violation_names[FS_QUEUE_V__MAX] = {
-	[FS_QUEUE_V_SCORE] = "score",
-	[FS_QUEUE_V_LATE] = "late",
-	[FS_QUEUE_V_STEP] = "step",
-	[FS_QUEUE_V_ORDER] = "order",
-	[FS_QUEUE_V_PLACE] = "place",
+static const char *const violation_names[FS_QUEUE_WRONG__MAX] = {
+	[FS_QUEUE_WRONG_SCORE] = "score",
+	[FS_QUEUE_WRONG_LATE] = "late",
+	[FS_QUEUE_WRONG_STEP] = "step",
+	[FS_QUEUE_WRONG_ORDER] = "order",
+	[FS_QUEUE_WRONG_PLACE] = "place",
 };
 
 const char *
 fs_queue_violation_name(enum fs_queue_violation kind)
 {
-	return kind < FS_QUEUE_V__MAX ? violation_names[kind] : "?";
+	return kind < FS_QUEUE_WRONG__MAX ? violation_names[kind] : "?";
 }
 
 /* The sale's seed and opening; 0, or -1 with err (no such sale, or no waiting room). */
@@ -194,17 +194,17 @@ check_draws(struct verify *v)
 		fs_clock_format(pl->joined_ms, at);
 		if (!pl->drawn) {
 			if (pl->joined_ms < v->opens_ms)
-				violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, before the "
+				violation(v, FS_QUEUE_WRONG_LATE, "late: user %s joined at %s, before the "
 				    "opening, but has a late place (%" PRId64 ")", pl->user, at, pl->score);
 			continue;
 		}
 		v->rep->drawn++;
 		draw = fs_queue_draw(v->seed, pl->user, strlen(pl->user));
 		if (draw != pl->score)
-			violation(v, FS_QUEUE_V_SCORE, "score: user %s has place %" PRId64 ", the draw "
+			violation(v, FS_QUEUE_WRONG_SCORE, "score: user %s has place %" PRId64 ", the draw "
 			    "from the seed says %" PRId64, pl->user, pl->score, draw);
 		if (pl->joined_ms >= v->opens_ms)
-			violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, after the opening, "
+			violation(v, FS_QUEUE_WRONG_LATE, "late: user %s joined at %s, after the opening, "
 			    "but has a drawn place", pl->user, at);
 	}
 }
@@ -224,12 +224,12 @@ check_late(struct verify *v)
 			continue;
 		n++;
 		if (pl->score != FS_QUEUE_LATE_BASE + n)
-			violation(v, FS_QUEUE_V_LATE, "late: user %s has place %" PRId64 ", the %" PRId64
+			violation(v, FS_QUEUE_WRONG_LATE, "late: user %s has place %" PRId64 ", the %" PRId64
 			    "th late place is 2^52+%" PRId64, pl->user, pl->score, n, n);
 		if (prev != NULL && pl->joined_ms < prev->joined_ms) {
 			fs_clock_format(pl->joined_ms, at);
 			fs_clock_format(prev->joined_ms, at2);
-			violation(v, FS_QUEUE_V_LATE, "late: user %s joined at %s, before user %s (%s), "
+			violation(v, FS_QUEUE_WRONG_LATE, "late: user %s joined at %s, before user %s (%s), "
 			    "but is behind", pl->user, at, prev->user, at2);
 		}
 		prev = pl;
@@ -244,19 +244,19 @@ check_steps(struct verify *v)
 		const struct step *s = &v->steps[i], *prev = i > 0 ? &v->steps[i - 1] : NULL;
 
 		if (s->step != i + 1)
-			violation(v, FS_QUEUE_V_STEP, "step: step %ld comes where step %ld should",
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld comes where step %ld should",
 			    s->step, i + 1);
 		if (prev != NULL && s->admitted <= prev->admitted)
-			violation(v, FS_QUEUE_V_STEP, "step: step %ld admits %ld in all, not more than "
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld in all, not more than "
 			    "step %ld (%ld)", s->step, s->admitted, prev->step, prev->admitted);
 		if (prev != NULL && s->at_ms < prev->at_ms)
-			violation(v, FS_QUEUE_V_STEP, "step: step %ld is dated before step %ld", s->step,
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
 		if (s->admitted > v->nplaces)
-			violation(v, FS_QUEUE_V_STEP, "step: step %ld admits %ld places, PostgreSQL has "
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places, PostgreSQL has "
 			    "%ld", s->step, s->admitted, v->nplaces);
 		else if (s->through != v->places[s->admitted - 1].score)
-			violation(v, FS_QUEUE_V_STEP, "step: step %ld goes through %" PRId64 ", but place "
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld goes through %" PRId64 ", but place "
 			    "%ld in line (user %s) is %" PRId64, s->step, s->through, s->admitted,
 			    v->places[s->admitted - 1].user, v->places[s->admitted - 1].score);
 	}
@@ -270,7 +270,7 @@ check_one_place(struct verify *v)
 {
 	for (long i = 1; i < v->nplaces; i++)
 		if (strcmp(v->by_user[i]->user, v->by_user[i - 1]->user) == 0)
-			violation(v, FS_QUEUE_V_PLACE, "place: user %s has more than one place",
+			violation(v, FS_QUEUE_WRONG_PLACE, "place: user %s has more than one place",
 			    v->by_user[i]->user);
 }
 
@@ -316,19 +316,19 @@ check_orders(struct verify *v, char *err, size_t errlen)
 		fs_clock_format(reserved, when);
 		found = bsearch(&kp, v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
 		if (found == NULL) {
-			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s ordered at %s (order %s) "
+			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s ordered at %s (order %s) "
 			    "with no place in the queue", key.user, when, PQgetvalue(res, i, 0));
 			continue;
 		}
 		rank = (long)(*found - v->places);
 		if ((s = step_admitting(v, rank)) == NULL) {
-			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s place %ld ordered at %s "
+			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s place %ld ordered at %s "
 			    "(order %s), never admitted", key.user, rank + 1, when, PQgetvalue(res, i, 0));
 			continue;
 		}
 		fs_clock_format(s->at_ms, at);
 		if (s->at_ms > reserved)
-			violation(v, FS_QUEUE_V_ORDER, "out of order: user %s place %ld admitted at %s "
+			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s place %ld admitted at %s "
 			    "(step %ld) after its order at %s (order %s)", key.user, rank + 1, at, s->step,
 			    when, PQgetvalue(res, i, 0));
 	}

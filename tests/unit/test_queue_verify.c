@@ -25,7 +25,7 @@ static struct fixture f;
 static uint64_t sale, item;
 static char sale_s[24];
 static unsigned char seed[FS_QUEUE_SEEDBYTES];
-static int found[FS_QUEUE_V__MAX];
+static int found[FS_QUEUE_WRONG__MAX];
 static char last_text[512];
 
 static void
@@ -147,7 +147,7 @@ planted(const char *change, const char *undo, enum fs_queue_violation kind, int 
 		return;
 	}
 	v = verify(&rep);
-	for (int k = 0; k < FS_QUEUE_V__MAX; k++)
+	for (int k = 0; k < FS_QUEUE_WRONG__MAX; k++)
 		others += k != (int)kind ? found[k] : 0;
 	if (!(v > 0 && found[kind] > 0 && (!alone || others == 0)))
 		printf("# %ld violations, %d others; the last: %s\n", v, others, last_text);
@@ -163,41 +163,41 @@ test_planted(void)
 
 	planted("UPDATE queue_places SET score = score + 1 WHERE sale_id = $1 AND user_id = 'a3'",
 	    "UPDATE queue_places SET score = score - 1 WHERE sale_id = $1 AND user_id = 'a3'",
-	    FS_QUEUE_V_SCORE, 0, "", "score: a drawn place that is not the draw of its account");
+	    FS_QUEUE_WRONG_SCORE, 0, "", "score: a drawn place that is not the draw of its account");
 	planted("UPDATE queue_places SET score = CASE user_id WHEN 'late1' THEN 4503599627370499 "
 		"ELSE 4503599627370497 END WHERE sale_id = $1 AND user_id IN ('late1', 'late3')",
 	    "UPDATE queue_places SET score = CASE user_id WHEN 'late1' THEN 4503599627370497 "
 	    "ELSE 4503599627370499 END WHERE sale_id = $1 AND user_id IN ('late1', 'late3')",
-	    FS_QUEUE_V_LATE, 1, "late: ", "late: late places out of the order they joined");
+	    FS_QUEUE_WRONG_LATE, 1, "late: ", "late: late places out of the order they joined");
 	planted("UPDATE queue_places SET joined_at = joined_at + interval '1 hour' WHERE sale_id = $1 "
 		"AND user_id = 'a1'",
 	    "UPDATE queue_places SET joined_at = joined_at - interval '1 hour' WHERE sale_id = $1 "
 	    "AND user_id = 'a1'",
-	    FS_QUEUE_V_LATE, 1, "late: ", "late: a drawn place joined after the opening");
+	    FS_QUEUE_WRONG_LATE, 1, "late: ", "late: a drawn place joined after the opening");
 	planted("UPDATE queue_admissions SET through = through + 1 WHERE sale_id = $1 AND step = 2",
 	    "UPDATE queue_admissions SET through = through - 1 WHERE sale_id = $1 AND step = 2",
-	    FS_QUEUE_V_STEP, 1, "step: ", "step: a step's through is not its last place's score");
+	    FS_QUEUE_WRONG_STEP, 1, "step: ", "step: a step's through is not its last place's score");
 	planted("UPDATE queue_admissions SET admitted = 3 WHERE sale_id = $1 AND step = 2",
 	    "UPDATE queue_admissions SET admitted = 8 WHERE sale_id = $1 AND step = 2",
-	    FS_QUEUE_V_STEP, 0, "", "step: a step admitting fewer than the one before");
+	    FS_QUEUE_WRONG_STEP, 0, "", "step: a step admitting fewer than the one before");
 	planted("UPDATE orders SET reserved_at = (SELECT starts_at FROM sales WHERE id = $1) "
 		"WHERE sale_id = $1",
 	    "UPDATE orders SET reserved_at = now() WHERE sale_id = $1",
-	    FS_QUEUE_V_ORDER, 1, "out of order: user ", "order: ordered before its place was admitted");
+	    FS_QUEUE_WRONG_ORDER, 1, "out of order: user ", "order: ordered before its place was admitted");
 	snprintf(first, sizeof(first), "%s", nth(1));
 	snprintf(ninth, sizeof(ninth), "%s", nth(9));
 	snprintf(change, sizeof(change), "UPDATE orders SET user_id = '%s' WHERE sale_id = $1 AND "
 	    "user_id = '%s'", ninth, first);
 	snprintf(undo, sizeof(undo), "UPDATE orders SET user_id = '%s' WHERE sale_id = $1 AND "
 	    "user_id = '%s'", first, ninth);
-	planted(change, undo, FS_QUEUE_V_ORDER, 1, "out of order: user ",
+	planted(change, undo, FS_QUEUE_WRONG_ORDER, 1, "out of order: user ",
 	    "order: the order of an account never admitted");
 	planted("UPDATE orders SET user_id = 'stranger' WHERE sale_id = $1 AND "
 		"user_id IN (SELECT user_id FROM orders WHERE sale_id = $1 LIMIT 1)",
 	    "UPDATE orders SET user_id = (SELECT user_id FROM queue_places q WHERE q.sale_id = $1 AND "
 	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
 	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'stranger'",
-	    FS_QUEUE_V_ORDER, 1, "out of order: user stranger", "order: an order without a place");
+	    FS_QUEUE_WRONG_ORDER, 1, "out of order: user stranger", "order: an order without a place");
 }
 
 int
