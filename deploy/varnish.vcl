@@ -136,8 +136,7 @@ sub vcl_recv {
 	# purchase per sold-out item per second, not one per shopper. Any other
 	# answer (202, 409, 401, 403, 425, 429, 503 ...) is never stored
 	# (vcl_backend_response); the request still goes to the origin as the
-	# POST it was, body included, token, pass (Flashsale-Pass) and signed
-	# query untouched.
+	# POST it was, body included, token and signed query untouched.
 	if (req.method == "POST" && req.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
 		if (!std.cache_req_body(4KB)) {
 			return (synth(413));

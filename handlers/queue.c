@@ -259,7 +259,7 @@ read_object(fs_fcgi *fcgi, size_t max)
 		refuse(fcgi, FS_ERR_PAYLOAD_TOO_LARGE, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
 		return NULL;
 	}
-	if ((o = fs_jsonread_object(body, len, 1, err, sizeof(err))) == NULL)
+	if ((o = fs_jsonread_object(body, len, 2, err, sizeof(err))) == NULL)
 		refuse(fcgi, FS_ERR_BAD_REQUEST, FS_M_QUEUE_REFUSED_BAD_REQUEST, NULL, NULL);
 	return o;
 }

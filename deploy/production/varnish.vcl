@@ -83,8 +83,7 @@ sub vcl_recv {
 	# the edge answers it for up to a second and each origin sees about one
 	# purchase per sold-out item per second, not one per shopper. Any other
 	# answer is never stored (vcl_backend_response); the request still goes
-	# to the origin as the POST it was, body, token, pass (Flashsale-Pass)
-	# and signed query intact.
+	# to the origin as the POST it was, body, token and signed query intact.
 	if (req.method == "POST" && req.url ~ "^/api/flash-sales/items/[0-9]{1,19}/purchase(\?|$)") {
 		if (!std.cache_req_body(4KB)) {
 			return (synth(413));
