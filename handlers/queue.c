@@ -545,7 +545,7 @@ setup(void *arg)
 	 */
 	if (fs_cfg_long(&app->cfg, FS_CFG_QUEUE_PACER) == 1 &&
 	    (app->pacer = fs_queue_pacer_start(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR),
-		 FS_QUEUE_PACER_STEP_MS, err, sizeof(err))) == NULL) {
+		 (int)fs_cfg_long(&app->cfg, FS_CFG_QUEUE_STEP_MS), err, sizeof(err))) == NULL) {
 		fs_log_error("pacer: %s", err);
 		return -1;
 	}

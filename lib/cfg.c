@@ -77,6 +77,9 @@ static const struct {
 	[FS_CFG_QUEUE_PACER] = { "FLASHSALE_QUEUE_PACER", "1",
 	    "1: flashsale-queue runs the waiting rooms' pacer (one process leads each sale by a "
 	    "Redis lease); 0: it only serves" },
+	[FS_CFG_QUEUE_STEP_MS] = { "FLASHSALE_QUEUE_STEP_MS", "250",
+	    "milliseconds between two steps of the pacer: each admits a step's share of "
+	    "capacityPerSecond (50 to 5000)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -93,6 +96,7 @@ static const struct {
 	[FS_CFG_REFUND_BACKOFF] = { 1, 86400 },
 	[FS_CFG_REFUND_ALERT_AFTER] = { 1, 1000 },
 	[FS_CFG_QUEUE_PACER] = { 0, 1 },
+	[FS_CFG_QUEUE_STEP_MS] = { 50, 5000 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */

@@ -30,7 +30,6 @@
 #include "pg.h"
 #include "queue.h"
 #include "redis.h"
-#include "sales.h"
 #include "stock.h"
 
 /* Journal entries copied per batch, and batches per step at most. */
@@ -45,6 +44,8 @@
 /* A warning repeats at most this often. */
 #define QUIET_MS 5000
 #define KEY_LEN 64
+/* Items of a sale at most (as lib/sales accepts them). */
+#define ITEMS_MAX 1000
 /* FS_QUEUE_LATE_BASE as SQL: 2^52. */
 #define STR_LATE_BASE "4503599627370496"
 
@@ -209,6 +210,28 @@ paced_slot(fs_queue_pacer *p, uint64_t id, struct paced *old, int nold)
 	return s;
 }
 
+/* The item ids of a sale (at most ITEMS_MAX): the count, or -1 with err. */
+static int
+item_ids(fs_pg *pg, uint64_t sale, uint64_t *items, char *err, size_t errlen)
+{
+	char sale_s[24];
+	const char *params[1] = { sale_s };
+	PGresult *res;
+	int n;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	if ((res = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id LIMIT 1000",
+		 1, params)) == NULL) {
+		snprintf(err, errlen, "database: %s", pg->errstr);
+		return -1;
+	}
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++)
+		items[i] = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+	PQclear(res);
+	return n;
+}
+
 /* Row i of the scan into the paced sales (kept: its memory of earlier steps). */
 static void
 scan_row(fs_queue_pacer *p, PGresult *res, int i, struct paced *old, int nold, int64_t now)
@@ -230,9 +253,9 @@ scan_row(fs_queue_pacer *p, PGresult *res, int i, struct paced *old, int nold, i
 	s->pre_ms = (int64_t)set.pre_s * 1000;
 	if (now < s->opens_ms - s->pre_ms)
 		goto skip;
-	if (s->items == NULL && (s->items = calloc(FS_SALES_ITEMS_MAX, sizeof(*s->items))) == NULL)
+	if (s->items == NULL && (s->items = calloc(ITEMS_MAX, sizeof(*s->items))) == NULL)
 		goto skip;
-	if ((n = fs_sales_item_ids(p->pg, id, s->items, err, sizeof(err))) < 0) {
+	if ((n = item_ids(p->pg, id, s->items, err, sizeof(err))) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": %s", id, err);
 		goto skip;
 	}
@@ -495,7 +518,7 @@ redis_long(fs_queue_pacer *p, int argc, const char **argv)
 static long
 units_left(fs_queue_pacer *p, const struct paced *s)
 {
-	long left[FS_SALES_ITEMS_MAX], sum = 0;
+	long left[ITEMS_MAX], sum = 0;
 
 	if (s->nitems == 0 || fs_stock_left(p->st, s->id, s->items, (size_t)s->nitems, left) != 0)
 		return -1;
