@@ -11,9 +11,14 @@ const $ = (id) => document.getElementById(id);
 
 let spokenPhase = null;
 
-/* A server instant on the device's clock, to the nearest second: 20:00:00, not 19:59:59. */
+/*
+ * A server instant on the device's clock, in its second; within a quarter
+ * second of a whole one, that one: a device a few ms off says 20:00:00 for
+ * 20:00:00, not 19:59:59.
+ */
 function localTime(serverMs) {
-	const d = new Date(Math.round((serverMs + Date.now() - serverNow()) / 1000) * 1000);
+	const t = serverMs + Date.now() - serverNow(), whole = Math.round(t / 1000) * 1000;
+	const d = new Date(Math.abs(t - whole) < 250 ? whole : t);
 	return d.toLocaleTimeString(t("locale"), { timeStyle: "medium" });
 }
 

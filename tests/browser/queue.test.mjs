@@ -405,9 +405,10 @@ function ownRequests(s, since) {
 	return s.log.api.filter((r) => r.at >= since && (r.method !== "GET" || /\/my-order$|\/orders\//.test(r.path)));
 }
 
-/* The opening time as the shopper's page words it (to the second, local time). */
+/* The opening time as the shopper's page words it (its second, local time; the clocks here agree). */
 function localTime(ms, locale) {
-	return new Date(Math.round(ms / 1000) * 1000).toLocaleTimeString(locale, { timeStyle: "medium" });
+	const whole = Math.round(ms / 1000) * 1000;
+	return new Date(Math.abs(ms - whole) < 250 ? whole : ms).toLocaleTimeString(locale, { timeStyle: "medium" });
 }
 
 /* --- the journey ------------------------------------------------- */
