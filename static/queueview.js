@@ -17,8 +17,8 @@ let spokenPhase = null;
  * 20:00:00, not 19:59:59.
  */
 function localTime(serverMs) {
-	const t = serverMs + Date.now() - serverNow(), whole = Math.round(t / 1000) * 1000;
-	const d = new Date(Math.abs(t - whole) < 250 ? whole : t);
+	const at = serverMs + Date.now() - serverNow(), whole = Math.round(at / 1000) * 1000;
+	const d = new Date(Math.abs(at - whole) < 250 ? whole : at);
 	return d.toLocaleTimeString(t("locale"), { timeStyle: "medium" });
 }
 
