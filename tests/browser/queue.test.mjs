@@ -83,6 +83,7 @@ class Sim {
 		this.passS = o.passSeconds;
 		this.powBits = o.powBits;
 		this.queue = o.queue !== false;
+		this.greedy = !!o.greedy;
 		this.seed = randomBytes(32).toString("hex");
 		this.commit = createHash("sha256").update(Buffer.from(this.seed, "hex")).digest("hex");
 		this.units = 1;
@@ -118,8 +119,9 @@ class Sim {
 			return;
 		if (this.drawn === 0)
 			this.drawn = [...this.places.values()].filter((s) => s < LATE_BASE).length;
+		/* greedy: QUEUE.md's formula to the letter (only issued passes count), to check the test's fallback. */
 		const out = [...this.admittedAt].filter(([sub, at]) => this.passes.has(sub)
-			? this.passes.get(sub) > now && !this.holds(sub) : now - at < this.passS * 1000).length;
+			? this.passes.get(sub) > now && !this.holds(sub) : !this.greedy && now - at < this.passS * 1000).length;
 		const n = Math.max(0, Math.min(this.left - out, this.places.size - this.admitted));
 		const line = this.line();
 		for (let i = this.admitted; i < this.admitted + n; i++)
@@ -543,6 +545,36 @@ async function journey(env, sim) {
 			await shot(a, "q03-bought.png");
 		}
 
+		/*
+		 * When everyone in line was admitted at the opening, nobody waits:
+		 * a fourth shopper joins late (behind every drawn place) once the
+		 * unit is sold, and waits, sold out, until the unit comes back.
+		 */
+		let late = null;
+		if (!paced) {
+			late = await shopper("late", roles[2], sim);
+			sh.push(late);
+			late.user = `q3-${users[0].slice(3)}`;
+			await late.page.goto(`${EDGE}/?sale=${sale}&lang=en`);
+			await signIn(late, late.user);
+			await step("a late joiner: its place comes from the join's answer, behind every drawn one (2^52 + n)", async () => {
+				await late.page.waitForSelector(`#queue[data-score]`, { timeout: 20000 });
+				const score = Number(await late.page.getAttribute("#queue", "data-score"));
+				diag(`late score ${score} = 2^52 + ${score - LATE_BASE}`);
+				return score > LATE_BASE;
+			}, late);
+			await step("sold out while waiting (the late joiner): said from the status document alone", async () => {
+				await phase(late, "soldout", 8000);
+				const since = Date.now();
+				await sleep(3000);
+				const en = await queueText(late);
+				const own = ownRequests(late, since);
+				diag(`"${en}"; own requests: ${own.map((r) => `${r.method} ${r.path}`).join(", ") || "none"}`);
+				return en === "Sold out. If units come back, you keep your place and waiting resumes." && own.length === 0;
+			}, late);
+			await shot(late, "q04-late-sold-out.png");
+		}
+
 		/* Sold out while waiting. */
 		await pacedStep(paced, "sold out while waiting: the waiting pages say so from the status document alone", async () => {
 			const since = Date.now();
@@ -585,6 +617,17 @@ async function journey(env, sim) {
 				await a.page.waitForSelector(`#order[data-status="CANCELLED"]`, { timeout: 20000 });
 			}, a);
 		}
+		if (late) {
+			await step("units come back: the late joiner waits again, then gets its pass and buys (202)", async () => {
+				await phase(late, "pass", passS * 1000 + 20000);
+				const seen = await late.page.evaluate(() => window.__phases.join(" "));
+				await late.page.click(buyButton(late, item));
+				await late.page.waitForSelector(`#order[data-status="PENDING"], #order[data-status="PROCESSING"]`, { timeout: 10000 });
+				diag(`late joiner's phases: ${seen}`);
+				return /soldout@\S+ (waiting@\S+ )?(turn@\S+ )?pass@/.test(seen) && /soldout@\S+ waiting@/.test(seen);
+			}, late);
+			await shot(late, "q05-late-bought.png");
+		}
 		await pacedStep(paced, "units come back: waiting resumes and the second is admitted (Vietnamese)", async () => {
 			await phase(c, "waiting", passS * 1000 + 15000);
 			await phase(b, "pass", 10000);
@@ -613,7 +656,8 @@ async function journey(env, sim) {
 			await sleep(1500);
 			const after = await b.page.$eval(buyButton(b, item), (x) => ({ disabled: x.disabled, text: x.textContent }));
 			diag(`"${text}"; Buy ${JSON.stringify(btn)}, after a refresh ${JSON.stringify(after)}`);
-			return text === "Đã hết lượt của bạn." && btn.disabled && btn.text === "Đã hết lượt" && after.disabled;
+			/* The button says the turn passed, or sold out when nothing is left (that comes first). */
+			return text === "Đã hết lượt của bạn." && btn.disabled && /^(Đã hết lượt|Hết hàng)$/.test(btn.text) && after.disabled;
 		}, b);
 		await shot(b, "q06-lapsed-phone-vi.png");
 		await pacedStep(paced, "the lapsed pass moves the line on: the third gets a pass and buys (202)", async () => {
@@ -663,7 +707,8 @@ async function main() {
 		} finally {
 			plain.stop();
 		}
-		const sim = new Sim({ opensInMs: 25000, passSeconds: 10, powBits: 12 });
+		const sim = new Sim({ opensInMs: 25000, passSeconds: 10, powBits: 12,
+			greedy: process.env.FS_TEST_QUEUE_SIM_GREEDY === "1" });
 		try {
 			await journey({ sale: sim.sale, item: sim.item, seed: sim.seed, passS: sim.passS }, sim);
 		} finally {
