@@ -91,6 +91,8 @@ struct figures {
 	long recorded;		/* PostgreSQL's count after its last step, 0 none */
 };
 
+static int passes_count(fs_stock *, uint64_t sale, int64_t now_ms, long *issued, long *unused);
+
 /* A warning, at most once per QUIET_MS: a store away must not flood the log. */
 static void __attribute__((format(printf, 3, 4)))
 pacer_warn(fs_queue_pacer *p, int64_t now, const char *fmt, ...)
@@ -549,6 +551,55 @@ recorded_admitted(fs_queue_pacer *p, uint64_t sale)
 	return v;
 }
 
+/*
+ * Places admitted within the last `since` window: PostgreSQL's count after
+ * its last step now (recorded) less its count at since_ms; -1 when it cannot say.
+ */
+static long
+admitted_since(fs_queue_pacer *p, uint64_t sale, long recorded, int64_t since_ms)
+{
+	char sale_s[24], since_s[24];
+	const char *params[2] = { sale_s, since_s };
+	PGresult *res;
+	long then = 0;
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(since_s, sizeof(since_s), "%" PRId64, since_ms);
+	if ((res = fs_pg_exec(p->pg, "SELECT admitted FROM queue_admissions WHERE sale_id = $1 "
+				     "AND at <= to_timestamp($2::bigint / 1000.0) "
+				     "ORDER BY step DESC LIMIT 1", 2, params)) == NULL)
+		return -1;
+	if (PQntuples(res) == 1)
+		then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return recorded > then ? recorded - then : 0;
+}
+
+/*
+ * What is outstanding: the passes not used nor expired, and the places
+ * admitted within the last passSeconds that have not asked for theirs yet
+ * (admitted then, fewer passes issued since): a shopper needs a moment
+ * between admission and pass, and admitting more meanwhile would run away.
+ * A pass is issued after its admission and lives passSeconds, so a place
+ * admitted earlier than that has either had its pass or let its turn go.
+ */
+static int
+outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
+{
+	long issued, unused, recent;
+
+	if (passes_count(p->st, s->id, now, &issued, &unused) != 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
+		return -1;
+	}
+	if ((recent = admitted_since(p, s->id, f->recorded, now - (int64_t)s->set.pass_s * 1000)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
+		return -1;
+	}
+	f->out = unused + (recent > issued ? recent - issued : 0);
+	return 0;
+}
+
 /* What a step decides from; 0, or -1 (logged) when a store cannot say. */
 static int
 read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
@@ -573,11 +624,8 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figur
 		return -1;
 	}
 	/* Nothing to sell or nobody waiting: what is outstanding changes nothing. */
-	if (f->left > 0 && f->total > f->admitted &&
-	    (f->out = fs_queue_passes_outstanding(p->st, s->id, now)) < 0) {
-		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
+	if (f->left > 0 && f->total > f->admitted && outstanding(p, s, now, f) != 0)
 		return -1;
-	}
 	return 0;
 }
 
@@ -810,14 +858,18 @@ fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
 	return led;
 }
 
-long
-fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
+/*
+ * The passes of a sale at now_ms: those not expired into *issued, of them
+ * the unused (their shopper holds no unit) into *unused. 0, or -1 with the
+ * stock's err.
+ */
+static int
+passes_count(fs_stock *st, uint64_t sale, int64_t now_ms, long *issued, long *unused)
 {
 	char k[KEY_LEN], min[24];
 	const char **subs = NULL;
-	int *held = NULL;
+	int *held = NULL, rc = -1;
 	redisReply *r;
-	long out = -1;
 
 	qkey(k, sale, "passes");
 	snprintf(min, sizeof(min), "(%" PRId64, now_ms);
@@ -837,15 +889,25 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 	/* A pass whose shopper holds a unit was used: that unit counts in the units left. */
 	if (fs_stock_holding(st, sale, subs, r->elements, held) != 0)
 		goto out;
-	out = 0;
+	*issued = (long)r->elements;
+	*unused = 0;
 	for (size_t i = 0; i < r->elements; i++)
-		out += !held[i];
+		*unused += !held[i];
+	rc = 0;
 out:
 	free(subs);
 	free(held);
 	if (r != NULL)
 		freeReplyObject(r);
-	return out;
+	return rc;
+}
+
+long
+fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
+{
+	long issued, unused;
+
+	return passes_count(st, sale, now_ms, &issued, &unused) == 0 ? unused : -1;
 }
 
 /* ---- the thread ---- */

@@ -507,6 +507,155 @@ cmp_str(const void *a, const void *b)
  */
 #define WARM_OPEN_MARGIN "5 seconds"
 
+/* The candidates' order ids as a PostgreSQL array literal; NULL when out of memory (free it). */
+static char *
+cand_ids(const struct fs_stock_record *cand, size_t ncand)
+{
+	char *ids = malloc(ncand * (FS_UUID_STRLEN + 1) + 3);
+	size_t len = 0;
+
+	if (ids == NULL)
+		return NULL;
+	ids[len++] = '{';
+	for (size_t i = 0; i < ncand; i++)
+		len += (size_t)sprintf(ids + len, "%s%s", i > 0 ? "," : "", cand[i].order_id);
+	ids[len++] = '}';
+	ids[len] = '\0';
+	return ids;
+}
+
+/*
+ * One snapshot of the sale's items, its live orders and which candidates
+ * (p[1]) are recorded, so that they agree; 0, or -1 (the database said why).
+ */
+static int
+read_snapshot(fs_pg *pg, const char *const p[2], PGresult **ires, PGresult **ores,
+    PGresult **rres)
+{
+	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
+		return -1;
+	*ires = fs_pg_exec(pg, "SELECT id, quantity - sold, shards FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
+	*ores = *ires == NULL ? NULL :
+				fs_pg_exec(pg,
+				    "SELECT id, item_id, user_id, "
+				    "(extract(epoch FROM reserved_at) * 1000)::bigint "
+				    "FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')",
+				    1, p);
+	*rres = *ores == NULL ? NULL :
+				fs_pg_exec(pg, "SELECT id::text FROM orders WHERE sale_id = $1 "
+					       "AND id = ANY ($2::uuid[])", 2, p);
+	fs_pg_run(pg, "COMMIT", 0, NULL);
+	return *ires == NULL || *ores == NULL || *rres == NULL ? -1 : 0;
+}
+
+/* What a warm writes, made from the snapshot (the arrays its own). */
+struct warm_room {
+	struct fs_stock_warm w;
+	struct fs_stock_warm_item *items;
+	struct fs_stock_record *holds, *pend;
+	const char **users, **recorded;	/* sorted; their texts in the results */
+	size_t nusers, nrecorded;
+};
+
+static void
+room_free(struct warm_room *r)
+{
+	free(r->items);
+	free(r->holds);
+	free(r->pend);
+	free(r->users);
+	free(r->recorded);
+}
+
+/*
+ * Fills the room from the sale's row (sres) and the snapshot: items with
+ * their units left, the live orders' holds, the recorded candidates. 0, or
+ * -1 out of memory.
+ */
+static int
+room_fill(struct warm_room *r, const PGresult *sres, const PGresult *ires, const PGresult *ores,
+    const PGresult *rres, size_t ncand)
+{
+	struct fs_stock_warm *w = &r->w;
+
+	memset(r, 0, sizeof(*r));
+	r->items = calloc((size_t)PQntuples(ires) + 1, sizeof(*r->items));
+	r->holds = calloc((size_t)PQntuples(ores) + 1, sizeof(*r->holds));
+	r->pend = calloc(ncand + 1, sizeof(*r->pend));
+	r->users = calloc((size_t)PQntuples(ores) + ncand + 1, sizeof(*r->users));
+	r->recorded = calloc((size_t)PQntuples(rres) + 1, sizeof(*r->recorded));
+	if (r->items == NULL || r->holds == NULL || r->pend == NULL || r->users == NULL ||
+	    r->recorded == NULL)
+		return -1;
+	w->window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
+	w->ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
+	w->open = strcmp(PQgetvalue(sres, 0, 2), "t") == 0;
+	w->items = r->items;
+	w->holds = r->holds;
+	w->pending = r->pend;
+	for (int i = 0; i < PQntuples(ires); i++) {
+		r->items[w->nitems].id = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
+		r->items[w->nitems].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
+		r->items[w->nitems++].shards = (int)strtol(PQgetvalue(ires, i, 2), NULL, 10);
+	}
+	for (int i = 0; i < PQntuples(ores); i++) {
+		struct fs_stock_record *h = &r->holds[w->nholds++];
+
+		snprintf(h->order_id, sizeof(h->order_id), "%s", PQgetvalue(ores, i, 0));
+		h->item = strtoull(PQgetvalue(ores, i, 1), NULL, 10);
+		snprintf(h->user, sizeof(h->user), "%s", PQgetvalue(ores, i, 2));
+		h->reserved_ms = strtoll(PQgetvalue(ores, i, 3), NULL, 10);
+		r->users[r->nusers++] = h->user;
+	}
+	for (int i = 0; i < PQntuples(rres); i++)
+		r->recorded[r->nrecorded++] = PQgetvalue(rres, i, 0);
+	qsort(r->recorded, r->nrecorded, sizeof(*r->recorded), cmp_str);
+	qsort(r->users, r->nusers, sizeof(*r->users), cmp_str);
+	return 0;
+}
+
+/*
+ * The orders on their way, earliest first: each takes a unit of its item
+ * unless PostgreSQL has it already (then the rows above count it, or it
+ * closed) or its shopper holds a unit of the sale (the consumer will refuse
+ * it as a second live order).
+ */
+static void
+room_add_pending(struct warm_room *r, const struct fs_stock_record *cand, size_t ncand,
+    struct fs_sales_warm_report *rep)
+{
+	struct fs_stock_warm *w = &r->w;
+
+	for (size_t i = 0; i < ncand; i++) {
+		const struct fs_stock_record *c = &cand[i];
+		const char *u = c->user, *id = c->order_id;
+		size_t k;
+
+		for (k = 0; k < w->nitems && r->items[k].id != c->item; k++)
+			;
+		if (bsearch(&id, r->recorded, r->nrecorded, sizeof(*r->recorded), cmp_str) != NULL ||
+		    bsearch(&u, r->users, r->nusers, sizeof(*r->users), cmp_str) != NULL ||
+		    k == w->nitems) {
+			rep->dropped++;
+			continue;
+		}
+		for (size_t j = 0; j < w->npending; j++)
+			if (strcmp(r->pend[j].user, u) == 0) {
+				u = NULL;
+				break;
+			}
+		if (u == NULL) {
+			rep->dropped++;
+			continue;
+		}
+		r->pend[w->npending++] = *c;
+		if (r->items[k].left > 0)
+			r->items[k].left--;
+		else
+			rep->short_units++;
+	}
+}
+
 /*
  * One attempt: with the sale watched (young read), reads PostgreSQL and
  * writes; sres is the sale's row (window, end in ms, open).
@@ -520,109 +669,24 @@ warm_once(fs_pg *pg, fs_stock *st, uint64_t sale, const PGresult *sres,
 	char sale_s[24], *ids = NULL;
 	const char *p[2] = { sale_s, NULL };
 	PGresult *ires = NULL, *ores = NULL, *rres = NULL;
-	struct fs_stock_warm_item *items = NULL;
-	struct fs_stock_record *holds = NULL, *pend = NULL;
-	const char **users = NULL, **recorded = NULL;
-	struct fs_stock_warm w;
-	size_t nusers = 0, nrecorded = 0, len = 0;
+	struct warm_room r;
 	int rc = -1;
 
+	memset(&r, 0, sizeof(r));
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	/* The candidates' ids as a PostgreSQL array: which of them are recorded. */
-	if ((ids = malloc(ncand * (FS_UUID_STRLEN + 1) + 3)) == NULL)
+	if ((ids = cand_ids(cand, ncand)) == NULL)
 		goto nomem;
-	ids[len++] = '{';
-	for (size_t i = 0; i < ncand; i++)
-		len += (size_t)sprintf(ids + len, "%s%s", i > 0 ? "," : "", cand[i].order_id);
-	ids[len++] = '}';
-	ids[len] = '\0';
 	p[1] = ids;
-	/* One snapshot of items, live orders and recorded ids, so they agree. */
-	if (fs_pg_run(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL) != 0)
+	if (read_snapshot(pg, p, &ires, &ores, &rres) != 0)
 		goto dberr;
-	ires = fs_pg_exec(pg, "SELECT id, quantity - sold, shards FROM items WHERE sale_id = $1 ORDER BY id", 1, p);
-	ores = ires == NULL ? NULL :
-			      fs_pg_exec(pg,
-				  "SELECT id, item_id, user_id, "
-				  "(extract(epoch FROM reserved_at) * 1000)::bigint "
-				  "FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')",
-				  1, p);
-	rres = ores == NULL ? NULL :
-			      fs_pg_exec(pg, "SELECT id::text FROM orders WHERE sale_id = $1 "
-					     "AND id = ANY ($2::uuid[])", 2, p);
-	fs_pg_run(pg, "COMMIT", 0, NULL);
-	if (ires == NULL || ores == NULL || rres == NULL)
-		goto dberr;
-
-	items = calloc((size_t)PQntuples(ires) + 1, sizeof(*items));
-	holds = calloc((size_t)PQntuples(ores) + 1, sizeof(*holds));
-	pend = calloc(ncand + 1, sizeof(*pend));
-	users = calloc((size_t)PQntuples(ores) + ncand + 1, sizeof(*users));
-	recorded = calloc((size_t)PQntuples(rres) + 1, sizeof(*recorded));
-	if (items == NULL || holds == NULL || pend == NULL || users == NULL || recorded == NULL)
+	if (room_fill(&r, sres, ires, ores, rres, ncand) != 0)
 		goto nomem;
-	memset(&w, 0, sizeof(w));
-	w.window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
-	w.ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
-	w.open = strcmp(PQgetvalue(sres, 0, 2), "t") == 0;
-	w.items = items;
-	w.holds = holds;
-	w.pending = pend;
-	for (int i = 0; i < PQntuples(ires); i++) {
-		items[w.nitems].id = strtoull(PQgetvalue(ires, i, 0), NULL, 10);
-		items[w.nitems].left = strtol(PQgetvalue(ires, i, 1), NULL, 10);
-		items[w.nitems++].shards = (int)strtol(PQgetvalue(ires, i, 2), NULL, 10);
-	}
-	for (int i = 0; i < PQntuples(ores); i++) {
-		struct fs_stock_record *h = &holds[w.nholds++];
-
-		snprintf(h->order_id, sizeof(h->order_id), "%s", PQgetvalue(ores, i, 0));
-		h->item = strtoull(PQgetvalue(ores, i, 1), NULL, 10);
-		snprintf(h->user, sizeof(h->user), "%s", PQgetvalue(ores, i, 2));
-		h->reserved_ms = strtoll(PQgetvalue(ores, i, 3), NULL, 10);
-		users[nusers++] = h->user;
-	}
-	for (int i = 0; i < PQntuples(rres); i++)
-		recorded[nrecorded++] = PQgetvalue(rres, i, 0);
-	qsort(recorded, nrecorded, sizeof(*recorded), cmp_str);
-	qsort(users, nusers, sizeof(*users), cmp_str);
-	rep->live = (long)w.nholds;
+	rep->live = (long)r.w.nholds;
 	rep->pending = rep->dropped = rep->short_units = 0;
-	/*
-	 * The orders on their way, earliest first: each takes a unit of its
-	 * item unless PostgreSQL has it already (then the rows above count it,
-	 * or it closed) or its shopper holds a unit of the sale (the consumer
-	 * will refuse it as a second live order).
-	 */
-	for (size_t i = 0; i < ncand; i++) {
-		const struct fs_stock_record *c = &cand[i];
-		const char *u = c->user, *id = c->order_id;
-		size_t k;
-
-		for (k = 0; k < w.nitems && items[k].id != c->item; k++)
-			;
-		if (bsearch(&id, recorded, nrecorded, sizeof(*recorded), cmp_str) != NULL ||
-		    bsearch(&u, users, nusers, sizeof(*users), cmp_str) != NULL || k == w.nitems) {
-			rep->dropped++;
-			continue;
-		}
-		for (size_t j = 0; j < w.npending; j++)
-			if (strcmp(pend[j].user, u) == 0) {
-				u = NULL;
-				break;
-			}
-		if (u == NULL) {
-			rep->dropped++;
-			continue;
-		}
-		pend[w.npending++] = *c;
-		if (items[k].left > 0)
-			items[k].left--;
-		else
-			rep->short_units++;
-	}
-	rep->pending = (long)w.npending;
-	rc = fs_stock_warm(st, sale, &w);
+	room_add_pending(&r, cand, ncand, rep);
+	rep->pending = (long)r.w.npending;
+	rc = fs_stock_warm(st, sale, &r.w);
 	if (rc < 0)
 		ERR("%s", st->errstr);
 	goto out;
@@ -635,15 +699,44 @@ out:
 	if (rc < 0)
 		fs_stock_warm_abort(st);
 	free(ids);
-	free(items);
-	free(holds);
-	free(pend);
-	free(users);
-	free(recorded);
+	room_free(&r);
 	PQclear(ires);
 	PQclear(ores);
 	PQclear(rres);
 	return rc;
+}
+
+/*
+ * The orders a warm must hold beside the live ones: the readable young
+ * holds (cand[0..nyoung)) and, with repair, the orders on their way; one
+ * per order (a young hold may be on the topic too), earliest first, in
+ * place in cand. Their count.
+ */
+static size_t
+gather_candidates(struct fs_stock_record *cand, size_t nyoung,
+    const struct fs_sales_warm_opts *opts)
+{
+	size_t ncand = 0, k;
+
+	for (size_t i = 0; i < nyoung; i++)
+		if (cand[i].readable)
+			cand[ncand++] = cand[i];
+	for (size_t i = 0; opts->repair && i < opts->npending; i++) {
+		struct fs_stock_record *c = &cand[ncand++];
+
+		memset(c, 0, sizeof(*c));
+		snprintf(c->order_id, sizeof(c->order_id), "%s", opts->pending[i].id);
+		snprintf(c->user, sizeof(c->user), "%s", opts->pending[i].user);
+		c->item = opts->pending[i].item;
+		c->reserved_ms = opts->pending[i].reserved_ms;
+		c->readable = c->exists = 1;
+	}
+	qsort(cand, ncand, sizeof(*cand), cmp_record_id);
+	for (size_t i = k = 0; i < ncand; i++)
+		if (k == 0 || strcmp(cand[k - 1].order_id, cand[i].order_id) != 0)
+			cand[k++] = cand[i];
+	qsort(cand, k, sizeof(*cand), cmp_record_time);
+	return k;
 }
 
 int
@@ -655,7 +748,7 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 	PGresult *sres = NULL, *ires = NULL;
 	struct fs_stock_record *cand = NULL;
 	uint64_t *ids = NULL;
-	size_t nids = 0, ncand, nyoung, k;
+	size_t nids = 0, ncand, nyoung;
 	long held;
 	int rc = -1, done = 1;
 
@@ -712,27 +805,7 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 			    WARM_YOUNG_MAX);
 			goto fail;
 		}
-		ncand = 0;
-		for (size_t i = 0; i < nyoung; i++)
-			if (cand[i].readable)
-				cand[ncand++] = cand[i];
-		for (size_t i = 0; opts->repair && i < opts->npending; i++) {
-			struct fs_stock_record *c = &cand[ncand++];
-
-			memset(c, 0, sizeof(*c));
-			snprintf(c->order_id, sizeof(c->order_id), "%s", opts->pending[i].id);
-			snprintf(c->user, sizeof(c->user), "%s", opts->pending[i].user);
-			c->item = opts->pending[i].item;
-			c->reserved_ms = opts->pending[i].reserved_ms;
-			c->readable = c->exists = 1;
-		}
-		/* One candidate per order (a young hold may be on the topic too), earliest first. */
-		qsort(cand, ncand, sizeof(*cand), cmp_record_id);
-		for (size_t i = k = 0; i < ncand; i++)
-			if (k == 0 || strcmp(cand[k - 1].order_id, cand[i].order_id) != 0)
-				cand[k++] = cand[i];
-		ncand = k;
-		qsort(cand, ncand, sizeof(*cand), cmp_record_time);
+		ncand = gather_candidates(cand, nyoung, opts);
 		if ((done = warm_once(pg, st, sale, sres, cand, ncand, rep, err, errlen)) < 0)
 			goto fail;
 	}

@@ -218,10 +218,14 @@ test_paced(fs_queue_pacer *p, uint64_t sale, uint64_t item)
 {
 	struct fs_order o[6];
 	char sub[80], who[16];
+	int64_t t1 = t0 + 121000, t2 = t1 + 121000;
 	int bought = 0;
 
 	check(admitted_is(sale, 15, 1) && state(sale, "soldout") == 0,
 	    "paced: 10 units x 1.5: the first 15 places admitted, recorded as step 1");
+	fs_queue_pacer_step(p, t0 + 100);
+	check(admitted_is(sale, 15, 1),
+	    "paced: places just admitted that have not asked for a pass yet count: nobody more");
 	passes(sale, 1, 15, t0 + 120000);
 	fs_queue_pacer_step(p, t0 + 250);
 	check(admitted_is(sale, 15, 1), "paced: 15 passes outstanding: nobody more");
@@ -232,20 +236,22 @@ test_paced(fs_queue_pacer *p, uint64_t sale, uint64_t item)
 	fs_queue_pacer_step(p, t0 + 500);
 	check(bought == 5 && admitted_is(sale, 15, 1),
 	    "paced: 5 bought: 5 left x 1.5 = 7 < 10 passes outstanding: nobody more");
-	passes(sale, 6, 15, t0 + 100);
-	fs_queue_pacer_step(p, t0 + 750);
+	fs_queue_pacer_step(p, t1);
 	check(admitted_is(sale, 22, 2), "paced: 10 passes lapsed: 7 more places, in order");
 	for (int i = 0; i < 5; i++) {
 		snprintf(who, sizeof(who), "buyer%d", i);
 		bought += fixture_buy(&f, sale, item, who, 0, 1, &o[i]) == 0;
 	}
-	fs_queue_pacer_step(p, t0 + 1000);
+	fs_queue_pacer_step(p, t1 + 250);
 	check(bought == 10 && admitted_is(sale, 22, 2) && state(sale, "soldout") == 1,
 	    "soldout: no unit left: the flag set, nobody admitted");
 	check(fs_stock_release(f.stock, sale, item, o[0].id) == 1, "soldout: a unit comes back");
-	fs_queue_pacer_step(p, t0 + 1250);
+	fs_queue_pacer_step(p, t1 + 500);
+	check(admitted_is(sale, 22, 2) && state(sale, "soldout") == 0,
+	    "soldout: cleared; the 7 admitted, not asking yet, are more than 1 unit x 1.5");
+	fs_queue_pacer_step(p, t2);
 	check(admitted_is(sale, 23, 3) && state(sale, "soldout") == 0,
-	    "soldout: cleared, and the next place in line admitted (1 unit x 1.5)");
+	    "soldout: once their time to ask passed, admission resumes at the next place in line");
 }
 
 /* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */

@@ -221,3 +221,24 @@ is "${qa_p%% *} $(json_get "${qa_p#* }" pass) $(json_get "${qa_p#* }" expiresAt)
     "asked again: the same pass, the same expiry"
 is "$(q_code "$(q_pass "$qc" "$qa_ticket1")")" "403 BAD_TICKET" "a ticket of another sale: 403 BAD_TICKET"
 is "$(json_get "$(q_status "$qa")" passesOut)" "1" "the status document counts the pass out"
+
+# --- SIGTERM: every flashsale-queue process exits (its workers drained, its
+# pacer thread stopped); started again, it answers the places Redis kept.
+q_pids=$(cat "$FLASHSALE_STATE/run/flashsale-queue.pid")
+# shellcheck disable=SC2086
+kill -TERM $q_pids
+q_gone() {
+	for qg_p in $q_pids; do
+		kill -0 "$qg_p" 2>/dev/null && return 1
+	done
+	return 0
+}
+if q_until 10 q_gone; then
+	ok "SIGTERM: every flashsale-queue process exits (pacer thread included)"
+else
+	not_ok "SIGTERM: every flashsale-queue process exits" "still running: $q_pids"
+fi
+"$stack" start flashsale-queue >/dev/null 2>&1
+qa_j1=$(q_join "$qa" "$qa_t1" "{\"pow\":\"$qa_pow1\"}")
+is "${qa_j1%% *} $(json_get "${qa_j1#* }" score) $(json_get "${qa_j1#* }" ticket)" "200 $qa_draw1 $qa_ticket1" \
+    "started again: the same place and ticket"
