@@ -19,9 +19,9 @@ export function onSignedOut(fn) {
 	signedOutHandler = fn;
 }
 
-/* opts: token (bearer), json (a body to send), cache (fetch's cache mode). */
+/* opts: token (bearer), headers (more), json (a body to send), cache (fetch's cache mode). */
 export async function request(method, url, opts = {}) {
-	const headers = {};
+	const headers = Object.assign({}, opts.headers);
 	if (opts.token)
 		headers.Authorization = "Bearer " + opts.token;
 	const init = { method, headers, cache: opts.cache || "no-store" };

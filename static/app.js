@@ -7,14 +7,16 @@
  * Modules (ES modules, no build step): i18n (words), api (the one request
  * function), clock (the server's time), auth (the shopper's token), sale
  * (sale and reveal documents), stock (units left), outcomes (per-item answers), buy, order
- * (status, stream, checkout, cancel), changes (change notification), view (the
- * page). This one starts them and runs the clock tick.
+ * (status, stream, checkout, cancel), changes (change notification), queue
+ * (the waiting room of a sale that has one; pow.js its worker, queueview.js
+ * its panel), view (the page). This one starts them and runs the clock tick.
  */
 import { onSignedOut } from "./api.js";
 import { currentAuth, loadAuth } from "./auth.js";
 import { serverNow, syncClock } from "./clock.js";
 import { pickLanguage, t } from "./i18n.js";
 import { checkExpiry, findMyOrder, restoreOrder } from "./order.js";
+import { queueTick } from "./queue.js";
 import { currentSale, fetchReveal, loadSale, revealed, useSale } from "./sale.js";
 import { loadStock } from "./stock.js";
 import { announce, bindView, render, setLanguage, showNoSale, signOut } from "./view.js";
@@ -41,6 +43,7 @@ function tick() {
 			}
 		}
 		checkExpiry();
+		queueTick();
 		render();
 	}
 	setTimeout(tick, wait);

@@ -1,12 +1,14 @@
 /*
  * Buy: one POST to the item's signed purchase URL with the shopper's
- * token, and what each answer means for the item and the order.
+ * token (in a sale with a waiting room: with the shopper's pass instead),
+ * and what each answer means for the item and the order.
  */
 import { request, retryAfter } from "./api.js";
 import { token } from "./auth.js";
 import { serverNow } from "./clock.js";
 import { currentOrder, findMyOrder, startOrder } from "./order.js";
 import { outcome, setOutcome } from "./outcomes.js";
+import { dropPass, hasQueue, queuePass } from "./queue.js";
 import { purchaseUrl } from "./sale.js";
 
 /* itemId -> server time (ms) before which Buy stays disabled (Retry-After). */
@@ -31,10 +33,12 @@ export async function buy(itemId) {
 		return false;
 	}
 	const url = purchaseUrl(itemId);
-	if (!url)
+	/* A waiting room's purchase carries the pass, which names the shopper. */
+	const pass = queuePass();
+	if (!url || (hasQueue() && !pass))
 		return true;
 	setOutcome(itemId, "buying");
-	const ans = await request("POST", url, { token: tok });
+	const ans = await request("POST", url, pass ? { headers: { "Flashsale-Pass": pass } } : { token: tok });
 	const body = ans.body;
 	/* A 503 or no answer may still have bought: the shopper's own order says. */
 	if (ans.status === 0 || ans.status >= 500 || (ans.status === 410 && unsure)) {
@@ -69,7 +73,12 @@ export async function buy(itemId) {
 		waitAndRetry(itemId, retryAfter(ans, 1), "not_started");
 		break;
 	case 403:
-		setOutcome(itemId, "bad_link");
+		if (body.error === "NOT_ADMITTED") {
+			dropPass();
+			setOutcome(itemId, "not_admitted");
+		} else {
+			setOutcome(itemId, "bad_link");
+		}
 		break;
 	case 404:
 		setOutcome(itemId, "unavailable");

@@ -10,6 +10,8 @@ import { clockInfo, serverNow } from "./clock.js";
 import { chooseLanguage, language, t } from "./i18n.js";
 import { cancelOrder, checkout, currentOrder, findMyOrder, forgetOrder, LIVE, orderState, restoreOrder, startOrder } from "./order.js";
 import { dropOutcomes, outcome, statusOutcome } from "./outcomes.js";
+import { queueGate } from "./queue.js";
+import { renderQueue } from "./queueview.js";
 import { currentSale, currentSaleId, itemName, purchaseUrl, revealed, saleProblem } from "./sale.js";
 import { unitsLeft, unitsWords } from "./stock.js";
 
@@ -158,6 +160,7 @@ function outcomeText(itemId) {
 	case "not_started": return { text: t("outNotStarted"), tone: "" };
 	case "signed_out": return { text: t("outSignedOut"), tone: "bad" };
 	case "bad_link": return { text: t("outBadLink"), tone: "bad" };
+	case "not_admitted": return { text: t("outNotAdmitted"), tone: "bad" };
 	case "unavailable": return { text: t("outUnavailable"), tone: "bad" };
 	case "network": return { text: t("outNetwork"), tone: "bad" };
 	}
@@ -222,6 +225,8 @@ function renderUnits(li, u, held) {
 function renderItems(sale) {
 	const now = serverNow();
 	const order = currentOrder();
+	/* In a sale with a waiting room, Buy waits for the shopper's turn. */
+	const gate = queueGate();
 	for (const it of sale.items) {
 		const id = String(it.itemId);
 		const li = document.querySelector(`.item[data-item-id="${id}"]`);
@@ -242,9 +247,12 @@ function renderItems(sale) {
 		const ready = st === "on_sale" && purchaseUrl(id) !== undefined;
 		/* One live order per shopper per sale: a second buy would be refused. */
 		const holding = order !== null && LIVE.has(order.status);
-		btn.disabled = !ready || busy || holding || (until !== undefined && until > now);
+		const waiting = gate !== null && !gate.canBuy;
+		btn.disabled = !ready || busy || holding || waiting || (until !== undefined && until > now);
 		if (holding && ready)
 			btn.textContent = t("buyHaveOrder");
+		else if (waiting && st === "on_sale")
+			btn.textContent = t(gate.label);
 		else if (until !== undefined && until > now)
 			btn.textContent = t("buyRetryIn", { s: Math.ceil((until - now) / 1000) });
 		else if (st === "sold_out")
@@ -375,6 +383,7 @@ export function render() {
 		$("sale-name").textContent = sale.name;
 		document.title = `${sale.name} · ${t("title")}`;
 		renderCountdown(sale);
+		renderQueue(announce);
 		renderItems(sale);
 		renderOrder();
 		renderClock();

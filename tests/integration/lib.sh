@@ -191,3 +191,19 @@ consumer_caught_up() {
 		sleep 0.2
 	done
 }
+
+# relay_browser TAP_FILE STATUS: relays a browser test program's TAP lines
+# (tests/browser/*.test.mjs); its diagnostics follow the case they explain.
+relay_browser() {
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "browser: ${line#ok - }" ;;
+		"not ok - "*) not_ok "browser: ${line#not ok - }" ;;
+		"# "*) diag "  ${line#\# }" ;;
+		*) diag "  $line" ;;
+		esac
+	done <"$1"
+	if [ "$2" -ne 0 ] && ! grep -q '^not ok - ' "$1"; then
+		not_ok "browser: the test program ended cleanly" "exit status $2"
+	fi
+}

@@ -57,22 +57,6 @@ bitems=$(echo "$@" | tr ' ' ,)
 admin sale warm "$bsale" >/dev/null
 bstart=$(psql_q "SELECT floor(extract(epoch FROM starts_at) * 1000)::bigint FROM sales WHERE id = $bsale")
 
-# relay_browser TAP_FILE STATUS: relays the program's TAP lines; its
-# diagnostics follow the case they explain.
-relay_browser() {
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok "browser: ${line#ok - }" ;;
-		"not ok - "*) not_ok "browser: ${line#not ok - }" ;;
-		"# "*) diag "  ${line#\# }" ;;
-		*) diag "  $line" ;;
-		esac
-	done <"$1"
-	if [ "$2" -ne 0 ] && ! grep -q '^not ok - ' "$1"; then
-		not_ok "browser: the test program ended cleanly" "exit status $2"
-	fi
-}
-
 if ! command -v node >/dev/null 2>&1 || [ ! -x /usr/bin/chromium ]; then
 	not_ok "browser test: node and /usr/bin/chromium are installed (deploy/install-deps)"
 elif [ ! -f "$browser_dir/node_modules/playwright-core/package.json" ]; then
