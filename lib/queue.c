@@ -361,7 +361,7 @@ static const struct {
 } queue_members[] = {
 	{ "preQueueSeconds", offsetof(struct fs_queue_settings, pre_s), 60, 86400, 900, 0 },
 	{ "passSeconds", offsetof(struct fs_queue_settings, pass_s), 30, 1800, 120, 0 },
-	{ "powBits", offsetof(struct fs_queue_settings, pow_bits), 0, FS_QUEUE_POW_BITS_MAX, 16,
+	{ "powBits", offsetof(struct fs_queue_settings, pow_bits), 0, FS_QUEUE_POW_BITS_MAX, 14,
 	    0 },
 	{ "admitMultiple", offsetof(struct fs_queue_settings, mult_milli), 1000, 10000, 1500, 1 },
 	{ "capacityPerSecond", offsetof(struct fs_queue_settings, cap_per_s), 1, 100000, 2000,

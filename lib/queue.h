@@ -82,7 +82,7 @@ enum fs_queue_status fs_queue_pow_check(uint64_t sale, const char *sub, const ch
 struct fs_queue_settings {
 	int pre_s;		/* preQueueSeconds, 60..86400, 900 */
 	int pass_s;		/* passSeconds, 30..1800, 120 */
-	int pow_bits;		/* powBits, 0..28, 16 */
+	int pow_bits;		/* powBits, 0..28, 14: about 1 s in a phone's browser */
 	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
 	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
 };

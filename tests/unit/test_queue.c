@@ -311,7 +311,7 @@ test_settings(void)
 	size_t i;
 
 	fs_queue_settings_default(&d);
-	check(d.pre_s == 900 && d.pass_s == 120 && d.pow_bits == 16 && d.mult_milli == 1500 &&
+	check(d.pre_s == 900 && d.pass_s == 120 && d.pow_bits == 14 && d.mult_milli == 1500 &&
 		d.cap_per_s == 2000,
 	    "settings: the defaults of docs/QUEUE.md");
 	check(parse("{}", &s, err, sizeof(err)) == 0 && memcmp(&s, &d, sizeof(s)) == 0,
@@ -323,7 +323,7 @@ test_settings(void)
 		s.cap_per_s == 100000,
 	    "settings: every member at a bound, admitMultiple an integer");
 	check(parse("{\"admitMultiple\":1.0016}", &s, err, sizeof(err)) == 0 &&
-		s.mult_milli == 1002 && s.pow_bits == 16,
+		s.mult_milli == 1002 && s.pow_bits == 14,
 	    "settings: admitMultiple kept in thousandths, the rest defaults");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char what[200];
@@ -343,7 +343,7 @@ test_settings(void)
 	json_object_put(array);
 	s = d;
 	check(fs_queue_settings_json(&s, json, sizeof(json)) > 0 &&
-		strcmp(json, "{\"preQueueSeconds\":900,\"passSeconds\":120,\"powBits\":16,"
+		strcmp(json, "{\"preQueueSeconds\":900,\"passSeconds\":120,\"powBits\":14,"
 			     "\"admitMultiple\":1.5,\"capacityPerSecond\":2000}") == 0,
 	    "settings json: canonical, every member");
 	s.mult_milli = 1000;

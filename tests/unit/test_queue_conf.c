@@ -66,7 +66,7 @@ check_read(fs_pg *pg)
 	check(fs_queue_conf_read(pg, 3, &c, err, sizeof(err)) == -1 && strstr(err, "bogus") != NULL,
 	    "stored settings that do not parse: -1 naming the member");
 	check(fs_queue_conf_read(pg, 4, &c, err, sizeof(err)) == 0 && c.has_queue && c.nitems == 0 &&
-		c.settings.pow_bits == 16,
+		c.settings.pow_bits == 14,
 	    "a waiting room of defaults and no item");
 	fs_queue_conf_clear(&c);
 }
