@@ -38,12 +38,12 @@ for p in /metrics /healthz /readyz /readyz/flashsale-order; do
 done
 is "$(http GET /healthz)" '200 {"status":"alive"}' "healthz: nginx answers alive"
 is "$(http GET /readyz)" '200 {"status":"ready"}' "readyz: the purchase handler is ready"
-for prog in purchase order sale signin expire payment metrics; do
+for prog in purchase order sale signin expire payment metrics queue; do
 	is "$(http GET "/healthz/flashsale-$prog")" '200 {"status":"alive"}' "healthz of flashsale-$prog"
 	is "$(http GET "/readyz/flashsale-$prog")" '200 {"status":"ready"}' "readyz of flashsale-$prog"
 done
 status_out=$("$stack" status 2>&1)
-is "$?:$(printf '%s\n' "$status_out" | grep -c '^flashsale-.*processes, ready)$')" "0:7" \
+is "$?:$(printf '%s\n' "$status_out" | grep -c '^flashsale-.*processes, ready)$')" "0:8" \
     "stack status: every handler up and ready"
 
 # --- A small burst, counted exactly: 5 units, one shopper twice, a bad
