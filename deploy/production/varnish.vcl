@@ -12,7 +12,7 @@ vcl 4.1;
 # (CHANGE the group to nginx's user's). A commercial CDN needs the same
 # five rules: cache the page and the sale documents for about a second
 # (without grace, but the units left with a second of it), keep an item's
-# sold-out answer to a purchase for at most a second or two, pass every
+# sold-out answer to a purchase for at most a second, pass every
 # other API request, stream the order events, refuse the operator paths.
 #
 # Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
