@@ -166,6 +166,7 @@ struct fs_queue_state {
 	int64_t joined;		/* ZCARD places */
 	int64_t drawn;		/* places taken before the opening */
 	int64_t passes_out;	/* passes whose expiry is after now */
+	int64_t mult_milli;	/* the pacer's effective multiple x1000, 0 not stepped yet */
 };
 
 /* A store on the Redis of cfg with the scripts of datadir/lua; NULL with err. */

@@ -91,8 +91,8 @@ if qv_until 15 qv_admitted; then
 else
 	not_ok "the pacer admits 3 places" "$(qv_status "$qv")"
 fi
-is "$(admin queue status "$qv" | grep -c 'admitting 1.000 x the units left (effective multiple)')" 1 \
-    "queue status: the effective multiple, 1"
+is "$(admin queue status "$qv" | grep -c 'admitting 1.000 x the units left (effective multiple)') $(json_get "$(qv_status "$qv")" multiple)" \
+    "1 1.0" "queue status and the status document: the effective multiple, 1"
 
 qv_seed=$(json_get "$(qv_doc "$qv")" .queue.seed)
 is "$(printf '%s' "$qv_seed" | xxd -r -p | sha256sum | cut -d' ' -f1)" "$qv_commit" \
