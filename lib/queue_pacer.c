@@ -644,8 +644,19 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figur
 		return -1;
 	}
 	/* Nothing to sell or nobody waiting: what is outstanding changes nothing. */
-	if (f->left > 0 && f->total > f->admitted && outstanding(p, s, now, f) != 0)
+	if (f->left == 0 || f->total <= f->admitted)
+		return 0;
+	if (outstanding(p, s, now, f) != 0)
 		return -1;
+	/*
+	 * The units left again, after the passes: a purchase made between the
+	 * two reads is then subtracted twice (a pass unused, a unit gone), never
+	 * counted twice (a unit left and a pass used), which would over-admit.
+	 */
+	if ((f->left = units_left(p, s)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": units left unknown %s", s->id, p->st->errstr);
+		return -1;
+	}
 	return 0;
 }
 
