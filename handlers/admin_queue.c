@@ -125,6 +125,8 @@ print_status_json(uint64_t sale, const struct fs_queue_figures *q)
 	json_object_object_add(r, "rate", json_object_new_double(q->rate_milli / 1000.0));
 	json_object_object_add(r, "at", json_object_new_int64(q->at_ms));
 	json_object_object_add(r, "soldout", json_object_new_boolean(q->soldout));
+	json_object_object_add(r, "multiple", q->mult_milli > 0 ?
+	    json_object_new_double(q->mult_milli / 1000.0) : NULL);
 	json_object_object_add(r, "journal", json_object_new_int64(q->journal));
 	json_object_object_add(r, "passesOut", json_object_new_int64(q->passes_out));
 	json_object_object_add(r, "lease", q->lease[0] != '\0' ? json_object_new_string(q->lease) :
@@ -149,6 +151,9 @@ print_status(uint64_t sale, const struct fs_queue_figures *q)
 	    q->admitted, q->through, q->rate_milli / 1000.0, q->soldout ? "SOLD OUT" : "selling");
 	printf("              last step %s, %ld passes outstanding, %ld journal entries to copy\n",
 	    q->at_ms > 0 ? admin_when(q->at_ms, at) : "none", q->passes_out, q->journal);
+	if (q->mult_milli > 0)
+		printf("              admitting %.3f x the units left (effective multiple)\n",
+		    q->mult_milli / 1000.0);
 	printf("              pacer %s\n", q->lease[0] != '\0' ? q->lease : "none (no lease held)");
 	printf("  postgresql: %ld places (%ld drawn), %ld steps, %ld admitted\n", q->pg_places,
 	    q->pg_drawn, q->pg_steps, q->pg_admitted);

@@ -236,6 +236,8 @@ answer_status(struct worker *w, struct request *rq)
 	json_object_object_add(doc, "rate", json_object_new_double((double)st.rate_milli / 1000.0));
 	json_object_object_add(doc, "unitsLeft", json_object_new_int64(left));
 	json_object_object_add(doc, "passesOut", json_object_new_int64(st.passes_out));
+	json_object_object_add(doc, "multiple", st.mult_milli > 0 ?
+	    json_object_new_double((double)st.mult_milli / 1000.0) : NULL);
 	json_object_object_add(doc, "passSeconds", json_object_new_int64(c->settings.pass_s));
 	json_object_object_add(doc, "powBits", json_object_new_int64(c->settings.pow_bits));
 	answer_doc(rq->fcgi, doc, doc_headers);

@@ -166,6 +166,7 @@ struct fs_queue_state {
 	int64_t joined;		/* ZCARD places */
 	int64_t drawn;		/* places taken before the opening */
 	int64_t passes_out;	/* passes whose expiry is after now */
+	int64_t mult_milli;	/* the pacer's effective multiple x1000, 0 not stepped yet */
 };
 
 /* A store on the Redis of cfg with the scripts of datadir/lua; NULL with err. */
@@ -245,6 +246,8 @@ const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_p
  * before it (a drawn place) may still be on its way to Redis.
  */
 #define FS_QUEUE_PACER_GRACE_MS	1000
+/* Turns ended (passes used or lapsed) before the multiple adapts to them. */
+#define FS_QUEUE_PACER_RESOLVED_MIN 20
 #define FS_QUEUE_PACER_SALES_MAX 64	/* live queue sales one pacer steps */
 
 struct fs_cfg;
@@ -281,6 +284,15 @@ void fs_queue_pacer_stop(fs_queue_pacer *);
  * count, or -1 with the stock's err set.
  */
 long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_ms);
+/*
+ * The effective multiple (x1000) the pacer admits with (docs/QUEUE.md):
+ * min(admitMultiple, max(1, resolved / used)), where used turns ended in a
+ * purchase and resolved turns ended (used or lapsed); 1 until
+ * FS_QUEUE_PACER_RESOLVED_MIN turns ended. When everyone admitted buys, as
+ * many places are admitted as units are left (bots win their share of
+ * units); the more passes lapse, the more are admitted, up to admitMultiple.
+ */
+int fs_queue_pacer_multiple(int mult_milli, long used, long resolved);
 
 struct fs_pg;
 
@@ -293,6 +305,7 @@ struct fs_queue_figures {
 	long rate_milli;	/* admissions/s x1000 */
 	int64_t at_ms;		/* the last step, 0 none */
 	int soldout;
+	int mult_milli;		/* the pacer's effective multiple x1000, 0 not stepped yet */
 	long journal;		/* entries not copied yet */
 	long passes_out;
 	char lease[48];		/* the pacer holding the lease, "" none */

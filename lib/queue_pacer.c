@@ -64,6 +64,7 @@ struct paced {
 	} recent[RECENT];	/* admission steps, a ring */
 	int next;
 	int expiring;		/* its keys were given their expiry */
+	int mult_milli;		/* the effective multiple of the last step x1000, 0 none */
 };
 
 struct fs_queue_pacer {
@@ -86,12 +87,24 @@ struct fs_queue_pacer {
 struct figures {
 	long left;		/* units left over every item, -1 unknown */
 	long out;		/* passes outstanding */
+	long used;		/* turns that ended in a purchase (passes whose shopper holds a unit) */
+	long resolved;		/* turns ended: used, or lapsed (pass expired, or never asked for) */
+	int counted;		/* out, used and resolved were read (units left and places waiting) */
 	long admitted;		/* Redis' count of places admitted */
 	long total;		/* places in Redis */
 	long recorded;		/* PostgreSQL's count after its last step, 0 none */
 };
 
-static int passes_count(fs_stock *, uint64_t sale, int64_t now_ms, long *issued, long *unused);
+/* The passes of a sale at an instant, by fate. */
+struct tally {
+	long live;		/* not expired */
+	long unused;		/* not expired, shopper holds no unit */
+	long used;		/* shopper holds a unit, expired or not */
+	long lapsed;		/* expired, shopper holds no unit */
+	long all;		/* every pass issued */
+};
+
+static int passes_count(fs_stock *, uint64_t sale, int64_t now_ms, struct tally *);
 
 /* A warning, at most once per QUIET_MS: a store away must not flood the log. */
 static void __attribute__((format(printf, 3, 4)))
@@ -551,12 +564,9 @@ recorded_admitted(fs_queue_pacer *p, uint64_t sale)
 	return v;
 }
 
-/*
- * Places admitted within the last `since` window: PostgreSQL's count after
- * its last step now (recorded) less its count at since_ms; -1 when it cannot say.
- */
+/* PostgreSQL's count of places admitted at since_ms (0 none then); -1 when it cannot say. */
 static long
-admitted_since(fs_queue_pacer *p, uint64_t sale, long recorded, int64_t since_ms)
+admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 {
 	char sale_s[24], since_s[24];
 	const char *params[2] = { sale_s, since_s };
@@ -572,7 +582,7 @@ admitted_since(fs_queue_pacer *p, uint64_t sale, long recorded, int64_t since_ms
 	if (PQntuples(res) == 1)
 		then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
-	return recorded > then ? recorded - then : 0;
+	return then;
 }
 
 /*
@@ -586,17 +596,27 @@ admitted_since(fs_queue_pacer *p, uint64_t sale, long recorded, int64_t since_ms
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
-	long issued, unused, recent;
+	struct tally t;
+	long then, recent;
 
-	if (passes_count(p->st, s->id, now, &issued, &unused) != 0) {
+	if (passes_count(p->st, s->id, now, &t) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
 		return -1;
 	}
-	if ((recent = admitted_since(p, s->id, f->recorded, now - (int64_t)s->set.pass_s * 1000)) < 0) {
+	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.pass_s * 1000)) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
-	f->out = unused + (recent > issued ? recent - issued : 0);
+	recent = f->recorded > then ? f->recorded - then : 0;
+	f->out = t.unused + (recent > t.live ? recent - t.live : 0);
+	/*
+	 * Turns ended: passes used, passes lapsed, and the places admitted
+	 * before the window that never asked for a pass (at least those beyond
+	 * every pass issued: a lower bound, so the multiple errs towards 1).
+	 */
+	f->used = t.used;
+	f->resolved = t.used + t.lapsed + (then > t.all ? then - t.all : 0);
+	f->counted = 1;
 	return 0;
 }
 
@@ -624,21 +644,49 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figur
 		return -1;
 	}
 	/* Nothing to sell or nobody waiting: what is outstanding changes nothing. */
-	if (f->left > 0 && f->total > f->admitted && outstanding(p, s, now, f) != 0)
+	if (f->left == 0 || f->total <= f->admitted)
+		return 0;
+	if (outstanding(p, s, now, f) != 0)
 		return -1;
+	/*
+	 * The units left again, after the passes: a purchase made between the
+	 * two reads is then subtracted twice (a pass unused, a unit gone), never
+	 * counted twice (a unit left and a pass used), which would over-admit.
+	 */
+	if ((f->left = units_left(p, s)) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": units left unknown %s", s->id, p->st->errstr);
+		return -1;
+	}
 	return 0;
 }
 
+int
+fs_queue_pacer_multiple(int mult_milli, long used, long resolved)
+{
+	int64_t m;
+
+	if (resolved < FS_QUEUE_PACER_RESOLVED_MIN)
+		return 1000;
+	m = used > 0 ? (int64_t)resolved * 1000 / used : mult_milli;
+	if (m > mult_milli)
+		m = mult_milli;
+	return m < 1000 ? 1000 : (int)m;
+}
+
 /*
- * Places to admit now: the budget (admitMultiple x units left - passes
- * outstanding), the capacity's credit (capacityPerSecond, earned per
+ * Places to admit now: the budget (the effective multiple x units left -
+ * passes outstanding), the capacity's credit (capacityPerSecond, earned per
  * millisecond, at most a step's worth kept) and the places waiting.
  */
 static long
 pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t now)
 {
-	int64_t cap = (int64_t)s->set.cap_per_s * p->step_ms, k;
-	int64_t budget = (int64_t)s->set.mult_milli * f->left / 1000 - f->out;
+	int64_t cap = (int64_t)s->set.cap_per_s * p->step_ms, k, budget;
+
+	/* Read only while units are left and places wait: otherwise the last one stands. */
+	if (f->counted || s->mult_milli == 0)
+		s->mult_milli = fs_queue_pacer_multiple(s->set.mult_milli, f->used, f->resolved);
+	budget = (int64_t)s->mult_milli * f->left / 1000 - f->out;
 
 	if (cap < 1000)
 		cap = 1000;
@@ -724,9 +772,9 @@ static long
 move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
 {
 	char state[KEY_LEN], places[KEY_LEN], lease[KEY_LEN], exp_s[24], k_s[24], now_s[24],
-	    rate_s[24], ms[24];
-	const char *argv[10] = { state, places, lease, p->owner, exp_s, k_s, now_s,
-		soldout ? "1" : "0", rate_s, ms };
+	    rate_s[24], ms[24], mult_s[24];
+	const char *argv[11] = { state, places, lease, p->owner, exp_s, k_s, now_s,
+		soldout ? "1" : "0", rate_s, ms, mult_s };
 	long rate = k, got = -1;
 	redisReply *r;
 
@@ -741,7 +789,8 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
 	snprintf(rate_s, sizeof(rate_s), "%ld", rate * 1000);
 	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
-	if ((r = fs_redis_eval(p->st->redis, p->admit, 3, 10, argv)) == NULL) {
+	snprintf(mult_s, sizeof(mult_s), "%d", s->mult_milli > 0 ? s->mult_milli : 1000);
+	if ((r = fs_redis_eval(p->st->redis, p->admit, 3, 11, argv)) == NULL) {
 		fs_log_info("queue pacer: sale %" PRIu64 ": admission not made: %s", s->id,
 		    p->st->redis->errstr);
 		return -1;
@@ -859,40 +908,48 @@ fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
 }
 
 /*
- * The passes of a sale at now_ms: those not expired into *issued, of them
- * the unused (their shopper holds no unit) into *unused. 0, or -1 with the
- * stock's err.
+ * The passes of a sale at now_ms counted by fate (struct tally): one
+ * ZRANGE of every pass with its expiry, then which shoppers hold a unit.
+ * 0, or -1 with the stock's err.
  */
 static int
-passes_count(fs_stock *st, uint64_t sale, int64_t now_ms, long *issued, long *unused)
+passes_count(fs_stock *st, uint64_t sale, int64_t now_ms, struct tally *t)
 {
-	char k[KEY_LEN], min[24];
+	char k[KEY_LEN];
 	const char **subs = NULL;
 	int *held = NULL, rc = -1;
+	size_t n = 0;
 	redisReply *r;
 
 	qkey(k, sale, "passes");
-	snprintf(min, sizeof(min), "(%" PRId64, now_ms);
-	if ((r = fs_redis_argv(st->redis, 4, (const char *[]){ "ZRANGEBYSCORE", k, min, "+inf" },
+	if ((r = fs_redis_argv(st->redis, 5, (const char *[]){ "ZRANGE", k, "0", "-1", "WITHSCORES" },
 		 NULL)) == NULL || r->type != REDIS_REPLY_ARRAY) {
 		snprintf(st->errstr, sizeof(st->errstr), "passes: %s", st->redis->errstr);
 		goto out;
 	}
-	subs = calloc(r->elements + 1, sizeof(*subs));
-	held = calloc(r->elements + 1, sizeof(*held));
+	n = r->elements / 2;
+	subs = calloc(n + 1, sizeof(*subs));
+	held = calloc(n + 1, sizeof(*held));
 	if (subs == NULL || held == NULL) {
 		snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < r->elements; i++)
-		subs[i] = r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
+	for (size_t i = 0; i < n; i++)
+		subs[i] = r->element[2 * i]->type == REDIS_REPLY_STRING ? r->element[2 * i]->str : "";
 	/* A pass whose shopper holds a unit was used: that unit counts in the units left. */
-	if (fs_stock_holding(st, sale, subs, r->elements, held) != 0)
+	if (fs_stock_holding(st, sale, subs, n, held) != 0)
 		goto out;
-	*issued = (long)r->elements;
-	*unused = 0;
-	for (size_t i = 0; i < r->elements; i++)
-		*unused += !held[i];
+	memset(t, 0, sizeof(*t));
+	t->all = (long)n;
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *e = r->element[2 * i + 1];
+		int live = e->type == REDIS_REPLY_STRING && strtod(e->str, NULL) > (double)now_ms;
+
+		t->live += live;
+		t->unused += live && !held[i];
+		t->used += held[i] != 0;
+		t->lapsed += !live && !held[i];
+	}
 	rc = 0;
 out:
 	free(subs);
@@ -905,9 +962,9 @@ out:
 long
 fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 {
-	long issued, unused;
+	struct tally t;
 
-	return passes_count(st, sale, now_ms, &issued, &unused) == 0 ? unused : -1;
+	return passes_count(st, sale, now_ms, &t) == 0 ? t.unused : -1;
 }
 
 /* ---- the thread ---- */
@@ -1009,14 +1066,15 @@ figures_redis(fs_stock *st, uint64_t sale, int64_t now, struct fs_queue_figures 
 	qkey(places, sale, "places");
 	qkey(journal, sale, "journal");
 	qkey(lease, sale, "lease");
-	if ((r = fs_redis_argv(st->redis, 7, (const char *[]){ "HMGET", state, "admitted", "through",
-		 "rate", "at", "soldout" }, NULL)) == NULL)
+	if ((r = fs_redis_argv(st->redis, 8, (const char *[]){ "HMGET", state, "admitted", "through",
+		 "rate", "at", "soldout", "multiple" }, NULL)) == NULL)
 		goto fail;
 	q->admitted = (long)field(r, 0, 0);
 	q->through = field(r, 1, -1);
 	q->rate_milli = (long)field(r, 2, 0);
 	q->at_ms = field(r, 3, 0);
 	q->soldout = (int)field(r, 4, 0);
+	q->mult_milli = (int)field(r, 5, 0);
 	freeReplyObject(r);
 	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", lease }, NULL)) == NULL)
 		goto fail;

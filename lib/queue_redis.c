@@ -215,7 +215,8 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 		store_err(q, "state");
 		return -1;
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+	/* 7 from a queue_state.lua older than the multiple (a rolling upgrade). */
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 7) {
 		reply_err(q, "state");
 		rc = -1;
 	} else {
@@ -226,6 +227,7 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 		out->joined = int_at(r, 4);
 		out->drawn = int_at(r, 5);
 		out->passes_out = int_at(r, 6);
+		out->mult_milli = r->elements > 7 ? int_at(r, 7) : 0;
 	}
 	freeReplyObject(r);
 	return rc;

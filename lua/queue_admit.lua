@@ -3,11 +3,12 @@
 -- another pacer holds the lease or moved the threshold since the caller
 -- read it, so two pacers never both admit.
 --
--- KEYS[1] fs:{S}:q:state   admitted, through, rate, at, soldout
+-- KEYS[1] fs:{S}:q:state   admitted, through, rate, at, soldout, multiple
 -- KEYS[2] fs:{S}:q:places  sub -> place score
 -- KEYS[3] fs:{S}:q:lease   the pacer's lease: its owner id
 -- ARGV    owner, expectedAdmitted, count (>= 0), nowMs, soldout (0/1),
---         rate (admissions/s of the last second x1000), lease (ms it is renewed for)
+--         rate (admissions/s of the last second x1000), lease (ms it is renewed for),
+--         multiple (optional: the effective multiple the step used x1000)
 --
 -- Returns {admitted, through} (through: the last admitted place's score,
 -- "-1" none); errors LEASE (held by another pacer) or STALE <admitted>.
@@ -30,5 +31,8 @@ if target > 0 then
 end
 redis.call('HSET', KEYS[1], 'admitted', target, 'through', through, 'rate', ARGV[6],
 	'at', ARGV[4], 'soldout', ARGV[5])
+if ARGV[8] then
+	redis.call('HSET', KEYS[1], 'multiple', ARGV[8])
+end
 redis.call('PEXPIRE', KEYS[3], ARGV[7])
 return {target, through}

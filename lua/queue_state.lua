@@ -2,16 +2,17 @@
 -- read in one round trip; writes nothing. Keys in the sale's first place
 -- tag {S}: one slot.
 --
--- KEYS[1] fs:{S}:q:state   hash: admitted, through, rate (x1000), soldout
+-- KEYS[1] fs:{S}:q:state   hash: admitted, through, rate (x1000), soldout, multiple (x1000)
 -- KEYS[2] fs:{S}:q:places  zset: sub -> place score
 -- KEYS[3] fs:{S}:q:passes  zset: sub -> pass expiry (ms)
 -- ARGV    nowMs
 --
--- Returns {admitted, through, rateMilli, soldout, joined, drawn, passesOut}:
+-- Returns {admitted, through, rateMilli, soldout, joined, drawn, passesOut,
+-- multipleMilli (the pacer's effective multiple, 0 before its first step)}:
 -- drawn counts the places below 2^52 (taken before the opening), passesOut
 -- the passes whose expiry is after nowMs.
 
-local st = redis.call('HMGET', KEYS[1], 'admitted', 'through', 'rate', 'soldout')
+local st = redis.call('HMGET', KEYS[1], 'admitted', 'through', 'rate', 'soldout', 'multiple')
 return {
 	tonumber(st[1]) or 0,
 	tonumber(st[2]) or -1,
@@ -20,4 +21,5 @@ return {
 	redis.call('ZCARD', KEYS[2]),
 	redis.call('ZCOUNT', KEYS[2], '-inf', '(4503599627370496'),
 	redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[1], '+inf'),
+	tonumber(st[5]) or 0,
 }

@@ -221,37 +221,124 @@ test_paced(fs_queue_pacer *p, uint64_t sale, uint64_t item)
 	int64_t t1 = t0 + 121000, t2 = t1 + 121000;
 	int bought = 0;
 
-	check(admitted_is(sale, 15, 1) && state(sale, "soldout") == 0,
-	    "paced: 10 units x 1.5: the first 15 places admitted, recorded as step 1");
+	check(admitted_is(sale, 10, 1) && state(sale, "soldout") == 0 &&
+		state(sale, "multiple") == 1000,
+	    "paced: 10 units, no turn ended yet: multiple 1, the first 10 places, recorded as step 1");
 	fs_queue_pacer_step(p, t0 + 100);
-	check(admitted_is(sale, 15, 1),
+	check(admitted_is(sale, 10, 1),
 	    "paced: places just admitted that have not asked for a pass yet count: nobody more");
-	passes(sale, 1, 15, t0 + 120000);
+	passes(sale, 1, 10, t0 + 120000);
 	fs_queue_pacer_step(p, t0 + 250);
-	check(admitted_is(sale, 15, 1), "paced: 15 passes outstanding: nobody more");
+	check(admitted_is(sale, 10, 1), "paced: 10 passes outstanding: nobody more");
 	for (long i = 1; i <= 5; i++) {
 		nth_sub(sale, i, sub);
 		bought += fixture_buy(&f, sale, item, sub, 0, 1, &o[0]) == 0;
 	}
 	fs_queue_pacer_step(p, t0 + 500);
-	check(bought == 5 && admitted_is(sale, 15, 1),
-	    "paced: 5 bought: 5 left x 1.5 = 7 < 10 passes outstanding: nobody more");
+	check(bought == 5 && admitted_is(sale, 10, 1),
+	    "paced: 5 bought: 5 left x 1 = 5 passes outstanding: nobody more");
 	fs_queue_pacer_step(p, t1);
-	check(admitted_is(sale, 22, 2), "paced: 10 passes lapsed: 7 more places, in order");
+	check(admitted_is(sale, 15, 2) && state(sale, "multiple") == 1000,
+	    "paced: 5 passes lapsed (10 turns ended, fewer than 20: multiple 1): 5 more, in order");
 	for (int i = 0; i < 5; i++) {
 		snprintf(who, sizeof(who), "buyer%d", i);
 		bought += fixture_buy(&f, sale, item, who, 0, 1, &o[i]) == 0;
 	}
 	fs_queue_pacer_step(p, t1 + 250);
-	check(bought == 10 && admitted_is(sale, 22, 2) && state(sale, "soldout") == 1,
+	check(bought == 10 && admitted_is(sale, 15, 2) && state(sale, "soldout") == 1,
 	    "soldout: no unit left: the flag set, nobody admitted");
 	check(fs_stock_release(f.stock, sale, item, o[0].id) == 1, "soldout: a unit comes back");
 	fs_queue_pacer_step(p, t1 + 500);
-	check(admitted_is(sale, 22, 2) && state(sale, "soldout") == 0,
-	    "soldout: cleared; the 7 admitted, not asking yet, are more than 1 unit x 1.5");
+	check(admitted_is(sale, 15, 2) && state(sale, "soldout") == 0,
+	    "soldout: cleared; the 5 admitted, not asking yet, are more than 1 unit x 1");
 	fs_queue_pacer_step(p, t2);
-	check(admitted_is(sale, 23, 3) && state(sale, "soldout") == 0,
+	check(admitted_is(sale, 16, 3) && state(sale, "soldout") == 0,
 	    "soldout: once their time to ask passed, admission resumes at the next place in line");
+}
+
+/* The effective multiple, as a function: 1 until 20 turns ended, then resolved / used, capped. */
+static void
+test_multiple_rule(void)
+{
+	check(fs_queue_pacer_multiple(1500, 0, 0) == 1000 &&
+		fs_queue_pacer_multiple(1500, 5, 19) == 1000,
+	    "multiple: 1 until 20 turns ended, whatever they were");
+	check(fs_queue_pacer_multiple(1500, 20, 20) == 1000 &&
+		fs_queue_pacer_multiple(1500, 24, 30) == 1250,
+	    "multiple: every pass used: 1; 24 used of 30 ended: 1.25");
+	check(fs_queue_pacer_multiple(1500, 12, 30) == 1500 &&
+		fs_queue_pacer_multiple(1500, 0, 30) == 1500 &&
+		fs_queue_pacer_multiple(1000, 1, 30) == 1000,
+	    "multiple: capped at admitMultiple (none used: the cap; admitMultiple 1: always 1)");
+}
+
+/* n places "w<i>" in line, drawn before the opening, in order of i. */
+static void
+fill_n(uint64_t sale, int n)
+{
+	char sub[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(sub, sizeof(sub), "w%03d", i);
+		join(sale, sub, 1000 + i, t0 - 60000 + i);
+	}
+}
+
+/* Places from..to in line (1-based) buy a unit each; how many bought. */
+static int
+buy_range(uint64_t sale, uint64_t item, long from, long to)
+{
+	struct fs_order o;
+	char sub[80];
+	int bought = 0;
+
+	for (long i = from; i <= to; i++) {
+		nth_sub(sale, i, sub);
+		bought += fixture_buy(&f, sale, item, sub, 0, 1, &o) == 0;
+	}
+	return bought;
+}
+
+/* Every admitted shopper buys: never more places admitted than units left + units used. */
+static void
+test_all_used(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
+{
+	int bought;
+
+	fill_n(sale, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 30, 1) && state(sale, "multiple") == 1000,
+	    "all used: 30 units: 30 admitted (admitMultiple 1.5 would admit 45)");
+	passes(sale, 1, 30, t + 120000);
+	bought = buy_range(sale, item, 1, 20);
+	fs_queue_pacer_step(p, t + 250);
+	check(bought == 20 && admitted_is(sale, 30, 1) && state(sale, "multiple") == 1000,
+	    "all used: 20 of 20 ended used: multiple 1; 10 left, 10 passes out: nobody more");
+	bought += buy_range(sale, item, 21, 30);
+	fs_queue_pacer_step(p, t + 500);
+	check(bought == 30 && admitted_is(sale, 30, 1) && state(sale, "soldout") == 1,
+	    "all used: every unit sold to the 30 admitted, nobody else admitted");
+}
+
+/* Passes lapse: the multiple rises with the turns lost, capped at admitMultiple. */
+static void
+test_lapses(fs_queue_pacer *p, uint64_t sale, uint64_t item, uint64_t sale2, uint64_t item2,
+    int64_t t)
+{
+	int bought;
+
+	fill_n(sale, 80);
+	fill_n(sale2, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 30, 1) && admitted_is(sale2, 30, 1), "lapses: 30 units: 30 admitted");
+	passes(sale, 1, 30, t + 120000);
+	passes(sale2, 1, 30, t + 120000);
+	bought = buy_range(sale, item, 1, 24) + buy_range(sale2, item2, 1, 12);
+	fs_queue_pacer_step(p, t + 121000);
+	check(bought == 36 && admitted_is(sale, 37, 2) && state(sale, "multiple") == 1250,
+	    "lapses: 24 used, 6 lapsed: multiple 30/24 = 1.25: 6 left x 1.25 = 7 more");
+	check(admitted_is(sale2, 57, 2) && state(sale2, "multiple") == 1500,
+	    "lapses: 12 used, 18 lapsed: 2.5 capped at admitMultiple 1.5: 18 left x 1.5 = 27 more");
 }
 
 /* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */
@@ -343,8 +430,8 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 int
 main(void)
 {
-	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL;
-	uint64_t sale, item, sale2, item2;
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL;
+	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
 	char err[256];
 
@@ -370,6 +457,17 @@ main(void)
 	}
 	test_capacity(p2, p1, sale2);
 	test_resume(p3, sale2);
+	test_multiple_rule();
+	if (queue_sale(30, 2000, &sale, &item) != 0 || queue_sale(30, 2000, &sale2, &item2) != 0 ||
+	    queue_sale(30, 2000, &sale3, &item3) != 0 ||
+	    (p4 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sales of the multiple\n");
+		return 1;
+	}
+	t0 = fs_clock_now_ms();
+	test_all_used(p4, sale, item, t0);
+	test_lapses(p4, sale2, item2, sale3, item3, t0 + 1000);
+	fs_queue_pacer_free(p4);
 	fs_queue_pacer_free(p1);
 	fs_queue_pacer_free(p2);
 	fs_queue_pacer_free(p3);

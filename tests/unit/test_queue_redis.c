@@ -136,14 +136,16 @@ check_state(fs_queue_store *q, const struct test_redis *srv)
 
 	set_state(srv, "through", "4503599627370497");
 	set_state(srv, "rate", "2500");
+	set_state(srv, "multiple", "1250");
 	check(fs_queue_read_state(q, SALE, 4000, &st) == 0 && st.admitted == 4 &&
 		st.through == LATE + 1 && st.rate_milli == 2500 && st.soldout == 1 &&
-		st.joined == 4 && st.drawn == 2 && st.passes_out == 2,
-	    "the figures: admitted, through, rate, soldout, joined, drawn, passes not expired");
+		st.joined == 4 && st.drawn == 2 && st.passes_out == 2 && st.mult_milli == 1250,
+	    "the figures: admitted, through, rate, soldout, joined, drawn, passes not expired, "
+	    "the pacer's multiple");
 	check(fs_queue_read_state(q, SALE, 3000 + PASS_MS, &st) == 0 && st.passes_out == 1,
 	    "a pass at its expiry is no longer out");
 	check(fs_queue_read_state(q, 8, 4000, &st) == 0 && st.admitted == 0 && st.through == -1 &&
-		st.joined == 0 && st.soldout == 0,
+		st.joined == 0 && st.soldout == 0 && st.mult_milli == 0,
 	    "a queue nobody joined: zeros, through -1");
 	check(join(q, "fay", 1, 200000, &p) == FS_QUEUE_V_CLOSED,
 	    "sold out with no pass out: a new place is refused (CLOSED)");

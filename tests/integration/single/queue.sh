@@ -206,7 +206,7 @@ is "${qa_j4%% *} $(json_get "${qa_j4#* }" score) $(json_get "${qa_j4#* }" rank) 
 # --- Admission by the pacer (a thread of flashsale-queue), then the pass.
 q_admitted() { [ "$(json_get "$(q_status "$qa")" admitted)" -ge 3 ]; }
 if q_until 15 q_admitted; then
-	ok "the pacer admits the places (5 units left, 1.5 x 5 passes at most)"
+	ok "the pacer admits the places (5 units left, 1 x 5 at the opening)"
 else
 	not_ok "the pacer admits the places" "$(q_status "$qa")"
 fi

@@ -114,6 +114,10 @@ is "$(qc_sum "$qc_dir/crowd.out" mismatch)" 0 "queue crowd: every repeat join (a
 is "$(redis ZCARD "fs:{$sale}:q:places")" "$qc_n" "queue crowd: one place per account in Redis ($qc_n)"
 is "$(redis ZCARD "fs:{$sale}:q:passes")" "$(qc_sum "$qc_dir/crowd.out" passes_200)" \
 	"queue crowd: one pass per admitted account (passes issued = passes answered)"
+# Every admitted shopper buys: the effective multiple stays 1 and the pacer
+# admits exactly as many places as there are units (fair by design).
+is "$(redis HGET "fs:{$sale}:q:state" admitted) $(redis HGET "fs:{$sale}:q:state" multiple)" "$qc_units 1000" \
+	"queue crowd: everyone admitted bought: multiple 1, exactly $qc_units places admitted"
 consumer_caught_up 30
 is "$(psql_q "SELECT count(*) || ' ' || count(DISTINCT user_id) FROM orders WHERE sale_id = $sale AND status IN ('PENDING', 'PAID')")" \
 	"$qc_units $qc_units" "queue crowd: $qc_units live orders, no account holding two units"

@@ -2,7 +2,8 @@
 # `sale create` stores the queue with a fresh seed (bad settings refused,
 # nothing written), the sale document shows the commitment and, from the
 # opening on, the seed; the pacer copies the places to PostgreSQL and admits
-# 1.5 x the units left; admitted shoppers buy with their passes; `queue
+# as many places as units are left (the effective multiple is 1 until 20
+# turns have ended); admitted shoppers buy with their passes; `queue
 # verify` finds the whole order right from PostgreSQL alone, and names an
 # order planted before its admission; `queue status` shows both stores.
 
@@ -81,19 +82,23 @@ else
 	not_ok "the pacer copies the places" "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv")"
 fi
 
-# --- The opening: the seed in the document, 3 units x 1.5 = 4 admitted.
+# --- The opening: the seed in the document, 3 units x 1 = 3 admitted
+# (admitMultiple 1.5 is a cap: no turn has ended yet, the multiple is 1).
 psql_q "UPDATE sales SET starts_at = now() WHERE id = $qv" >/dev/null
-qv_admitted() { [ "$(json_get "$(qv_status "$qv")" admitted)" = 4 ]; }
+qv_admitted() { [ "$(json_get "$(qv_status "$qv")" admitted)" = 3 ]; }
 if qv_until 15 qv_admitted; then
-	ok "the pacer admits 4 places (3 units x 1.5)"
+	ok "the pacer admits 3 places (3 units x the effective multiple 1)"
 else
-	not_ok "the pacer admits 4 places" "$(qv_status "$qv")"
+	not_ok "the pacer admits 3 places" "$(qv_status "$qv")"
 fi
+is "$(admin queue status "$qv" | grep -c 'admitting 1.000 x the units left (effective multiple)') $(json_get "$(qv_status "$qv")" multiple)" \
+    "1 1.0" "queue status and the status document: the effective multiple, 1"
+
 qv_seed=$(json_get "$(qv_doc "$qv")" .queue.seed)
 is "$(printf '%s' "$qv_seed" | xxd -r -p | sha256sum | cut -d' ' -f1)" "$qv_commit" \
     "the sale document from the opening: the seed, whose SHA-256 is the commitment"
 
-# --- The admitted buy with their passes (3 units for 4 passes).
+# --- The admitted buy with their passes (3 units for 3 passes).
 qv_path=$(purchase_path "$qv")
 qv_bought=0
 qv_i=1
@@ -116,18 +121,18 @@ fi
 # --- queue verify: clean; then an order planted before its admission.
 qv_v=$(admin queue verify "$qv" --json)
 is "$? $(json_get "$qv_v" places) $(json_get "$qv_v" drawn) $(json_get "$qv_v" admitted) $(json_get "$qv_v" orders) $(json_get "$qv_v" violations)" \
-    "0 6 6 4 3 0" "queue verify --json: 6 places drawn, 4 admitted, 3 orders, no violation"
-is "$(admin queue verify "$qv")" "queue verify: 6 places, 4 admitted, 0 violations" \
+    "0 6 6 3 3 0" "queue verify --json: 6 places drawn, 3 admitted, 3 orders, no violation"
+is "$(admin queue verify "$qv")" "queue verify: 6 places, 3 admitted, 0 violations" \
     "queue verify: the summary line"
 qv_s=$(admin queue status "$qv" --json)
 is "$(json_get "$qv_s" .redis.joined) $(json_get "$qv_s" .redis.admitted) $(json_get "$qv_s" .redis.journal) $(json_get "$qv_s" .postgresql.places) $(json_get "$qv_s" .postgresql.admitted)" \
-    "6 4 0 6 4" "queue status --json: both stores agree"
+    "6 3 0 6 3" "queue status --json: both stores agree"
 psql_q "UPDATE orders SET reserved_at = reserved_at - interval '1 hour' WHERE sale_id = $qv AND
     id = (SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1)" >/dev/null
 qv_out=$(admin queue verify "$qv")
 qv_rc=$?
 is "$qv_rc $(printf '%s\n' "$qv_out" | grep -c '^out of order: user qv[0-9]-') $(printf '%s\n' "$qv_out" | tail -n 1)" \
-    "1 1 queue verify: 6 places, 4 admitted, 1 violations" \
+    "1 1 queue verify: 6 places, 3 admitted, 1 violations" \
     "an order planted before its admission: named, exit 1"
 psql_q "UPDATE orders SET reserved_at = reserved_at + interval '1 hour' WHERE sale_id = $qv AND
     id = (SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1)" >/dev/null
