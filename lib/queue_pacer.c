@@ -29,6 +29,7 @@
 #include "log.h"
 #include "pg.h"
 #include "queue.h"
+#include "queue_int.h"
 #include "redis.h"
 #include "stock.h"
 
@@ -43,7 +44,6 @@
 #define RECENT 64
 /* A warning repeats at most this often. */
 #define QUIET_MS 5000
-#define KEY_LEN 64
 /* Items of a sale at most (as lib/sales accepts them). */
 #define ITEMS_MAX 1000
 /* FS_QUEUE_LATE_BASE as SQL: 2^52. */
@@ -95,17 +95,6 @@ struct figures {
 	long recorded;		/* PostgreSQL's count after its last step, 0 none */
 };
 
-/* The passes of a sale at an instant, by fate. */
-struct tally {
-	long live;		/* not expired */
-	long unused;		/* not expired, shopper holds no unit */
-	long used;		/* shopper holds a unit, expired or not */
-	long lapsed;		/* expired, shopper holds no unit */
-	long all;		/* every pass issued */
-};
-
-static int passes_count(fs_stock *, uint64_t sale, int64_t now_ms, struct tally *);
-
 /* A warning, at most once per QUIET_MS: a store away must not flood the log. */
 static void __attribute__((format(printf, 3, 4)))
 pacer_warn(fs_queue_pacer *p, int64_t now, const char *fmt, ...)
@@ -120,12 +109,6 @@ pacer_warn(fs_queue_pacer *p, int64_t now, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fs_log_warn("queue pacer: %s", msg);
-}
-
-static void
-qkey(char out[KEY_LEN], uint64_t sale, const char *name)
-{
-	snprintf(out, KEY_LEN, "fs:{%" PRIu64 "}:q:%s", sale, name);
 }
 
 fs_queue_pacer *
@@ -326,11 +309,11 @@ scan(fs_queue_pacer *p, int64_t now)
 static int
 lease_take(fs_queue_pacer *p, uint64_t sale)
 {
-	char k[KEY_LEN], ms[24];
+	char k[FS_QUEUE_KEY_LEN], ms[24];
 	redisReply *r;
 	int rc = -1;
 
-	qkey(k, sale, "lease");
+	fs_queue_key(k, sale, "lease");
 	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
 	r = fs_redis_argv(p->st->redis, 6,
 	    (const char *[]){ "SET", k, p->owner, "NX", "PX", ms }, NULL);
@@ -432,12 +415,12 @@ batch_insert(fs_queue_pacer *p, uint64_t sale, struct batch *b)
 static int
 journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
 {
-	char journal[KEY_LEN], lease[KEY_LEN], n_s[24], ms[24];
+	char journal[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN], n_s[24], ms[24];
 	const char *argv[5] = { journal, lease, p->owner, n_s, ms };
 	redisReply *r;
 
-	qkey(journal, sale, "journal");
-	qkey(lease, sale, "lease");
+	fs_queue_key(journal, sale, "journal");
+	fs_queue_key(lease, sale, "lease");
 	snprintf(n_s, sizeof(n_s), "%zu", n);
 	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
 	if ((r = fs_redis_eval(p->st->redis, p->trim, 2, 5, argv)) == NULL)
@@ -456,10 +439,10 @@ static int
 journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
 {
 	struct batch b = { 0 };
-	char k[KEY_LEN], last[24];
+	char k[FS_QUEUE_KEY_LEN], last[24];
 	int rc = -1;
 
-	qkey(k, sale, "journal");
+	fs_queue_key(k, sale, "journal");
 	snprintf(last, sizeof(last), "%d", JOURNAL_BATCH - 1);
 	b.subs = malloc(JOURNAL_BATCH * (2 * FS_STOCK_USER_MAX + 4) + 2);
 	b.scores = malloc(JOURNAL_BATCH * 24 + 2);
@@ -596,10 +579,10 @@ admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
-	struct tally t;
+	struct fs_queue_tally t;
 	long then, recent;
 
-	if (passes_count(p->st, s->id, now, &t) != 0) {
+	if (fs_queue_passes_tally(p->st, s->id, now, &t) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
 		return -1;
 	}
@@ -624,10 +607,10 @@ outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figure
 static int
 read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
-	char state[KEY_LEN], places[KEY_LEN];
+	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN];
 
-	qkey(state, s->id, "state");
-	qkey(places, s->id, "places");
+	fs_queue_key(state, s->id, "state");
+	fs_queue_key(places, s->id, "places");
 	memset(f, 0, sizeof(*f));
 	if ((f->admitted = redis_long(p, 3, (const char *[]){ "HGET", state, "admitted" })) < 0 ||
 	    (f->total = redis_long(p, 2, (const char *[]){ "ZCARD", places })) < 0) {
@@ -712,11 +695,11 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 static int
 place_score(fs_queue_pacer *p, uint64_t sale, long n, char out[24])
 {
-	char places[KEY_LEN], idx[24];
+	char places[FS_QUEUE_KEY_LEN], idx[24];
 	redisReply *r;
 	int rc = -1;
 
-	qkey(places, sale, "places");
+	fs_queue_key(places, sale, "places");
 	snprintf(idx, sizeof(idx), "%ld", n - 1);
 	r = fs_redis_argv(p->st->redis, 5,
 	    (const char *[]){ "ZRANGE", places, idx, idx, "WITHSCORES" }, NULL);
@@ -771,7 +754,7 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 static long
 move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
 {
-	char state[KEY_LEN], places[KEY_LEN], lease[KEY_LEN], exp_s[24], k_s[24], now_s[24],
+	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24],
 	    rate_s[24], ms[24], mult_s[24];
 	const char *argv[11] = { state, places, lease, p->owner, exp_s, k_s, now_s,
 		soldout ? "1" : "0", rate_s, ms, mult_s };
@@ -781,9 +764,9 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 	for (int i = 0; i < RECENT; i++)
 		if (s->recent[i].at > now - 1000 && s->recent[i].at <= now)
 			rate += s->recent[i].n;
-	qkey(state, s->id, "state");
-	qkey(places, s->id, "places");
-	qkey(lease, s->id, "lease");
+	fs_queue_key(state, s->id, "state");
+	fs_queue_key(places, s->id, "places");
+	fs_queue_key(lease, s->id, "lease");
 	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
 	snprintf(k_s, sizeof(k_s), "%ld", k);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
@@ -857,12 +840,12 @@ expire_keys(fs_queue_pacer *p, struct paced *s)
 {
 	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
 		NULL };
-	char k[KEY_LEN], at[24];
+	char k[FS_QUEUE_KEY_LEN], at[24];
 	redisReply *r;
 
 	snprintf(at, sizeof(at), "%" PRId64, s->ends_ms + KEEP_AFTER_END_MS);
 	for (int i = 0; names[i] != NULL; i++) {
-		qkey(k, s->id, names[i]);
+		fs_queue_key(k, s->id, names[i]);
 		if ((r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIREAT", k, at }, NULL)) ==
 		    NULL)
 			return;
@@ -905,66 +888,6 @@ fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
 		    now < p->sales[i].ends_ms + AFTER_END_MS)
 			led += step_sale(p, &p->sales[i], now);
 	return led;
-}
-
-/*
- * The passes of a sale at now_ms counted by fate (struct tally): one
- * ZRANGE of every pass with its expiry, then which shoppers hold a unit.
- * 0, or -1 with the stock's err.
- */
-static int
-passes_count(fs_stock *st, uint64_t sale, int64_t now_ms, struct tally *t)
-{
-	char k[KEY_LEN];
-	const char **subs = NULL;
-	int *held = NULL, rc = -1;
-	size_t n = 0;
-	redisReply *r;
-
-	qkey(k, sale, "passes");
-	if ((r = fs_redis_argv(st->redis, 5, (const char *[]){ "ZRANGE", k, "0", "-1", "WITHSCORES" },
-		 NULL)) == NULL || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(st->errstr, sizeof(st->errstr), "passes: %s", st->redis->errstr);
-		goto out;
-	}
-	n = r->elements / 2;
-	subs = calloc(n + 1, sizeof(*subs));
-	held = calloc(n + 1, sizeof(*held));
-	if (subs == NULL || held == NULL) {
-		snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		subs[i] = r->element[2 * i]->type == REDIS_REPLY_STRING ? r->element[2 * i]->str : "";
-	/* A pass whose shopper holds a unit was used: that unit counts in the units left. */
-	if (fs_stock_holding(st, sale, subs, n, held) != 0)
-		goto out;
-	memset(t, 0, sizeof(*t));
-	t->all = (long)n;
-	for (size_t i = 0; i < n; i++) {
-		const redisReply *e = r->element[2 * i + 1];
-		int live = e->type == REDIS_REPLY_STRING && strtod(e->str, NULL) > (double)now_ms;
-
-		t->live += live;
-		t->unused += live && !held[i];
-		t->used += held[i] != 0;
-		t->lapsed += !live && !held[i];
-	}
-	rc = 0;
-out:
-	free(subs);
-	free(held);
-	if (r != NULL)
-		freeReplyObject(r);
-	return rc;
-}
-
-long
-fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
-{
-	struct tally t;
-
-	return passes_count(st, sale, now_ms, &t) == 0 ? t.unused : -1;
 }
 
 /* ---- the thread ---- */
@@ -1041,106 +964,4 @@ fs_queue_pacer_stop(fs_queue_pacer *p)
 		pthread_mutex_destroy(&p->mu);
 	}
 	fs_queue_pacer_free(p);
-}
-
-/* ---- the figures of a waiting room (queue status) ---- */
-
-/* A field of a hash reply of HMGET: an integer, dflt when absent. */
-static int64_t
-field(const redisReply *r, size_t i, int64_t dflt)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
-	    r->element[i]->type != REDIS_REPLY_STRING)
-		return dflt;
-	return (int64_t)strtod(r->element[i]->str, NULL);
-}
-
-/* Redis' half of the figures; 0, or -1 with the stock's err. */
-static int
-figures_redis(fs_stock *st, uint64_t sale, int64_t now, struct fs_queue_figures *q)
-{
-	char state[KEY_LEN], places[KEY_LEN], journal[KEY_LEN], lease[KEY_LEN];
-	redisReply *r;
-
-	qkey(state, sale, "state");
-	qkey(places, sale, "places");
-	qkey(journal, sale, "journal");
-	qkey(lease, sale, "lease");
-	if ((r = fs_redis_argv(st->redis, 8, (const char *[]){ "HMGET", state, "admitted", "through",
-		 "rate", "at", "soldout", "multiple" }, NULL)) == NULL)
-		goto fail;
-	q->admitted = (long)field(r, 0, 0);
-	q->through = field(r, 1, -1);
-	q->rate_milli = (long)field(r, 2, 0);
-	q->at_ms = field(r, 3, 0);
-	q->soldout = (int)field(r, 4, 0);
-	q->mult_milli = (int)field(r, 5, 0);
-	freeReplyObject(r);
-	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", lease }, NULL)) == NULL)
-		goto fail;
-	snprintf(q->lease, sizeof(q->lease), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
-	freeReplyObject(r);
-	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "ZCARD", places }, NULL)) == NULL)
-		goto fail;
-	q->joined = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
-	freeReplyObject(r);
-	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "LLEN", journal }, NULL)) == NULL)
-		goto fail;
-	q->journal = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : 0;
-	freeReplyObject(r);
-	if ((q->passes_out = fs_queue_passes_outstanding(st, sale, now)) < 0)
-		return -1;
-	return 0;
-fail:
-	snprintf(st->errstr, sizeof(st->errstr), "queue state: %s", st->redis->errstr);
-	return -1;
-}
-
-/* PostgreSQL's half; 0, or -1 with err. */
-static int
-figures_pg(fs_pg *pg, uint64_t sale, struct fs_queue_figures *q, char *err, size_t errlen)
-{
-	char sale_s[24];
-	const char *p[1] = { sale_s };
-	PGresult *res;
-
-	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	res = fs_pg_exec(pg,
-	    "SELECT s.queue IS NOT NULL, (SELECT count(*) FROM queue_places WHERE sale_id = s.id), "
-	    "(SELECT count(*) FROM queue_places WHERE sale_id = s.id AND drawn), "
-	    "(SELECT count(*) FROM queue_admissions WHERE sale_id = s.id), "
-	    "coalesce((SELECT admitted FROM queue_admissions WHERE sale_id = s.id "
-	    "ORDER BY step DESC LIMIT 1), 0) FROM sales s WHERE s.id = $1",
-	    1, p);
-	if (res == NULL) {
-		snprintf(err, errlen, "database: %s", pg->errstr);
-		return -1;
-	}
-	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
-		snprintf(err, errlen, PQntuples(res) != 1 ? "no sale %s" : "sale %s has no waiting room",
-		    sale_s);
-		PQclear(res);
-		return -1;
-	}
-	q->pg_places = strtol(PQgetvalue(res, 0, 1), NULL, 10);
-	q->pg_drawn = strtol(PQgetvalue(res, 0, 2), NULL, 10);
-	q->pg_steps = strtol(PQgetvalue(res, 0, 3), NULL, 10);
-	q->pg_admitted = strtol(PQgetvalue(res, 0, 4), NULL, 10);
-	PQclear(res);
-	return 0;
-}
-
-int
-fs_queue_figures_read(fs_pg *pg, fs_stock *st, uint64_t sale, int64_t now,
-    struct fs_queue_figures *q, char *err, size_t errlen)
-{
-	memset(q, 0, sizeof(*q));
-	q->through = -1;
-	if (figures_pg(pg, sale, q, err, errlen) != 0)
-		return -1;
-	if (figures_redis(st, sale, now, q) != 0) {
-		snprintf(err, errlen, "redis: %s", st->errstr);
-		return -1;
-	}
-	return 0;
 }
