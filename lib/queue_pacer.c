@@ -208,25 +208,23 @@ paced_slot(fs_queue_pacer *p, uint64_t id, struct paced *old, int nold)
 	return s;
 }
 
-/* The item ids of a sale (at most ITEMS_MAX): the count, or -1 with err. */
+/*
+ * The item ids of a sale (at most ITEMS_MAX), from the family's one reader
+ * of a queue sale (fs_queue_conf_read): the count, or -1 with err.
+ */
 static int
 item_ids(fs_pg *pg, uint64_t sale, uint64_t *items, char *err, size_t errlen)
 {
-	char sale_s[24];
-	const char *params[1] = { sale_s };
-	PGresult *res;
-	int n;
+	struct fs_queue_conf c = { 0 };
+	int n = -1;
 
-	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((res = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id LIMIT 1000",
-		 1, params)) == NULL) {
-		snprintf(err, errlen, "database: %s", pg->errstr);
-		return -1;
-	}
-	n = PQntuples(res);
-	for (int i = 0; i < n; i++)
-		items[i] = strtoull(PQgetvalue(res, i, 0), NULL, 10);
-	PQclear(res);
+	if (fs_queue_conf_read(pg, sale, &c, err, errlen) != 0)
+		goto out;
+	n = c.nitems < ITEMS_MAX ? c.nitems : ITEMS_MAX;
+	if (n > 0)
+		memcpy(items, c.items, (size_t)n * sizeof(*items));
+out:
+	fs_queue_conf_clear(&c);
 	return n;
 }
 
