@@ -131,7 +131,7 @@ is "$(k_role "$replica")" "master" "the replica is promoted ($k_promoted_ms ms a
 admitted1=$(qm_admitted "$replica")
 qm_places "$replica" >"$qm_dir/places.promoted"
 places_lost=$(comm -23 "$qm_dir/places.before" "$qm_dir/places.promoted" | wc -l | tr -d ' ')
-diag "at the kill: $(wc -l <"$qm_dir/places.before" | tr -d ' ') places, $admitted0 admitted on the master; the promoted replica: $(wc -l <"$qm_dir/places.promoted" | tr -d ' ') places, $admitted1 admitted"
+diag "at the kill: $(wc -l <"$qm_dir/places.before" | tr -d ' ') places, $admitted0 admitted on the master; the promoted replica at its first read: $(wc -l <"$qm_dir/places.promoted" | tr -d ' ') places, $admitted1 admitted"
 is "$places_lost $([ "$admitted1" -ge "$admitted0" ] && echo kept)" "0 kept" \
 	"the promoted replica has every place the master had a moment before the kill, with its score, and its admissions"
 if [ "$admitted0" -gt 0 ] && [ "$admitted0" -lt "$qm_units" ]; then
