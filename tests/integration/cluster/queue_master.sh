@@ -51,8 +51,6 @@ qm_pids() {
 		echo
 	done | grep . | tr '\n' ' '
 }
-# qm_sum FILE KEY: a value of the load generator's summary (or qsummary) line.
-qm_sum() { sed -n 's/^q\{0,1\}summary //p' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
 # qm_until SECONDS COMMAND...: COMMAND every 0.05 s until it succeeds (bounded).
 qm_until() {
 	qu_end=$(($(date +%s) + $1))
@@ -98,7 +96,7 @@ awk -v p="$path" -v n=$qm_wave 'NR > n { print $1, $2, p }' "$qm_dir/late.tokens
 
 # --- Before the opening: 300 join.
 qm_journey "$qm_dir/pre" "$qm_dir/prejoin.out" --connections 16 --join-only
-is "$(qm_sum "$qm_dir/prejoin.out" joins_200) $(qm_redis "$master" ZCOUNT "fs:{$sale}:q:places" 0 "($LATE")" \
+is "$(load_sum "$qm_dir/prejoin.out" joins_200) $(qm_redis "$master" ZCOUNT "fs:{$sale}:q:places" 0 "($LATE")" \
 	"$qm_pre $qm_pre" "$qm_pre shoppers join before the opening: $qm_pre drawn places"
 
 # --- The journey: the same 300 join again, wait, ask for their pass once
@@ -144,8 +142,8 @@ fi
 wait "$journey_pid"
 wait "$late_pid"
 diag "journey: $(grep -E '^queue (join|pass|buy|poll|shoppers|admitted|opening)' "$qm_dir/journey.out" | tr '\n' ';')"
-diag "journey's purchases: $(grep -E '^shoppers. final outcome' "$qm_dir/journey.out"), $(qm_sum "$qm_dir/journey.out" n_503) answered 503"
-is "$(qm_sum "$qm_dir/late1.out" joins_200) $(qm_sum "$qm_dir/late2.out" joins_200)" "$qm_wave $qm_wave" \
+diag "journey's purchases: $(grep -E '^shoppers. final outcome' "$qm_dir/journey.out"), $(load_sum "$qm_dir/journey.out" n_503) answered 503"
+is "$(load_sum "$qm_dir/late1.out" joins_200) $(load_sum "$qm_dir/late2.out" joins_200)" "$qm_wave $qm_wave" \
 	"the $qm_late late joiners, $qm_wave before the kill and $qm_wave after: each answered 200"
 late2_503=$(sed -n 's/^queue join:.* 503=\([0-9]*\).*/\1/p' "$qm_dir/late2.out" | grep . || echo 0)
 if [ "$late2_503" -gt 0 ]; then
@@ -153,7 +151,7 @@ if [ "$late2_503" -gt 0 ]; then
 else
 	not_ok "the joins during the failover were refused (503) and taken on a retry" "$(grep '^queue join' "$qm_dir/late2.out")"
 fi
-is "$(qm_sum "$qm_dir/journey.out" joins_200) $(qm_sum "$qm_dir/journey.out" mismatch)" "$qm_pre 0" \
+is "$(load_sum "$qm_dir/journey.out" joins_200) $(load_sum "$qm_dir/journey.out" mismatch)" "$qm_pre 0" \
 	"the $qm_pre join again: 200 each, no repeat named another place"
 # shellcheck disable=SC2086
 is "$(qm_pids purchase)$(qm_pids queue)$(k_alive $handlers $queues)" \
@@ -207,7 +205,7 @@ left=$2
 failed=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $sale AND status = 'FAILED'")
 is "$(psql_q "SELECT count(*) || ' ' || count(DISTINCT user_id) FROM orders WHERE sale_id = $sale AND status IN ('PENDING', 'PAID')") $left" \
 	"$qm_units $qm_units 0" "$qm_units live orders, no account holding two units, none left: no oversell, none stranded"
-diag "sold $qm_units: the journey's 202s $(qm_sum "$qm_dir/journey.out" final_202), FAILED orders $failed (a hold the promoted replica lacked sells twice; the database refuses the second)"
+diag "sold $qm_units: the journey's 202s $(load_sum "$qm_dir/journey.out" final_202), FAILED orders $failed (a hold the promoted replica lacked sells twice; the database refuses the second)"
 is "$(psql_q "SELECT count(*) FROM orders o WHERE o.sale_id = $sale AND NOT EXISTS (SELECT 1 FROM queue_places p WHERE p.sale_id = o.sale_id AND p.user_id = o.user_id)")" 0 \
 	"every order belongs to a place"
 if verify=$(admin queue verify "$sale" --json 2>&1); then
