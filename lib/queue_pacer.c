@@ -72,6 +72,7 @@ struct fs_queue_pacer {
 	fs_stock *st;
 	int admit, trim;	/* the scripts */
 	int step_ms;
+	int wait_ms;		/* FLASHSALE_REDIS_WAIT_MS: 0, or copy only what a replica has */
 	char owner[48];
 	struct paced sales[FS_QUEUE_PACER_SALES_MAX];
 	int nsales;
@@ -124,6 +125,7 @@ fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, c
 		return NULL;
 	}
 	p->step_ms = step_ms > 0 ? step_ms : FS_QUEUE_PACER_STEP_MS;
+	p->wait_ms = (int)fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS);
 	randombytes_buf(id, sizeof(id));
 	snprintf(p->owner, sizeof(p->owner), "%ld-", (long)getpid());
 	sodium_bin2hex(p->owner + strlen(p->owner), sizeof(p->owner) - strlen(p->owner), id,
@@ -428,6 +430,27 @@ journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
 }
 
 /*
+ * With FLASHSALE_REDIS_WAIT_MS set, the journal entries just read go to
+ * PostgreSQL only once a replica of the sale's master has them: a place
+ * copied, then lost with its master, would set PostgreSQL's line and the
+ * promoted replica's apart (a late number given twice, admissions by ranks
+ * the two do not share). A write of the pacer's own after the read (the
+ * trim script dropping nothing renews the lease) makes WAIT 1 cover every
+ * entry read. 0, or -1 (logged): nothing is copied this step.
+ */
+static int
+journal_replicated(fs_queue_pacer *p, uint64_t sale, int64_t now)
+{
+	if (p->wait_ms <= 0)
+		return 0;
+	if (journal_trim(p, sale, 0) == 0 && fs_redis_wait(p->st->redis, 1, p->wait_ms) >= 1)
+		return 0;
+	pacer_warn(p, now, "sale %" PRIu64 ": journal not copied: no replica had it within %d ms",
+	    sale, p->wait_ms);
+	return -1;
+}
+
+/*
  * Copies the journal's entries to queue_places and drops them from the
  * journal, a batch at a time (at most JOURNAL_BATCHES in one step): an
  * entry is dropped only once PostgreSQL has it. 1 the journal is empty, 0
@@ -470,6 +493,8 @@ journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
 			rc = 1;
 			break;
 		}
+		if (journal_replicated(p, sale, now) != 0)
+			break;
 		if (b.bad > 0)
 			fs_log_error("queue pacer: sale %" PRIu64 ": %d journal entries malformed, dropped",
 			    sale, b.bad);

@@ -5,7 +5,8 @@
 -- KEYS[1] fs:{S}:q:places   zset: sub -> place score
 -- KEYS[2] fs:{S}:q:late     string: n of the last late joiner
 -- KEYS[3] fs:{S}:q:journal  list: "<sub> <score> <joinedAtMs>" per new place
--- KEYS[4] fs:{S}:q:state    hash: soldout (the pacer's)
+-- KEYS[4] fs:{S}:q:state    hash: soldout (the pacer's); lateAt (the
+--                            date of the last late place, written here)
 -- KEYS[5] fs:{S}:q:passes   zset: sub -> pass expiry (ms)
 -- ARGV    sub, nowMs, draw (the pre-opening score, decimal, below 2^52),
 --         preMs (joining opens), opensMs (the sale opens: the draw ends),
@@ -36,14 +37,24 @@ if not score then
 	    redis.call('ZCOUNT', KEYS[5], '(' .. ARGV[2], '+inf') == 0 then
 		return {'CLOSED'}
 	end
+	local at = now
 	if now < opens then
 		score = ARGV[3]
 	else
 		-- 2^52 + n: exact in a double, printed without an exponent.
 		score = string.format('%.0f', 4503599627370496 + redis.call('INCR', KEYS[2]))
+		-- Late numbers go in the order the scripts run, but each handler
+		-- read its clock before: a late place is dated at the previous
+		-- late place's time when that is later, so that the dates keep
+		-- the numbers' order (queue verify checks it).
+		local last = tonumber(redis.call('HGET', KEYS[4], 'lateAt'))
+		if last and last > at then
+			at = last
+		end
+		redis.call('HSET', KEYS[4], 'lateAt', string.format('%.0f', at))
 	end
 	redis.call('ZADD', KEYS[1], 'NX', score, sub)
-	redis.call('RPUSH', KEYS[3], sub .. ' ' .. score .. ' ' .. ARGV[2])
+	redis.call('RPUSH', KEYS[3], sub .. ' ' .. score .. ' ' .. string.format('%.0f', at))
 	added = 1
 end
 

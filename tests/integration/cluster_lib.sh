@@ -220,10 +220,17 @@ k_burst_answered() {
 
 # k_kill_master_waiting_promotion REPLICA_PORT: kills the processes k_pids_of
 # named (a master) and waits up to 30 s for its replica to be promoted;
-# k_promoted_ms says how long that took.
+# k_promoted_ms says how long that took. In two steps: k_kill_master (the
+# instant in k_killed_at), then k_wait_promotion REPLICA_PORT.
 k_kill_master_waiting_promotion() {
+	k_kill_master
+	k_wait_promotion "$1"
+}
+k_kill_master() {
 	k_kill
 	k_killed_at=$(k_now_ms)
+}
+k_wait_promotion() {
 	until [ "$(k_role "$1")" = master ] || [ $(($(k_now_ms) - k_killed_at)) -gt 30000 ]; do
 		sleep 0.1
 	done

@@ -127,6 +127,12 @@ fire_all() {
 # count_of STATUS FILE: how many lines of FILE (fire_all's) are STATUS.
 count_of() { grep -c "^$1\( \|\$\)" "$2"; }
 
+# load_sum FILE KEY: a value of the load generator's (tests/load/flashsale-load)
+# summary or qsummary line in FILE, its output.
+load_sum() {
+	sed -n 's/^q\{0,1\}summary //p' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
 # buy_until PATH TOKEN: presses Buy again and again (bounded: 300 times)
 # until a 202; bu_st is the last status, buy_tries how many came before.
 buy_until() {

@@ -427,10 +427,28 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 		23 * 3600 * 1000L, "end: after it nobody admitted, the keys expire a day after it");
 }
 
+/*
+ * A pacer told to wait for a replica (FLASHSALE_REDIS_WAIT_MS) on a Redis
+ * that has none copies nothing: PostgreSQL never holds a place that a
+ * promoted replica could lack, and nothing is admitted.
+ */
+static void
+test_journal_waits(fs_queue_pacer *p, uint64_t sale)
+{
+	join(sale, "w1", 7, t0);
+	join(sale, "w2", 8, t0);
+	fs_queue_pacer_step(p, fs_clock_now_ms());
+	check(sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1", sale) == 0 &&
+		redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 2 &&
+		state(sale, "admitted") == -1,
+	    "WAIT set, no replica: the journal stays in Redis, nothing copied, nobody admitted");
+}
+
 int
 main(void)
 {
-	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL;
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL;
+	struct fs_cfg waiting;
 	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
 	char err[256];
@@ -467,6 +485,15 @@ main(void)
 	t0 = fs_clock_now_ms();
 	test_all_used(p4, sale, item, t0);
 	test_lapses(p4, sale2, item2, sale3, item3, t0 + 1000);
+	waiting = f.cfg;
+	snprintf(waiting.value[FS_CFG_REDIS_WAIT_MS], sizeof(waiting.value[0]), "100");
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p5 = fs_queue_pacer_new(&waiting, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the waiting pacer\n");
+		return 1;
+	}
+	test_journal_waits(p5, sale);
+	fs_queue_pacer_free(p5);
 	fs_queue_pacer_free(p4);
 	fs_queue_pacer_free(p1);
 	fs_queue_pacer_free(p2);

@@ -74,11 +74,19 @@ check_join(fs_queue_store *q, const struct test_redis *srv)
 	check(join(q, "ann", 12345, 2200, &p) == FS_QUEUE_V_OK && p.score == 12345 && p.rank == 1 &&
 		p.added == 0,
 	    "ann's drawn place after the opening: the same score, rank after bob's 99");
-	check(list_len(srv, "fs:{7}:q:journal") == 4, "the journal has one entry per new place");
+	check(join(q, "gus", 5, 2050, &p) == FS_QUEUE_V_OK && p.score == LATE + 3,
+	    "a late join whose handler read its clock before dan's script ran: 2^52 + 3 all the same");
+	check(list_len(srv, "fs:{7}:q:journal") == 5, "the journal has one entry per new place");
 	r = test_redis_cmd(srv, "LINDEX fs:{7}:q:journal 2");
 	check(r != NULL && r->type == REDIS_REPLY_STRING &&
 		strcmp(r->str, "cat 4503599627370497 2000") == 0,
 	    "an entry is \"<sub> <score> <joinedAtMs>\", the score without an exponent");
+	if (r != NULL)
+		freeReplyObject(r);
+	r = test_redis_cmd(srv, "LINDEX fs:{7}:q:journal 4");
+	check(r != NULL && r->type == REDIS_REPLY_STRING &&
+		strcmp(r->str, "gus 4503599627370499 2100") == 0,
+	    "... dated at dan's 2100, not its own 2050: the dates keep the late numbers' order");
 	if (r != NULL)
 		freeReplyObject(r);
 }
@@ -139,7 +147,7 @@ check_state(fs_queue_store *q, const struct test_redis *srv)
 	set_state(srv, "multiple", "1250");
 	check(fs_queue_read_state(q, SALE, 4000, &st) == 0 && st.admitted == 4 &&
 		st.through == LATE + 1 && st.rate_milli == 2500 && st.soldout == 1 &&
-		st.joined == 4 && st.drawn == 2 && st.passes_out == 2 && st.mult_milli == 1250,
+		st.joined == 5 && st.drawn == 2 && st.passes_out == 2 && st.mult_milli == 1250,
 	    "the figures: admitted, through, rate, soldout, joined, drawn, passes not expired, "
 	    "the pacer's multiple");
 	check(fs_queue_read_state(q, SALE, 3000 + PASS_MS, &st) == 0 && st.passes_out == 1,
@@ -152,7 +160,7 @@ check_state(fs_queue_store *q, const struct test_redis *srv)
 	check(join(q, "ann", 1, 200000, &p) == FS_QUEUE_V_OK && p.score == 12345,
 	    "a place taken before is still answered");
 	set_state(srv, "soldout", "0");
-	check(join(q, "fay", 1, 200000, &p) == FS_QUEUE_V_OK && p.score == LATE + 3,
+	check(join(q, "fay", 1, 200000, &p) == FS_QUEUE_V_OK && p.score == LATE + 4,
 	    "units back: joining resumes");
 }
 

@@ -44,10 +44,6 @@ b64url_text() {
 		awk '{ n = length($0) % 4; printf "%s%s", $0, (n == 2 ? "==" : n == 3 ? "=" : "") }' | base64 -d
 }
 text_b64url() { printf '%s' "$1" | base64 -w0 | tr '/+' '_-' | tr -d '='; }
-# qc_sum FILE KEY: a value of the load generator's summary (or qsummary) line.
-qc_sum() {
-	sed -n 's/^q\{0,1\}summary //p' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
-}
 
 set -- $(qc_sale crowd 20)
 sale=$1
@@ -106,13 +102,13 @@ is "$(metric_total flashsale_purchase_reserve_rounds_total)" "$rounds0" \
 	--page-poll-ms 500 --react-min-ms 0 --react-max-ms 500 --queue-csv "$qc_dir/timeline.csv" \
 	>"$qc_dir/crowd.out" 2>"$qc_dir/crowd.err"
 diag "$(grep -E '^(fairness|queue)' "$qc_dir/crowd.out" | tr '\n' ';')"
-bots=$(qc_sum "$qc_dir/crowd.out" bots)
-is "$(qc_sum "$qc_dir/crowd.out" final_202)" "$qc_units" "queue crowd: every unit sold ($qc_units purchases answered 202)"
-is "$(qc_sum "$qc_dir/crowd.out" joins_200)" "$((qc_n + 2 * bots))" \
+bots=$(load_sum "$qc_dir/crowd.out" bots)
+is "$(load_sum "$qc_dir/crowd.out" final_202)" "$qc_units" "queue crowd: every unit sold ($qc_units purchases answered 202)"
+is "$(load_sum "$qc_dir/crowd.out" joins_200)" "$((qc_n + 2 * bots))" \
 	"queue crowd: every join answered 200 ($qc_n shoppers, $bots bots twice more)"
-is "$(qc_sum "$qc_dir/crowd.out" mismatch)" 0 "queue crowd: every repeat join (a bot's other connections) named the same place"
+is "$(load_sum "$qc_dir/crowd.out" mismatch)" 0 "queue crowd: every repeat join (a bot's other connections) named the same place"
 is "$(redis ZCARD "fs:{$sale}:q:places")" "$qc_n" "queue crowd: one place per account in Redis ($qc_n)"
-is "$(redis ZCARD "fs:{$sale}:q:passes")" "$(qc_sum "$qc_dir/crowd.out" passes_200)" \
+is "$(redis ZCARD "fs:{$sale}:q:passes")" "$(load_sum "$qc_dir/crowd.out" passes_200)" \
 	"queue crowd: one pass per admitted account (passes issued = passes answered)"
 # Every admitted shopper buys: the effective multiple stays 1 and the pacer
 # admits exactly as many places as there are units (fair by design).
