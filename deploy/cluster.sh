@@ -13,7 +13,8 @@
 #                  bus and replication) goes through it, so that a fault
 #                  test can cut one node off while its clients still reach
 #                  it (a node announces 127.0.2.N, where the relay listens,
-#                  and dials from there; clients get 127.0.0.1)
+#                  and dials from there; clients get 127.0.0.1); so do the
+#                  Kafka nodes' and the PostgreSQL nodes' peer links
 #   pg-monitor     PostgreSQL under pg_auto_failover (deploy/cluster_pg.sh):
 #   pg-1, pg-2     the monitor (base+50) and two nodes (base+51, +52), one
 #                  primary and one synchronous standby

@@ -21,7 +21,9 @@
 # 5 s for the old primary to say it stepped down (a primary cut off from
 # the monitor and the standby cannot commit meanwhile: its commits wait
 # for the standby that is gone); a primary that reaches neither the
-# monitor nor a standby steps down itself after 5 s.
+# monitor nor a standby steps down itself after 5 s (counted from when its
+# walsender gave the standby up: wal_sender_timeout, 5 s more).
+# cluster/pg_partition.sh cuts the primary off through the relay.
 #
 # When the standby dies the primary goes on alone (the monitor clears
 # synchronous_standby_names: state wait_primary) and says so: `status`
@@ -207,11 +209,12 @@ start_pg_monitor() {
 			--no-ssl --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
 			die "pg_autoctl create monitor failed; see $LOG/pg-monitor.log"
 		pg_include_conf "$PG_MONITOR_DATA" "$CONF/pg-monitor.conf"
-		# On 127.0.0.1 only (pg_autoctl starts it with -h '*'): a wildcard
-		# bind would collide with the relay's 127.0.6.N on the same port.
-		as_pgautoctl pg_autoctl config set --pgdata "$PG_MONITOR_DATA" \
-			postgresql.listen_addresses 127.0.0.1 >>"$LOG/pg-monitor.log" 2>&1
 	fi
+	# On 127.0.0.1 only (pg_autoctl starts it with -h '*'), a monitor made
+	# before the relay carried its links too: a wildcard bind would collide
+	# with the relay's 127.0.6.N on the same port.
+	as_pgautoctl pg_autoctl config set --pgdata "$PG_MONITOR_DATA" \
+		postgresql.listen_addresses 127.0.0.1 >>"$LOG/pg-monitor.log" 2>&1
 	spawn_pgautoctl pg-monitor "$PG_MONITOR_DATA"
 	wait_for 60 ready_pg_monitor || die "the monitor does not answer; see $LOG/pg-monitor.log"
 	say pg-monitor "up (pid $(cat "$RUN/pg-monitor.pid"), port $PORT_PG_MONITOR)"
