@@ -13,7 +13,8 @@
 #                  bus and replication) goes through it, so that a fault
 #                  test can cut one node off while its clients still reach
 #                  it (a node announces 127.0.2.N, where the relay listens,
-#                  and dials from there; clients get 127.0.0.1)
+#                  and dials from there; clients get 127.0.0.1); so do the
+#                  Kafka nodes' and the PostgreSQL nodes' peer links
 #   pg-monitor     PostgreSQL under pg_auto_failover (deploy/cluster_pg.sh):
 #   pg-1, pg-2     the monitor (base+50) and two nodes (base+51, +52), one
 #                  primary and one synchronous standby
@@ -341,7 +342,9 @@ status_redis_node() {
 # deploy/relay/flashsale-relay: each Redis node's client and bus ports on
 # its peer address, and the connections dialled from that address, labelled
 # redis-m1 ... redis-r3 (`flashsale-relay -c $RUN/relay.sock cut redis-m1`);
-# the Kafka nodes' controller and replication links, labelled kafka-1..3.
+# the Kafka nodes' controller and replication links, labelled kafka-1..3;
+# a PostgreSQL node's port on its peer address and its keeper's link to
+# the monitor, labelled pg-1, pg-2 (deploy/cluster_pg.sh).
 relay_specs() {
 	for n in $REDIS_NODES; do
 		ip=$(redis_peer_ip "$n")
@@ -362,6 +365,11 @@ relay_specs() {
 			echo "kafka-$i,kafka-$j@$(kafka_peer_ip "$i" "$j"):$c=127.0.0.1:$c"
 		done
 	done
+	for n in $PG_NODES; do
+		p=$(pg_node_port "$n")
+		echo "pg-$n@$(pg_peer_ip "$n"):$p=127.0.0.1:$p"
+		echo "pg-$n@$(pg_monitor_ip "$n"):$PORT_PG_MONITOR=127.0.0.1:$PORT_PG_MONITOR"
+	done
 }
 
 start_relay() {
@@ -374,7 +382,7 @@ start_relay() {
 	# shellcheck disable=SC2046
 	spawn "$RUN/relay.pid" "$LOG/relay.log" "$prog" "$RUN/relay.sock" $(relay_specs)
 	wait_for 10 ready_relay || die "flashsale-relay does not answer; see $LOG/relay.log"
-	say relay "up (pid $(cat "$RUN/relay.pid"), the Redis nodes' peer links)"
+	say relay "up (pid $(cat "$RUN/relay.pid"), the peer links of Redis, Kafka and PostgreSQL)"
 }
 
 ready_relay() {

@@ -21,7 +21,9 @@
 # 5 s for the old primary to say it stepped down (a primary cut off from
 # the monitor and the standby cannot commit meanwhile: its commits wait
 # for the standby that is gone); a primary that reaches neither the
-# monitor nor a standby steps down itself after 5 s.
+# monitor nor a standby steps down itself after 5 s (counted from when its
+# walsender gave the standby up: wal_sender_timeout, 5 s more).
+# cluster/pg_partition.sh cuts the primary off through the relay.
 #
 # When the standby dies the primary goes on alone (the monitor clears
 # synchronous_standby_names: state wait_primary) and says so: `status`
@@ -39,10 +41,22 @@ PGAF_HOME=$STATE/pgha
 PG_MONITOR_DATA=$PGAF_HOME/pg-monitor
 # The keepers reach their PostgreSQL through the default socket directory.
 PGAF_SOCKDIR=/var/run/postgresql
-PG_MONITOR_URI="postgres://autoctl_node@127.0.0.1:$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable"
 
 pg_node_port() { echo $((BASE + 50 + $1)); }
 pg_node_data() { echo "$PGAF_HOME/pg-$1"; }
+
+# The peer links of node N go through flashsale-relay (deploy/cluster.sh,
+# labelled pg-N), so that a test can cut the node off from the monitor and
+# the other node while the programs still reach it: the node registers
+# 127.0.5.N as its hostname (the monitor's health checks and the other
+# node's replication, pg_basebackup and pg_rewind dial it there) and its
+# keeper reaches the monitor at 127.0.6.N. The programs and this script
+# use 127.0.0.1, never the relay.
+pg_peer_ip() { echo "127.0.5.$1"; }
+pg_monitor_ip() { echo "127.0.6.$1"; }
+pg_monitor_uri() {
+	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable"
+}
 
 # pg_autoctl as the OS user postgres, with its files under $PGAF_HOME.
 as_pgautoctl() {
@@ -196,6 +210,11 @@ start_pg_monitor() {
 			die "pg_autoctl create monitor failed; see $LOG/pg-monitor.log"
 		pg_include_conf "$PG_MONITOR_DATA" "$CONF/pg-monitor.conf"
 	fi
+	# On 127.0.0.1 only (pg_autoctl starts it with -h '*'), a monitor made
+	# before the relay carried its links too: a wildcard bind would collide
+	# with the relay's 127.0.6.N on the same port.
+	as_pgautoctl pg_autoctl config set --pgdata "$PG_MONITOR_DATA" \
+		postgresql.listen_addresses 127.0.0.1 >>"$LOG/pg-monitor.log" 2>&1
 	spawn_pgautoctl pg-monitor "$PG_MONITOR_DATA"
 	wait_for 60 ready_pg_monitor || die "the monitor does not answer; see $LOG/pg-monitor.log"
 	say pg-monitor "up (pid $(cat "$RUN/pg-monitor.pid"), port $PORT_PG_MONITOR)"
@@ -237,7 +256,7 @@ start_pg_node() {
 	if [ ! -f "$data/PG_VERSION" ]; then
 		# The second node starts as a standby of the first (pg_basebackup).
 		as_pgautoctl pg_autoctl create postgres --pgdata "$data" --pgport "$(pg_node_port "$1")" \
-			--hostname 127.0.0.1 --listen 127.0.0.1 --name "$name" --monitor "$PG_MONITOR_URI" \
+			--hostname "$(pg_peer_ip "$1")" --listen 127.0.0.1 --name "$name" --monitor "$(pg_monitor_uri "$1")" \
 			--dbname postgres --skip-pg-hba --no-ssl --pgctl "$PGBIN/pg_ctl" \
 			>>"$LOG/$name.log" 2>&1 || die "pg_autoctl create postgres failed; see $LOG/$name.log"
 		pg_include_conf "$data" "$CONF/pg-node.conf"
