@@ -1,7 +1,8 @@
-# Shared by tests/bench/purchase, tests/bench/consumer and tests/load/rehearse (sourced, POSIX sh):
-# a stack of their own on loopback with the benchmarks' server block, the
-# ceiling endpoints (nginx alone, a trivial FastCGI responder), runs of the
-# load generator, and the CPU time of every component read from /proc.
+# Shared by tests/bench/purchase and tests/load/rehearse (sourced, POSIX sh;
+# tests/bench/consumer takes its readings and Redis clients): a stack of
+# their own on loopback with the benchmarks' server block, the ceiling
+# endpoints (nginx alone, a trivial FastCGI responder), runs of the load
+# generator, and the CPU time of every component read from /proc.
 #
 # The caller sets prog (its name), repo (the source tree) and these, each
 # with a default: FLASHSALE_BINDIR (the build tree: the repo), BENCH_STATE
