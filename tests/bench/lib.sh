@@ -1,7 +1,8 @@
-# Shared by tests/bench/purchase and tests/load/rehearse (sourced, POSIX sh):
-# a stack of their own on loopback with the benchmarks' server block, the
-# ceiling endpoints (nginx alone, a trivial FastCGI responder), runs of the
-# load generator, and the CPU time of every component read from /proc.
+# Shared by tests/bench/purchase and tests/load/rehearse (sourced, POSIX sh;
+# tests/bench/consumer takes its readings and Redis clients): a stack of
+# their own on loopback with the benchmarks' server block, the ceiling
+# endpoints (nginx alone, a trivial FastCGI responder), runs of the load
+# generator, and the CPU time of every component read from /proc.
 #
 # The caller sets prog (its name), repo (the source tree) and these, each
 # with a default: FLASHSALE_BINDIR (the build tree: the repo), BENCH_STATE
@@ -178,6 +179,32 @@ redis_cli() {
 	esac
 	REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
 		--user "$FLASHSALE_REDIS_USER" "$@"
+}
+
+# redis_pipe KEY: the RESP commands on standard input through redis-cli
+# --pipe, to the node that serves KEY's slot on a cluster (a pipe follows
+# no redirect: every key of the input must share KEY's slot, {hash tag}).
+redis_pipe() {
+	case $FLASHSALE_REDIS in
+	/*) redis_cli --pipe ;;
+	*)
+		rp_slot=$(redis_cli CLUSTER KEYSLOT "$1") || return 1
+		# "id ip:port@bus[,hostname] flags master ... slot-ranges": the
+		# master's address for clients (its hostname, else its ip).
+		rp_node=$(redis_cli CLUSTER NODES | tr -d '\r' | awk -v s="$rp_slot" '$3 ~ /master/ && $3 !~ /fail/ {
+			for (i = 9; i <= NF; i++) {
+				k = split($i, r, "-")
+				if (s + 0 >= r[1] + 0 && s + 0 <= r[k] + 0) {
+					split($2, a, "[:@,]")
+					print (a[4] != "" ? a[4] : a[1]), a[2]
+				}
+			}
+		}')
+		[ -n "$rp_node" ] || return 1
+		REDISCLI_AUTH=$(cat "$FLASHSALE_REDIS_PASSWORD_FILE") redis-cli --no-auth-warning \
+			--user "$FLASHSALE_REDIS_USER" -h "${rp_node% *}" -p "${rp_node#* }" --pipe
+		;;
+	esac
 }
 
 # --- FastCGI programs of our own under spawn-fcgi ---------------------------
