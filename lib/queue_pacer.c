@@ -92,7 +92,7 @@ struct figures {
 	long resolved;		/* turns ended: used, or lapsed (pass expired, or never asked for) */
 	int counted;		/* out, used and resolved were read (units left and places waiting) */
 	long admitted;		/* Redis' count of places admitted */
-	long total;		/* places in Redis */
+	long total;		/* places in Redis up to the highest one in PostgreSQL */
 	long recorded;		/* PostgreSQL's count after its last step, 0 none */
 };
 
@@ -551,23 +551,28 @@ units_left(fs_queue_pacer *p, const struct paced *s)
 	return sum;
 }
 
-/* PostgreSQL's count of places admitted after its last step (0 none); -1 when it cannot say. */
-static long
-recorded_admitted(fs_queue_pacer *p, uint64_t sale)
+/*
+ * PostgreSQL's count of places admitted after its last step (0 none) and
+ * the highest score copied to queue_places ("" none); 0, or -1 when it
+ * cannot say.
+ */
+static int
+recorded(fs_queue_pacer *p, uint64_t sale, long *admitted, char high[24])
 {
 	char sale_s[24];
 	const char *params[1] = { sale_s };
 	PGresult *res;
-	long v = 0;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	if ((res = fs_pg_exec(p->pg, "SELECT admitted FROM queue_admissions WHERE sale_id = $1 "
-				     "ORDER BY step DESC LIMIT 1", 1, params)) == NULL)
+	if ((res = fs_pg_exec(p->pg, "SELECT (SELECT admitted FROM queue_admissions "
+				     "WHERE sale_id = $1 ORDER BY step DESC LIMIT 1), "
+				     "(SELECT max(score) FROM queue_places WHERE sale_id = $1)",
+		 1, params)) == NULL)
 		return -1;
-	if (PQntuples(res) == 1)
-		v = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	*admitted = PQntuples(res) == 1 ? strtol(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+	snprintf(high, 24, "%s", PQntuples(res) == 1 ? PQgetvalue(res, 0, 1) : "");
 	PQclear(res);
-	return v;
+	return 0;
 }
 
 /* PostgreSQL's count of places admitted at since_ms (0 none then); -1 when it cannot say. */
@@ -630,18 +635,29 @@ outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figure
 static int
 read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
-	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN];
+	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], high[24];
 
 	fs_queue_key(state, s->id, "state");
 	fs_queue_key(places, s->id, "places");
 	memset(f, 0, sizeof(*f));
-	if ((f->admitted = redis_long(p, 3, (const char *[]){ "HGET", state, "admitted" })) < 0 ||
-	    (f->total = redis_long(p, 2, (const char *[]){ "ZCARD", places })) < 0) {
+	if ((f->admitted = redis_long(p, 3, (const char *[]){ "HGET", state, "admitted" })) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": queue state: %s", s->id, p->st->redis->errstr);
 		return -1;
 	}
-	if ((f->recorded = recorded_admitted(p, s->id)) < 0) {
+	if (recorded(p, s->id, &f->recorded, high) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": admissions: %s", s->id, p->pg->errstr);
+		return -1;
+	}
+	/*
+	 * The places waiting stop at the highest one PostgreSQL has (late
+	 * places are copied in the order of their numbers): one that joined
+	 * after the journal's copy waits for the next step, so no step admits
+	 * a place PostgreSQL lacks (nor, with FLASHSALE_REDIS_WAIT_MS, one no
+	 * replica had: the copy waits for one).
+	 */
+	if (high[0] != '\0' &&
+	    (f->total = redis_long(p, 4, (const char *[]){ "ZCOUNT", places, "-inf", high })) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": places: %s", s->id, p->st->redis->errstr);
 		return -1;
 	}
 	if ((f->left = units_left(p, s)) < 0) {
@@ -889,7 +905,7 @@ step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 		return 0;
 	if ((copied = journal_copy(p, s->id, now)) < 0)
 		return 1;
-	/* Every place in Redis is in PostgreSQL before any is admitted. */
+	/* Admission reads the places once the journal is copied (read_figures). */
 	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
 		admit_step(p, s, now);
 	if (now >= s->ends_ms && copied == 1 && !s->expiring)

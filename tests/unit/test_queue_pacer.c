@@ -3,9 +3,10 @@
  * PostgreSQL and Redis (tests/unit/sale_fixture.h): the journal copied
  * exactly, places admitted in order and paced to the units left x the
  * multiple minus the passes outstanding, the capacity, the soldout flag and
- * the resumption when a unit returns, two pacers never both admitting, and
- * a pacer that died between PostgreSQL and Redis resumed without a place
- * lost or counted twice. Joins are made as lua/queue_join.lua makes them
+ * the resumption when a unit returns, two pacers never both admitting, a
+ * place not yet copied to PostgreSQL left for the next step, and a pacer
+ * that died between PostgreSQL and Redis resumed without a place lost or
+ * counted twice. Joins are made as lua/queue_join.lua makes them
  * (ZADD NX to the places, the entry appended to the journal); the clock is
  * the test's (each step is given its instant).
  */
@@ -75,20 +76,36 @@ sql_long(const char *sql, uint64_t sale)
 	return fixture_long(&f, sql, id);
 }
 
-/* A join as queue_join.lua makes it: the place, and the journal entry. */
+/* The place of a join, without its journal entry yet. */
 static void
-join(uint64_t sale, const char *sub, long long score, int64_t ms)
+join_place(uint64_t sale, const char *sub, long long score)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:places NX %lld %s", sale,
+	    score, sub);
+
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+/* The journal entry of a join. */
+static void
+join_entry(uint64_t sale, const char *sub, long long score, int64_t ms)
 {
 	redisReply *r;
 	char entry[160];
 
 	snprintf(entry, sizeof(entry), "%s %lld %lld", sub, score, (long long)ms);
-	if ((r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:places NX %lld %s", sale, score,
-		 sub)) != NULL)
-		freeReplyObject(r);
 	if ((r = test_redis_cmd(&f.redis_srv, "RPUSH fs:{%" PRIu64 "}:q:journal %s", sale, entry)) !=
 	    NULL)
 		freeReplyObject(r);
+}
+
+/* A join as queue_join.lua makes it: the place, and the journal entry. */
+static void
+join(uint64_t sale, const char *sub, long long score, int64_t ms)
+{
+	join_place(sale, sub, score);
+	join_entry(sale, sub, score, ms);
 }
 
 /* A pass for sub expiring at ms. */
@@ -428,6 +445,28 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 }
 
 /*
+ * A place that joined between the journal's copy and the admission step
+ * (in Redis, its entry not yet in PostgreSQL) waits for the next step:
+ * admitted before its copy, then lost with its master, it would leave a
+ * step recorded through a place PostgreSQL never had.
+ */
+static void
+test_copied_only(fs_queue_pacer *p, uint64_t sale, int64_t t)
+{
+	fill_n(sale, 3);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 3, 1), "copied only: the 3 places in line admitted");
+	join_place(sale, "late", FS_QUEUE_LATE_BASE + 1);
+	fs_queue_pacer_step(p, t + 250);
+	check(admitted_is(sale, 3, 1) && state(sale, "through") == 1002,
+	    "copied only: a place in Redis, not yet copied to PostgreSQL, is not admitted");
+	join_entry(sale, "late", FS_QUEUE_LATE_BASE + 1, t);
+	fs_queue_pacer_step(p, t + 500);
+	check(admitted_is(sale, 4, 2) && state(sale, "through") == FS_QUEUE_LATE_BASE + 1,
+	    "copied only: copied by the next step, then admitted");
+}
+
+/*
  * A pacer told to wait for a replica (FLASHSALE_REDIS_WAIT_MS) on a Redis
  * that has none copies nothing: PostgreSQL never holds a place that a
  * promoted replica could lack, and nothing is admitted.
@@ -447,7 +486,7 @@ test_journal_waits(fs_queue_pacer *p, uint64_t sale)
 int
 main(void)
 {
-	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL;
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL;
 	struct fs_cfg waiting;
 	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
@@ -485,6 +524,12 @@ main(void)
 	t0 = fs_clock_now_ms();
 	test_all_used(p4, sale, item, t0);
 	test_lapses(p4, sale2, item2, sale3, item3, t0 + 1000);
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p6 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the late place\n");
+		return 1;
+	}
+	test_copied_only(p6, sale, fs_clock_now_ms());
 	waiting = f.cfg;
 	snprintf(waiting.value[FS_CFG_REDIS_WAIT_MS], sizeof(waiting.value[0]), "100");
 	if (queue_sale(10, 2000, &sale, &item) != 0 ||
@@ -493,6 +538,7 @@ main(void)
 		return 1;
 	}
 	test_journal_waits(p5, sale);
+	fs_queue_pacer_free(p6);
 	fs_queue_pacer_free(p5);
 	fs_queue_pacer_free(p4);
 	fs_queue_pacer_free(p1);
