@@ -58,10 +58,70 @@ pg_monitor_uri() {
 	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable"
 }
 
+# pg_auto_failover's own roles authenticate with scram-sha-256 (no trust:
+# a local user could otherwise stream the database's WAL or drive the
+# monitor). autoctl_node (the keepers and the monitor's own pg_autoctl, on
+# the monitor) and pgautofailover_replicator (replication, pg_basebackup,
+# pg_rewind) have random passwords in $SECRETS, set on every start; the
+# keepers and the programs they run (pg_basebackup, pg_rewind, the
+# standby's WAL receiver) read them from PGAF_PASSFILE, owned by postgres.
+# pgautofailover_monitor (the monitor's health checks) has the password
+# pg_auto_failover hard-codes in its health checks: it can only connect.
+PGAF_PASSFILE=$PGAF_HOME/pgpass
+PGAF_SECRETS="pgaf-autoctl-node.password pgaf-replicator.password"
+
 # pg_autoctl as the OS user postgres, with its files under $PGAF_HOME.
 as_pgautoctl() {
 	runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
-		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" "$@"
+		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
+		PGPASSFILE="$PGAF_PASSFILE" "$@"
+}
+
+# The passwords of autoctl_node and pgautofailover_replicator (made once,
+# like the stack's other secrets), and the keepers' passfile.
+pg_af_secrets() {
+	for paf_secret in $PGAF_SECRETS; do
+		ensure_secret "$paf_secret"
+	done
+	(umask 077 && {
+		printf '*:%s:pg_auto_failover:autoctl_node:%s\n' "$PORT_PG_MONITOR" \
+			"$(cat "$SECRETS/pgaf-autoctl-node.password")"
+		printf '*:*:*:pgautofailover_replicator:%s\n' "$(cat "$SECRETS/pgaf-replicator.password")"
+	} >"$PGAF_PASSFILE.tmp" && chown postgres:postgres "$PGAF_PASSFILE.tmp" &&
+		mv "$PGAF_PASSFILE.tmp" "$PGAF_PASSFILE")
+}
+
+# SQL (stdin) as the superuser on the socket of PORT, database DB, with
+# the statements kept out of the server log and the commit local (a
+# primary waiting for a standby that cannot authenticate yet would
+# otherwise wait for ever).
+pg_af_psql_secret() {
+	{
+		echo 'SET log_min_error_statement = panic;'
+		echo 'SET log_statement = none;'
+		echo 'SET synchronous_commit = local;'
+		cat
+	} | PGOPTIONS='-c client_min_messages=warning' as_postgres psql -X -q \
+		-h "$PGAF_SOCKDIR" -p "$1" -U postgres -d "$2" -v ON_ERROR_STOP=1 -f - >/dev/null
+}
+
+# The password of autoctl_node on the monitor.
+pg_af_monitor_password() {
+	pg_af_psql_secret "$PORT_PG_MONITOR" pg_auto_failover <<EOF
+ALTER ROLE autoctl_node PASSWORD '$(cat "$SECRETS/pgaf-autoctl-node.password")';
+EOF
+}
+
+# The password of pgautofailover_replicator on node N if it is a primary
+# (the standby gets it by replication), once pg_autoctl has made the role.
+pg_af_replicator_password() {
+	[ "$(pg_node_q "$1" 'SELECT NOT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"'pgautofailover_replicator'"')')" = t ] || return 1
+	pg_af_psql_secret "$(pg_node_port "$1")" postgres <<EOF
+ALTER ROLE pgautofailover_replicator PASSWORD '$(cat "$SECRETS/pgaf-replicator.password")';
+EOF
+}
+pg_af_replicator_password_any() {
+	pg_af_replicator_password 1 2>/dev/null || pg_af_replicator_password 2 2>/dev/null
 }
 
 # The application's connection string: both nodes, the primary chosen by
@@ -109,18 +169,20 @@ pg_write_confs() {
 	# Who may connect: the superuser by peer (this script and the keepers,
 	# as the OS user postgres), the application role with its password,
 	# and pg_auto_failover's own roles (replication, rewind, health checks,
-	# the keepers' reports) from loopback only.
+	# the keepers' reports) from loopback only, all with passwords.
 	cat >"$CONF/pg-node_hba.conf" <<EOF
 local all postgres peer
 local all $PG_ROLE scram-sha-256
 host all $PG_ROLE 127.0.0.1/32 scram-sha-256
-host replication pgautofailover_replicator 127.0.0.1/32 trust
-host postgres pgautofailover_replicator 127.0.0.1/32 trust
-host postgres pgautofailover_monitor 127.0.0.1/32 trust
+host replication pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+host postgres pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+host postgres pgautofailover_monitor 127.0.0.1/32 scram-sha-256
 EOF
+	# The monitor's own pg_autoctl reaches it on the socket.
 	cat >"$CONF/pg-monitor_hba.conf" <<EOF
 local all postgres peer
-host pg_auto_failover autoctl_node 127.0.0.1/32 trust
+local pg_auto_failover autoctl_node scram-sha-256
+host pg_auto_failover autoctl_node 127.0.0.1/32 scram-sha-256
 EOF
 	# After pg_auto_failover's own settings (included before these): the
 	# stack's sizes instead of its host-wide tuning, loopback only.
@@ -144,6 +206,7 @@ EOF
 	cat >"$CONF/pg-monitor.conf" <<EOF
 listen_addresses = '127.0.0.1'
 hba_file = '$CONF/pg-monitor_hba.conf'
+password_encryption = scram-sha-256
 max_connections = 50
 shared_buffers = 32MB
 effective_cache_size = 256MB
@@ -177,6 +240,7 @@ pg_prepare_dirs() {
 	touch "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
 	chown postgres:postgres "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
 	pg_write_confs
+	pg_af_secrets
 }
 
 # spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
@@ -189,7 +253,7 @@ spawn_pgautoctl() {
 	fi
 	setsid runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
-		pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
+		PGPASSFILE="$PGAF_PASSFILE" pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
 	echo $! >"$RUN/$1.pid"
 }
 
@@ -217,6 +281,7 @@ start_pg_monitor() {
 		postgresql.listen_addresses 127.0.0.1 >>"$LOG/pg-monitor.log" 2>&1
 	spawn_pgautoctl pg-monitor "$PG_MONITOR_DATA"
 	wait_for 60 ready_pg_monitor || die "the monitor does not answer; see $LOG/pg-monitor.log"
+	pg_af_monitor_password || die "cannot set the password of autoctl_node on the monitor"
 	say pg-monitor "up (pid $(cat "$RUN/pg-monitor.pid"), port $PORT_PG_MONITOR)"
 }
 
@@ -265,9 +330,20 @@ start_pg_node() {
 		as_pgautoctl pg_autoctl config set --pgdata "$data" timeout.network_partition_timeout 5 \
 			>>"$LOG/$name.log" 2>&1
 	fi
+	# The replication password in the keeper's configuration too (its
+	# standby's primary_conninfo), set when it differs (never logged).
+	if [ "$(as_pgautoctl pg_autoctl config get --pgdata "$data" replication.password 2>/dev/null)" != \
+		"$(cat "$SECRETS/pgaf-replicator.password")" ]; then
+		as_pgautoctl pg_autoctl config set --pgdata "$data" replication.password \
+			"$(cat "$SECRETS/pgaf-replicator.password")" >/dev/null 2>&1 ||
+			die "cannot set replication.password of $name"
+	fi
 	spawn_pgautoctl "$name" "$data"
 	if [ -z "${PG_NOWAIT:-}" ]; then
 		wait_for 120 pg_node_settled "$1" || die "$name did not join; see $LOG/$name.log"
+		# A new primary: its replicator's password, before a standby
+		# takes a base backup from it.
+		pg_af_replicator_password "$1" 2>/dev/null || true
 	fi
 	say "$name" "up (pid $(cat "$RUN/$name.pid"), 127.0.0.1:$(pg_node_port "$1"), $(pg_node_states "$1"))"
 }
@@ -284,6 +360,10 @@ start_pg_cluster() {
 	start_pg_node 1
 	start_pg_node 2
 	PG_NOWAIT=
+	# The replicator's password on whichever node is the primary (a state
+	# directory made before the passwords has the role without one).
+	wait_for 120 pg_af_replicator_password_any ||
+		die "no primary to set the password of pgautofailover_replicator on; see $LOG/pg-*.log"
 	wait_for 120 pg_formation_ok || die "no primary with a synchronous standby; see $LOG/pg-*.log"
 	migrate_postgres
 	say postgres "primary with a synchronous standby (monitor 127.0.0.1:$PORT_PG_MONITOR)"

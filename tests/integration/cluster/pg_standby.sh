@@ -17,6 +17,20 @@ standby=$((3 - primary))
 p_until 60 1 sh -c "\"$stack\" status pg-$primary | grep -c 'primary, quorum standby'"
 is "$p_out" "1" "pg-$primary is the primary, pg-$standby its synchronous standby"
 
+# pg_auto_failover's roles need their passwords (no trust on loopback):
+# without one, or with a wrong one, replication and the monitor refuse.
+g_refused() {
+	PGPASSFILE=/dev/null PGPASSWORD=${3:-} PGCONNECT_TIMEOUT=5 psql -X -w -A -t \
+		"host=127.0.0.1 port=$1 $2" -c 'SELECT 1' 2>&1 | sed -n 's/.*failed: //p'
+}
+g_port=$((FLASHSALE_PORT_BASE + 50 + primary))
+is "$(g_refused "$g_port" "user=pgautofailover_replicator replication=true")" \
+	"fe_sendauth: no password supplied" "replication as pgautofailover_replicator without a password is refused"
+is "$(g_refused "$g_port" "user=pgautofailover_replicator dbname=postgres" wrong)" \
+	'FATAL:  password authentication failed for user "pgautofailover_replicator"' "and with a wrong one"
+is "$(g_refused $((FLASHSALE_PORT_BASE + 50)) "user=autoctl_node dbname=pg_auto_failover")" \
+	"fe_sendauth: no password supplied" "the monitor refuses autoctl_node without a password"
+
 units=300
 set -- $(new_sale -5 $units)
 sale=$1 item=$2
