@@ -52,8 +52,9 @@ fs_json() { "${BINDIR:-$FLASHSALE_BINDIR}/tests/tools/fs-json" "$@"; }
 
 # --- setup and teardown ----------------------------------------------------
 
-# Refuses a port base whose ports (up to base+36, the cluster topology's
-# reach) meet the kernel's ephemeral range: any outgoing connection may
+# Refuses a port base whose ports (up to base+52, the cluster topology's
+# reach: its database pair, deploy/cluster_pg.sh) meet the kernel's
+# ephemeral range: any outgoing connection may
 # hold one of them as its source port, and its TIME_WAIT refuses a bind
 # (varnishd's) for up to a minute.
 bench_ports_outside_ephemeral() {
@@ -62,8 +63,8 @@ bench_ports_outside_ephemeral() {
 	eph=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || return 0
 	eph_lo=${eph%%[!0-9]*}
 	eph_hi=${eph##*[!0-9]}
-	[ $(($1 + 36)) -lt "$eph_lo" ] || [ "$1" -gt "$eph_hi" ] ||
-		die "ports $1..$(($1 + 36)) meet the kernel's ephemeral range $eph_lo..$eph_hi (net.ipv4.ip_local_port_range): set BENCH_PORT_BASE below $((eph_lo - 36))"
+	[ $(($1 + 52)) -lt "$eph_lo" ] || [ "$1" -gt "$eph_hi" ] ||
+		die "ports $1..$(($1 + 52)) meet the kernel's ephemeral range $eph_lo..$eph_hi (net.ipv4.ip_local_port_range): set BENCH_PORT_BASE below $((eph_lo - 52))"
 }
 
 bench_init() {
@@ -120,9 +121,9 @@ stack() {
 
 bench_stack_up() {
 	# Refuse to share ports with someone else's stack (the cluster
-	# topology's reach base+36).
+	# topology's reach base+52: its database pair).
 	top=$PORT_BENCH
-	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && top=$((BASE + 36))
+	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && top=$((BASE + 52))
 	busy=$(ss -Hltn "( sport >= :$BASE and sport <= :$top )" 2>/dev/null)
 	[ -z "$busy" ] || die "ports $BASE..$top are in use (set BENCH_PORT_BASE):
 $busy"
