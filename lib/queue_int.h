@@ -1,13 +1,16 @@
 /*
  * Private to the queue family (lib/queue*.c): the names of the queue's
- * Redis keys fs:{S}:q:<name>, and the passes of a sale counted by fate,
- * which the pacer paces by and `queue status` shows (queue_figures.c).
+ * Redis keys fs:{S}:q:<name>, the passes of a sale counted by fate, which
+ * the pacer paces by and `queue status` shows (queue_figures.c), and the
+ * join journal's copy to PostgreSQL (queue_journal.c).
  */
 #ifndef FS_QUEUE_INT_H
 #define FS_QUEUE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "pg.h"
 #include "stock.h"
 
 #define FS_QUEUE_KEY_LEN 64
@@ -26,5 +29,28 @@ struct fs_queue_tally {
 
 /* 0, or -1 with the stock's err. */
 int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, struct fs_queue_tally *);
+
+/*
+ * The join journal's copy (queue_journal.c), as the pacer holding a sale's
+ * lease runs it: its stores, its trim script (lua/queue_trim.lua), its
+ * lease owner and FLASHSALE_REDIS_WAIT_MS (0: copy at once; else only
+ * what a replica has).
+ */
+struct fs_queue_journal {
+	fs_pg *pg;
+	fs_stock *st;
+	int trim;
+	const char *owner;
+	int wait_ms;
+};
+
+/*
+ * Copies the sale's journal entries to queue_places and drops each from the
+ * journal once PostgreSQL has it, a batch at a time (a bounded number in
+ * one call). 1 the journal is empty, 0 more is left for the next call, -1
+ * failed with err ("<what>: <reason>"; nothing is lost: an entry not
+ * copied stays in the journal).
+ */
+int fs_queue_journal_copy(const struct fs_queue_journal *, uint64_t sale, char *err, size_t errlen);
 
 #endif

@@ -33,9 +33,6 @@
 #include "redis.h"
 #include "stock.h"
 
-/* Journal entries copied per batch, and batches per step at most. */
-#define JOURNAL_BATCH 1000
-#define JOURNAL_BATCHES 10
 /* The journal is still copied this long after the end (the last joins). */
 #define AFTER_END_MS 60000
 /* A sale's queue keys stay in Redis this long after its end, then expire. */
@@ -46,8 +43,6 @@
 #define QUIET_MS 5000
 /* Items of a sale at most (as lib/sales accepts them). */
 #define ITEMS_MAX 1000
-/* FS_QUEUE_LATE_BASE as SQL: 2^52. */
-#define STR_LATE_BASE "4503599627370496"
 
 /* One live queue sale and what the pacer remembers of it between steps. */
 struct paced {
@@ -70,10 +65,10 @@ struct paced {
 struct fs_queue_pacer {
 	fs_pg *pg;
 	fs_stock *st;
-	int admit, trim;	/* the scripts */
+	int admit;		/* the admission script */
 	int step_ms;
-	int wait_ms;		/* FLASHSALE_REDIS_WAIT_MS: 0, or copy only what a replica has */
 	char owner[48];
+	struct fs_queue_journal journal;	/* the journal's copy, with the pacer's stores */
 	struct paced sales[FS_QUEUE_PACER_SALES_MAX];
 	int nsales;
 	int64_t scanned_ms;
@@ -125,7 +120,6 @@ fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, c
 		return NULL;
 	}
 	p->step_ms = step_ms > 0 ? step_ms : FS_QUEUE_PACER_STEP_MS;
-	p->wait_ms = (int)fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS);
 	randombytes_buf(id, sizeof(id));
 	snprintf(p->owner, sizeof(p->owner), "%ld-", (long)getpid());
 	sodium_bin2hex(p->owner + strlen(p->owner), sizeof(p->owner) - strlen(p->owner), id,
@@ -140,8 +134,12 @@ fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, c
 	if ((p->admit = fs_redis_script_load(p->st->redis, path)) < 0)
 		goto fail_script;
 	snprintf(path, sizeof(path), "%s/lua/queue_trim.lua", datadir);
-	if ((p->trim = fs_redis_script_load(p->st->redis, path)) < 0)
+	if ((p->journal.trim = fs_redis_script_load(p->st->redis, path)) < 0)
 		goto fail_script;
+	p->journal.pg = p->pg;
+	p->journal.st = p->st;
+	p->journal.owner = p->owner;
+	p->journal.wait_ms = (int)fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS);
 	return p;
 fail_script:
 	snprintf(err, errlen, "queue pacer scripts: %s", p->st->redis->errstr);
@@ -331,186 +329,6 @@ lease_take(fs_queue_pacer *p, uint64_t sale)
 	if (rc == 1 && (r = fs_redis_argv(p->st->redis, 3, (const char *[]){ "PEXPIRE", k, ms },
 			    NULL)) != NULL)
 		freeReplyObject(r);
-	return rc;
-}
-
-/* ---- the journal ---- */
-
-/* One journal entry "<sub> <score> <joinedAtMs>" read; 0, or -1 when it is not one. */
-static int
-entry_parse(const char *e, size_t len, size_t *sublen, int64_t *score, int64_t *ms)
-{
-	const char *sp2 = memrchr(e, ' ', len), *sp1;
-	char *end;
-	double d;
-
-	if (sp2 == NULL || (sp1 = memrchr(e, ' ', (size_t)(sp2 - e))) == NULL || sp1 == e ||
-	    (size_t)(sp1 - e) > 64)
-		return -1;
-	*sublen = (size_t)(sp1 - e);
-	/* An integer, or a Lua number an integer's value (2^52 + n: exact in a double). */
-	d = strtod(sp1 + 1, &end);
-	if (end != sp2 || d < 0 || d >= (double)FS_QUEUE_SCORE_END || d != (double)(int64_t)d)
-		return -1;
-	*score = (int64_t)d;
-	*ms = strtoll(sp2 + 1, &end, 10);
-	return end == e + len && *ms > 0 ? 0 : -1;
-}
-
-/* The arrays of one batch (subs, scores, times) as PostgreSQL array literals. */
-struct batch {
-	char *subs, *scores, *times;
-	size_t nsubs, nscores, ntimes;
-	int n, bad;
-};
-
-/* Adds one journal entry to the batch (a malformed one is counted in bad). */
-static void
-batch_add(struct batch *b, const redisReply *e)
-{
-	size_t sublen;
-	int64_t score, ms;
-	char sep = b->n == 0 ? '{' : ',';
-
-	if (e->type != REDIS_REPLY_STRING || entry_parse(e->str, e->len, &sublen, &score, &ms) != 0) {
-		b->bad++;
-		return;
-	}
-	b->subs[b->nsubs++] = sep;
-	b->subs[b->nsubs++] = '"';
-	for (size_t i = 0; i < sublen; i++) {
-		if (e->str[i] == '"' || e->str[i] == '\\')
-			b->subs[b->nsubs++] = '\\';
-		b->subs[b->nsubs++] = e->str[i];
-	}
-	b->subs[b->nsubs++] = '"';
-	b->nscores += (size_t)sprintf(b->scores + b->nscores, "%c%" PRId64, sep, score);
-	b->ntimes += (size_t)sprintf(b->times + b->ntimes, "%c%" PRId64, sep, ms);
-	b->n++;
-}
-
-/* Inserts the batch into queue_places (a place copied before is left as it is); 0 or -1. */
-static int
-batch_insert(fs_queue_pacer *p, uint64_t sale, struct batch *b)
-{
-	char sale_s[24];
-	const char *params[4] = { sale_s, b->subs, b->scores, b->times };
-
-	if (b->n == 0)
-		return 0;
-	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
-	b->subs[b->nsubs++] = '}';
-	b->subs[b->nsubs] = '\0';
-	memcpy(b->scores + b->nscores, "}", 2);
-	memcpy(b->times + b->ntimes, "}", 2);
-	return fs_pg_run(p->pg,
-	    "INSERT INTO queue_places (sale_id, user_id, score, drawn, joined_at) "
-	    "SELECT $1, j.u, j.s, j.s < " STR_LATE_BASE ", to_timestamp(j.t / 1000.0) "
-	    "FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS j(u, s, t) "
-	    "ON CONFLICT DO NOTHING",
-	    4, params);
-}
-
-/* Drops the first n journal entries, if the lease is still this pacer's; 0 or -1. */
-static int
-journal_trim(fs_queue_pacer *p, uint64_t sale, size_t n)
-{
-	char journal[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN], n_s[24], ms[24];
-	const char *argv[5] = { journal, lease, p->owner, n_s, ms };
-	redisReply *r;
-
-	fs_queue_key(journal, sale, "journal");
-	fs_queue_key(lease, sale, "lease");
-	snprintf(n_s, sizeof(n_s), "%zu", n);
-	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
-	if ((r = fs_redis_eval(p->st->redis, p->trim, 2, 5, argv)) == NULL)
-		return -1;
-	freeReplyObject(r);
-	return 0;
-}
-
-/*
- * With FLASHSALE_REDIS_WAIT_MS set, the journal entries just read go to
- * PostgreSQL only once a replica of the sale's master has them: a place
- * copied, then lost with its master, would set PostgreSQL's line and the
- * promoted replica's apart (a late number given twice, admissions by ranks
- * the two do not share). A write of the pacer's own after the read (the
- * trim script dropping nothing renews the lease) makes WAIT 1 cover every
- * entry read. 0, or -1 (logged): nothing is copied this step.
- */
-static int
-journal_replicated(fs_queue_pacer *p, uint64_t sale, int64_t now)
-{
-	if (p->wait_ms <= 0)
-		return 0;
-	if (journal_trim(p, sale, 0) == 0 && fs_redis_wait(p->st->redis, 1, p->wait_ms) >= 1)
-		return 0;
-	pacer_warn(p, now, "sale %" PRIu64 ": journal not copied: no replica had it within %d ms",
-	    sale, p->wait_ms);
-	return -1;
-}
-
-/*
- * Copies the journal's entries to queue_places and drops them from the
- * journal, a batch at a time (at most JOURNAL_BATCHES in one step): an
- * entry is dropped only once PostgreSQL has it. 1 the journal is empty, 0
- * more is left for the next step, -1 failed (logged).
- */
-static int
-journal_copy(fs_queue_pacer *p, uint64_t sale, int64_t now)
-{
-	struct batch b = { 0 };
-	char k[FS_QUEUE_KEY_LEN], last[24];
-	int rc = -1;
-
-	fs_queue_key(k, sale, "journal");
-	snprintf(last, sizeof(last), "%d", JOURNAL_BATCH - 1);
-	b.subs = malloc(JOURNAL_BATCH * (2 * FS_STOCK_USER_MAX + 4) + 2);
-	b.scores = malloc(JOURNAL_BATCH * 24 + 2);
-	b.times = malloc(JOURNAL_BATCH * 24 + 2);
-	for (int round = 0; b.subs != NULL && b.scores != NULL && b.times != NULL; round++) {
-		redisReply *r;
-		size_t n;
-
-		if (round == JOURNAL_BATCHES) {
-			rc = 0;
-			break;
-		}
-		if ((r = fs_redis_argv(p->st->redis, 4, (const char *[]){ "LRANGE", k, "0", last },
-			 NULL)) == NULL || r->type != REDIS_REPLY_ARRAY) {
-			pacer_warn(p, now, "sale %" PRIu64 ": journal: %s", sale, p->st->redis->errstr);
-			if (r != NULL)
-				freeReplyObject(r);
-			break;
-		}
-		b.n = b.bad = 0;
-		b.nsubs = b.nscores = b.ntimes = 0;
-		for (size_t i = 0; i < r->elements; i++)
-			batch_add(&b, r->element[i]);
-		n = r->elements;
-		freeReplyObject(r);
-		if (n == 0) {
-			rc = 1;
-			break;
-		}
-		if (journal_replicated(p, sale, now) != 0)
-			break;
-		if (b.bad > 0)
-			fs_log_error("queue pacer: sale %" PRIu64 ": %d journal entries malformed, dropped",
-			    sale, b.bad);
-		if (batch_insert(p, sale, &b) != 0) {
-			pacer_warn(p, now, "sale %" PRIu64 ": places: %s", sale, p->pg->errstr);
-			break;
-		}
-		if (journal_trim(p, sale, n) != 0) {
-			pacer_warn(p, now, "sale %" PRIu64 ": journal trim: %s", sale,
-			    p->st->redis->errstr);
-			break;
-		}
-	}
-	free(b.subs);
-	free(b.scores);
-	free(b.times);
 	return rc;
 }
 
@@ -898,13 +716,16 @@ static int
 step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 {
 	int lease = lease_take(p, s->id), copied;
+	char err[300];
 
 	if (lease < 0)
 		pacer_warn(p, now, "sale %" PRIu64 ": lease: %s", s->id, p->st->redis->errstr);
 	if (lease != 1)
 		return 0;
-	if ((copied = journal_copy(p, s->id, now)) < 0)
+	if ((copied = fs_queue_journal_copy(&p->journal, s->id, err, sizeof(err))) < 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": %s", s->id, err);
 		return 1;
+	}
 	/* Admission reads the places once the journal is copied (read_figures). */
 	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
 		admit_step(p, s, now);
