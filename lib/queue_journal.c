@@ -23,8 +23,6 @@
 /* Journal entries copied per batch, and batches per step at most. */
 #define JOURNAL_BATCH 1000
 #define JOURNAL_BATCHES 10
-/* FS_QUEUE_LATE_BASE as SQL: 2^52. */
-#define STR_LATE_BASE "4503599627370496"
 
 /* One journal entry "<sub> <score> <joinedAtMs>" read; 0, or -1 when it is not one. */
 static int
@@ -83,22 +81,23 @@ batch_add(struct batch *b, const redisReply *e)
 static int
 batch_insert(const struct fs_queue_journal *j, uint64_t sale, struct batch *b)
 {
-	char sale_s[24];
-	const char *params[4] = { sale_s, b->subs, b->scores, b->times };
+	char sale_s[24], late_s[24];
+	const char *params[5] = { sale_s, b->subs, b->scores, b->times, late_s };
 
 	if (b->n == 0)
 		return 0;
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(late_s, sizeof(late_s), "%lld", (long long)FS_QUEUE_LATE_BASE);
 	b->subs[b->nsubs++] = '}';
 	b->subs[b->nsubs] = '\0';
 	memcpy(b->scores + b->nscores, "}", 2);
 	memcpy(b->times + b->ntimes, "}", 2);
 	return fs_pg_run(j->pg,
 	    "INSERT INTO queue_places (sale_id, user_id, score, drawn, joined_at) "
-	    "SELECT $1, j.u, j.s, j.s < " STR_LATE_BASE ", to_timestamp(j.t / 1000.0) "
+	    "SELECT $1, j.u, j.s, j.s < $5::bigint, to_timestamp(j.t / 1000.0) "
 	    "FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS j(u, s, t) "
 	    "ON CONFLICT DO NOTHING",
-	    4, params);
+	    5, params);
 }
 
 /* Drops the first n journal entries, if the lease is still the pacer's; 0 or -1. */
