@@ -9,9 +9,15 @@
  *   POST /api/flash-sales/sales/{saleId}/queue/pass  the pass of an admitted
  *       place (body {"ticket":"..."}, the join's ticket; never cached)
  *
- * Each worker thread keeps what PostgreSQL said about a sale for a second
- * (lib/queue_conf.c), so a join costs one Redis script and no PostgreSQL;
- * the proof of work is checked before Redis is touched. Writes that made
+ * Its workers are event loops (lib/fcgi), as the purchase handler's: nginx
+ * keeps its FastCGI connections open (a join opens none), and a loop holds
+ * any number of them without a thread each. The joins a loop took in one
+ * round run their scripts in one Redis pipeline when the round ends, while
+ * the loop serves other requests; the status document and the pass are one
+ * Redis round trip each, answered in place. Each loop keeps what
+ * PostgreSQL said about a sale for a second (lib/queue_conf.c), so a join
+ * costs one Redis script and no PostgreSQL; the proof of work is checked
+ * before Redis is touched. Writes that made
  * something new wait for a replica (WAIT 1) when FLASHSALE_REDIS_WAIT_MS
  * is set, as purchases do. The pacer that admits places runs in a thread
  * of this process too (lib/queue_pacer.c; FLASHSALE_QUEUE_PACER).
@@ -44,8 +50,11 @@
 /* A join's body ({} or {"pow":"<32 characters>"}) and a pass request's. */
 #define JOIN_BODY_MAX 256
 #define PASS_BODY_MAX 512
-/* Worker threads: a join is one Redis round trip, the document one more. */
-#define QUEUE_THREADS 4
+/*
+ * Event loops: the status document and the pass wait for Redis in place,
+ * so more loops than cores keep the cores busy while some wait.
+ */
+#define QUEUE_LOOPS 4
 
 static const char doc_headers[] = "Cache-Control: public, max-age=1, s-maxage=1\r\n";
 static const char no_store[] = "Cache-Control: no-store, private\r\n";
@@ -60,14 +69,39 @@ struct app {
 	fs_queue_pacer *pacer;	/* NULL with FLASHSALE_QUEUE_PACER=0 */
 };
 
-/* What one worker thread owns: its connections and its cache. */
+struct joining;
+
+/*
+ * What one event loop owns: its connections and its cache; the joins taken
+ * since the last batch went to Redis, which go together when the loop's
+ * round ends and no batch is out; and the batch that Redis runs now,
+ * whose replies the loop waits for while it serves other events.
+ */
 struct worker {
 	struct app *app;
 	fs_pg *pg;
 	fs_stock *stock;		/* a reader: the units left */
 	fs_queue_store *store;		/* the queue's keys and scripts */
 	fs_queue_conf_cache *confs;
+	struct joining *queued[FS_QUEUE_JOIN_BATCH_MAX];
+	size_t nqueued;
+	struct joining *flight[FS_QUEUE_JOIN_BATCH_MAX];
+	struct fs_queue_join_ask asks[FS_QUEUE_JOIN_BATCH_MAX];
+	size_t nflight;
+	int fds[FS_FCGI_WATCH_MAX];	/* watched for the batch's replies */
+	int nfds;
 };
+
+/* A join on its way to Redis: its request waits for its loop's batch, no thread does. */
+struct joining {
+	fs_fcgi *fcgi;
+	uint64_t sale;
+	int64_t now, draw;
+	struct fs_queue_window window;	/* the sale's, as read when it was taken */
+	char sub[FS_TOKEN_SUB_MAX + 1];
+};
+
+static void batch_end(struct worker *);
 
 /* What one request is about. */
 struct request {
@@ -209,6 +243,7 @@ answer_status(struct worker *w, struct request *rq)
 	json_object *doc;
 	long left;
 
+	batch_end(w); /* the store's connection answers the batch first */
 	if (fs_queue_read_state(w->store, rq->sale, rq->now, &st) != 0 ||
 	    (left = units_left(w, c)) < 0) {
 		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
@@ -352,35 +387,150 @@ join_window(const struct request *rq)
 
 /* 200 with the place: score and rank only from the opening on (the draw is secret before). */
 static void
-answer_place(struct worker *w, struct request *rq, const char *sub, const struct fs_queue_place *p)
+answer_place(struct worker *w, const struct joining *j, const struct fs_queue_place *p)
 {
 	char ticket[FS_QUEUE_TOKEN_MAX];
-	int opened = rq->now >= rq->conf->window.opens_ms;
+	int opened = j->now >= j->window.opens_ms;
 	json_object *doc;
 
-	if (fs_queue_ticket_mint(w->app->qkeys, rq->sale, sub, ticket, sizeof(ticket)) != 0) {
-		fs_fcgi_error(rq->fcgi, FS_ERR_INTERNAL, NULL, NULL);
+	if (fs_queue_ticket_mint(w->app->qkeys, j->sale, j->sub, ticket, sizeof(ticket)) != 0) {
+		fs_fcgi_error(j->fcgi, FS_ERR_INTERNAL, NULL, NULL);
 		return;
 	}
 	fs_metrics_count(p->added ? FS_M_QUEUE_JOINS_NEW : FS_M_QUEUE_JOINS_AGAIN);
 	doc = json_object_new_object();
-	json_object_object_add(doc, "sale", json_object_new_int64((int64_t)rq->sale));
+	json_object_object_add(doc, "sale", json_object_new_int64((int64_t)j->sale));
 	json_object_object_add(doc, "ticket", json_object_new_string(ticket));
 	json_object_object_add(doc, "score", opened ? json_object_new_int64(p->score) : NULL);
 	json_object_object_add(doc, "rank",
 	    opened && p->rank >= 0 ? json_object_new_int64(p->rank) : NULL);
 	json_object_object_add(doc, "drawn", json_object_new_boolean(p->score < FS_QUEUE_LATE_BASE));
-	answer_doc(rq->fcgi, doc, no_store);
+	answer_doc(j->fcgi, doc, no_store);
 }
 
-/* POST .../queue: a place for the token's account, the same one for every repeat. */
+/*
+ * What Redis said of one join: answered. replicated is 0 when a replica
+ * was to have the batch's new places and did not say so in time: a new
+ * place is kept on the master and answered 503 (a retry answers it).
+ */
+static void
+joined(struct worker *w, const struct joining *j, const struct fs_queue_join_ask *a,
+    int replicated)
+{
+	switch (a->verdict) {
+	case FS_QUEUE_V_OK:
+		if (a->place.added && !replicated)
+			fs_fcgi_error(j->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		else
+			answer_place(w, j, &a->place);
+		break;
+	case FS_QUEUE_V_NOT_YET:
+		refuse(j->fcgi, FS_ERR_QUEUE_NOT_OPEN, FS_M_QUEUE_REFUSED_NOT_OPEN, NULL, NULL);
+		break;
+	case FS_QUEUE_V_ENDED:
+	case FS_QUEUE_V_CLOSED:
+		refuse(j->fcgi, FS_ERR_QUEUE_CLOSED, FS_M_QUEUE_REFUSED_CLOSED, NULL, NULL);
+		break;
+	default:
+		fs_log_warn("queue %" PRIu64 ": %s", j->sale, a->errstr);
+		fs_fcgi_error(j->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+	}
+}
+
+/*
+ * The batch's replies: each join answered, after one WAIT for all of them
+ * when replicas must have the new places (FLASHSALE_REDIS_WAIT_MS).
+ */
+static void
+batch_end(struct worker *w)
+{
+	size_t n = w->nflight;
+	int replicated = 1, added = 0;
+
+	if (n == 0)
+		return;
+	for (int i = 0; i < w->nfds; i++)
+		fs_fcgi_unwatch(w->fds[i]);
+	w->nfds = 0;
+	w->nflight = 0;
+	fs_queue_join_end(w->store);
+	for (size_t i = 0; i < n; i++)
+		added |= w->asks[i].verdict == FS_QUEUE_V_OK && w->asks[i].place.added;
+	if (added && w->app->redis_wait_ms > 0 &&
+	    fs_queue_replicate(w->store, w->app->redis_wait_ms) != 0) {
+		fs_log_warn("queue: %s; new places answered 503", w->store->errstr);
+		replicated = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		fs_fcgi_log_tag(w->flight[i]->fcgi);
+		joined(w, w->flight[i], &w->asks[i], replicated);
+		fs_fcgi_log_tag(NULL);
+		free(w->flight[i]);
+	}
+}
+
+/* A batch's replies are readable (or overdue): done with it; the next goes out at the round's end. */
+static void
+replies_ready(void *ctx)
+{
+	batch_end(ctx);
+}
+
+/*
+ * The joins taken so far, in one Redis pipeline (one round trip); the loop
+ * serves other events until the replies come.
+ */
+static void
+batch_start(struct worker *w)
+{
+	size_t n = w->nqueued;
+	int64_t deadline;
+
+	batch_end(w); /* one batch out at a time */
+	memcpy(w->flight, w->queued, n * sizeof(w->queued[0]));
+	w->nflight = n;
+	w->nqueued = 0;
+	fs_metrics_count(FS_M_QUEUE_JOIN_ROUNDS);
+	for (size_t i = 0; i < n; i++) {
+		const struct joining *j = w->flight[i];
+
+		w->asks[i] = (struct fs_queue_join_ask){ .sale = j->sale, .window = j->window,
+			.sub = j->sub, .draw = j->draw, .now_ms = j->now };
+	}
+	fs_queue_join_begin(w->store, w->asks, n);
+	w->nfds = fs_queue_join_fds(w->store, w->fds, FS_FCGI_WATCH_MAX);
+	deadline = fs_queue_join_deadline(w->store);
+	for (int i = 0; i < w->nfds; i++) {
+		if (fs_fcgi_watch(w->fds[i], deadline, replies_ready, w) != 0) {
+			w->nfds = i; /* cannot wait in the loop: in place */
+			batch_end(w);
+			return;
+		}
+	}
+	if (w->nfds == 0)
+		batch_end(w);
+}
+
+/* The end of a loop's round: the joins it took go to Redis now, unless a batch is out. */
+static void
+round_end(void *ctx)
+{
+	struct worker *w = ctx;
+
+	if (w->nflight == 0 && w->nqueued > 0)
+		batch_start(w);
+}
+
+/*
+ * POST .../queue: a place for the token's account, the same one for every
+ * repeat. Checked here; the Redis script runs with the round's other joins.
+ */
 static void
 join(struct worker *w, struct request *rq)
 {
 	char sub[FS_TOKEN_SUB_MAX + 1], nonce[FS_QUEUE_NONCE_MAX + 1];
 	const struct fs_queue_conf *c;
-	struct fs_queue_place p;
-	enum fs_queue_verdict v;
+	struct joining *j;
 
 	if (authenticate(w->app, rq->fcgi, sub) != 0 || read_join(rq->fcgi, nonce) != 0)
 		return;
@@ -392,17 +542,17 @@ join(struct worker *w, struct request *rq)
 		refuse(rq->fcgi, FS_ERR_BAD_POW, FS_M_QUEUE_REFUSED_BAD_POW, NULL, NULL);
 		return;
 	}
-	v = fs_queue_join(w->store, rq->sale, &c->window, sub,
-	    fs_queue_draw(c->seed, sub, strlen(sub)), rq->now, &p);
-	if (v == FS_QUEUE_V_NOT_YET)
-		refuse(rq->fcgi, FS_ERR_QUEUE_NOT_OPEN, FS_M_QUEUE_REFUSED_NOT_OPEN, NULL, NULL);
-	else if (v == FS_QUEUE_V_ENDED || v == FS_QUEUE_V_CLOSED)
-		refuse(rq->fcgi, FS_ERR_QUEUE_CLOSED, FS_M_QUEUE_REFUSED_CLOSED, NULL, NULL);
-	else if (v != FS_QUEUE_V_OK) {
-		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		fs_log_warn("queue %" PRIu64 ": out of memory", rq->sale);
 		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
-	} else if (replicated(w, rq, p.added) == 0)
-		answer_place(w, rq, sub, &p);
+		return;
+	}
+	*j = (struct joining){ .fcgi = rq->fcgi, .sale = rq->sale, .now = rq->now,
+		.draw = fs_queue_draw(c->seed, sub, strlen(sub)), .window = c->window };
+	memcpy(j->sub, sub, sizeof(j->sub));
+	w->queued[w->nqueued++] = j;
+	if (w->nqueued == FS_QUEUE_JOIN_BATCH_MAX)
+		batch_start(w);
 }
 
 /*
@@ -459,6 +609,7 @@ pass(struct worker *w, struct request *rq)
 
 	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
 		return;
+	batch_end(w); /* the store's connection answers the batch first */
 	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
 	/* Before the opening a rank would tell something of the secret draw. */
 	if (rq->now < rq->conf->window.opens_ms)
@@ -551,7 +702,7 @@ setup(void *arg)
 		fs_log_error("pacer: %s", err);
 		return -1;
 	}
-	return QUEUE_THREADS;
+	return QUEUE_LOOPS;
 }
 
 static void
@@ -569,6 +720,11 @@ worker_free(void *arg)
 {
 	struct worker *w = arg;
 
+	/* A stopping loop answered every request: nothing is left but on a failed start. */
+	for (size_t i = 0; i < w->nqueued; i++)
+		free(w->queued[i]);
+	for (size_t i = 0; i < w->nflight; i++)
+		free(w->flight[i]);
 	fs_queue_conf_cache_free(w->confs);
 	fs_queue_store_free(w->store);
 	fs_stock_free(w->stock);
@@ -607,7 +763,8 @@ int
 main(void)
 {
 	static const struct fs_fcgi_service service = {
-		"flashsale-queue", setup, teardown, worker_new, worker_free, handle, ready, 0, NULL
+		"flashsale-queue", setup, teardown, worker_new, worker_free, handle, ready, 1,
+		round_end
 	};
 	static struct app app;
 

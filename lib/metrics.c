@@ -150,6 +150,9 @@ static const struct {
 	    "Joins of a sale's waiting room answered 200: a new place, or the place the account "
 	    "already had (a repeat, another device)." },
 	[FS_M_QUEUE_JOINS_AGAIN] = { "flashsale_queue_joins_total", "result=\"again\"", NULL },
+	[FS_M_QUEUE_JOIN_ROUNDS] = { "flashsale_queue_join_rounds_total", NULL,
+	    "Redis pipelines of the queue handler's joins (one per loop round that took joins): "
+	    "joins per pipeline is how well concurrent joins share a round trip." },
 	[FS_M_QUEUE_PASSES_ISSUED] = { "flashsale_queue_passes_total", "result=\"issued\"",
 	    "Passes answered 200: issued now, or the one issued before (a repeat)." },
 	[FS_M_QUEUE_PASSES_AGAIN] = { "flashsale_queue_passes_total", "result=\"again\"", NULL },

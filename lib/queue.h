@@ -116,11 +116,17 @@ int fs_queue_settings_json(const struct fs_queue_settings *, char *out, size_t o
 struct fs_cfg;
 struct fs_redis;
 
+struct fs_queue_join_ask;
+struct fs_redis_call;
+
 typedef struct fs_queue_store {
 	struct fs_redis *redis;	/* owned */
 	int join, pass, state;	/* script handles */
 	int err;		/* enum fs_redis_err of the last failure, 0 none */
 	char errstr[128];
+	struct fs_redis_call *calls;	/* owned: a join batch's calls */
+	struct fs_queue_join_ask *batch; /* the batch of fs_queue_join_begin until its end */
+	size_t nbatch;
 } fs_queue_store;
 
 /*
@@ -180,6 +186,39 @@ void fs_queue_store_free(fs_queue_store *);
 enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t draw, int64_t now_ms,
     struct fs_queue_place *out);
+
+/* Joins in one pipeline: at most this many (an event loop's round). */
+#define FS_QUEUE_JOIN_BATCH_MAX 64
+#define FS_QUEUE_JOIN_ARGS 11
+
+/* One join of a batch (fs_queue_join_begin), and what came of it. */
+struct fs_queue_join_ask {
+	uint64_t sale;
+	struct fs_queue_window window;
+	const char *sub;	/* the caller's until the batch ends */
+	int64_t draw, now_ms;
+	/* out: as fs_queue_join returns them; errstr for FS_QUEUE_V_ERROR */
+	enum fs_queue_verdict verdict;
+	struct fs_queue_place place;
+	char errstr[160];
+	/* the store's own: the script call's arguments */
+	char keys[5][64], nums[5][24];
+	const char *argv[FS_QUEUE_JOIN_ARGS];
+};
+/*
+ * fs_queue_join for n asks (at most FS_QUEUE_JOIN_BATCH_MAX) in one Redis
+ * pipeline, in two halves for an event loop that serves other requests
+ * while Redis runs them: _begin writes the calls (asks stay valid until
+ * _end); _fds gives the descriptors whose replies are awaited (0: none,
+ * call _end now); _deadline until when (monotonic ms); _end reads the
+ * replies (and runs alone any call that did not run where it went, as
+ * lib/redis's pipelines do) and fills each ask. Any other call of the
+ * store ends the batch first; a second _begin too.
+ */
+void fs_queue_join_begin(fs_queue_store *, struct fs_queue_join_ask *asks, size_t n);
+int fs_queue_join_fds(const fs_queue_store *, int *fds, int max);
+int64_t fs_queue_join_deadline(const fs_queue_store *);
+void fs_queue_join_end(fs_queue_store *);
 /* The pass of sub: issued now, or the one issued before (its expiry unchanged). */
 enum fs_queue_verdict fs_queue_pass(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t now_ms,

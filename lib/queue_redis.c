@@ -80,6 +80,10 @@ fs_queue_store_new(const struct fs_cfg *cfg, const char *datadir, char *err, siz
 	handles[0] = &q->join;
 	handles[1] = &q->pass;
 	handles[2] = &q->state;
+	if ((q->calls = calloc(FS_QUEUE_JOIN_BATCH_MAX, sizeof(*q->calls))) == NULL) {
+		snprintf(err, errlen, "queue store: out of memory");
+		goto fail;
+	}
 	if ((q->redis = fs_redis_open(cfg, err, errlen)) == NULL)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
@@ -100,7 +104,10 @@ fs_queue_store_free(fs_queue_store *q)
 {
 	if (q == NULL)
 		return;
+	if (q->redis != NULL)
+		fs_queue_join_end(q);
 	fs_redis_free(q->redis);
+	free(q->calls);
 	free(q);
 }
 
@@ -126,42 +133,112 @@ int_at(const redisReply *r, size_t i)
 	return r->element[i]->integer;
 }
 
+/* Ask a's script call: its keys and arguments. */
+static void
+join_call(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *call)
+{
+	const int64_t nums[5] = { a->now_ms, a->draw, a->window.pre_ms, a->window.opens_ms,
+		a->window.ends_ms };
+	static const enum qkey keys[5] = { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE,
+		QKEY_PASSES };
+
+	for (int i = 0; i < 5; i++) {
+		qkey(a->keys[i], a->sale, keys[i]);
+		a->argv[i] = a->keys[i];
+		snprintf(a->nums[i], sizeof(a->nums[i]), "%" PRId64, nums[i]);
+	}
+	a->argv[5] = a->sub;
+	for (int i = 0; i < 5; i++)
+		a->argv[6 + i] = a->nums[i];
+	*call = (struct fs_redis_call){ .script = q->join, .nkeys = 5, .argc = FS_QUEUE_JOIN_ARGS,
+		.argv = a->argv };
+}
+
+/* What a join call came to, into its ask. */
+static void
+join_done(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *call)
+{
+	redisReply *r = call->reply;
+	enum fs_queue_verdict v;
+
+	memset(&a->place, 0, sizeof(a->place));
+	if (r == NULL) {
+		q->err = call->err != 0 ? call->err : FS_REDIS_ERR_REPLY;
+		snprintf(q->errstr, sizeof(q->errstr), "join: %s", call->errstr);
+		snprintf(a->errstr, sizeof(a->errstr), "%s", q->errstr);
+		a->verdict = FS_QUEUE_V_ERROR;
+		return;
+	}
+	v = verdict_of(r);
+	if (v == FS_QUEUE_V_OK && r->elements == 4) {
+		a->place.score = int_at(r, 1);
+		a->place.rank = int_at(r, 2);
+		a->place.added = int_at(r, 3) == 1;
+	} else if (v != FS_QUEUE_V_NOT_YET && v != FS_QUEUE_V_ENDED && v != FS_QUEUE_V_CLOSED) {
+		reply_err(q, "join");
+		snprintf(a->errstr, sizeof(a->errstr), "%s", q->errstr);
+		v = FS_QUEUE_V_ERROR;
+	}
+	a->verdict = v;
+	freeReplyObject(r);
+	call->reply = NULL;
+}
+
+void
+fs_queue_join_begin(fs_queue_store *q, struct fs_queue_join_ask *asks, size_t n)
+{
+	fs_queue_join_end(q); /* one batch at a time */
+	for (size_t i = FS_QUEUE_JOIN_BATCH_MAX; i < n; i++) {
+		memset(&asks[i].place, 0, sizeof(asks[i].place));
+		asks[i].verdict = FS_QUEUE_V_ERROR;
+		snprintf(asks[i].errstr, sizeof(asks[i].errstr), "join: more than %d in a batch",
+		    FS_QUEUE_JOIN_BATCH_MAX);
+	}
+	if (n > FS_QUEUE_JOIN_BATCH_MAX)
+		n = FS_QUEUE_JOIN_BATCH_MAX;
+	for (size_t i = 0; i < n; i++)
+		join_call(q, &asks[i], &q->calls[i]);
+	fs_redis_eval_send(q->redis, q->calls, n);
+	q->batch = asks;
+	q->nbatch = n;
+}
+
+int
+fs_queue_join_fds(const fs_queue_store *q, int *fds, int max)
+{
+	return q->batch != NULL ? fs_redis_eval_fds(q->redis, fds, max) : 0;
+}
+
+int64_t
+fs_queue_join_deadline(const fs_queue_store *q)
+{
+	return fs_redis_eval_deadline(q->redis);
+}
+
+void
+fs_queue_join_end(fs_queue_store *q)
+{
+	struct fs_queue_join_ask *asks = q->batch;
+
+	if (asks == NULL)
+		return;
+	q->batch = NULL;
+	fs_redis_eval_recv(q->redis);
+	for (size_t i = 0; i < q->nbatch; i++)
+		join_done(q, &asks[i], &q->calls[i]);
+}
+
 enum fs_queue_verdict
 fs_queue_join(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
     const char *sub, int64_t draw, int64_t now_ms, struct fs_queue_place *out)
 {
-	char keys[5][QKEY_MAX], now_s[24], draw_s[24], pre_s[24], opens_s[24], ends_s[24];
-	const char *argv[11] = { keys[0], keys[1], keys[2], keys[3], keys[4], sub, now_s, draw_s,
-		pre_s, opens_s, ends_s };
-	enum fs_queue_verdict v;
-	redisReply *r;
+	struct fs_queue_join_ask a = { .sale = sale, .window = *w, .sub = sub, .draw = draw,
+		.now_ms = now_ms };
 
-	memset(out, 0, sizeof(*out));
-	qkey(keys[0], sale, QKEY_PLACES);
-	qkey(keys[1], sale, QKEY_LATE);
-	qkey(keys[2], sale, QKEY_JOURNAL);
-	qkey(keys[3], sale, QKEY_STATE);
-	qkey(keys[4], sale, QKEY_PASSES);
-	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
-	snprintf(draw_s, sizeof(draw_s), "%" PRId64, draw);
-	snprintf(pre_s, sizeof(pre_s), "%" PRId64, w->pre_ms);
-	snprintf(opens_s, sizeof(opens_s), "%" PRId64, w->opens_ms);
-	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
-	if ((r = fs_redis_eval(q->redis, q->join, 5, 11, argv)) == NULL) {
-		store_err(q, "join");
-		return FS_QUEUE_V_ERROR;
-	}
-	v = verdict_of(r);
-	if (v == FS_QUEUE_V_OK && r->elements == 4) {
-		out->score = int_at(r, 1);
-		out->rank = int_at(r, 2);
-		out->added = int_at(r, 3) == 1;
-	} else if (v != FS_QUEUE_V_NOT_YET && v != FS_QUEUE_V_ENDED && v != FS_QUEUE_V_CLOSED) {
-		reply_err(q, "join");
-		v = FS_QUEUE_V_ERROR;
-	}
-	freeReplyObject(r);
-	return v;
+	fs_queue_join_begin(q, &a, 1);
+	fs_queue_join_end(q);
+	*out = a.place;
+	return a.verdict;
 }
 
 enum fs_queue_verdict
@@ -173,6 +250,7 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 	enum fs_queue_verdict v;
 	redisReply *r;
 
+	fs_queue_join_end(q); /* the connection answers the batch first */
 	memset(out, 0, sizeof(*out));
 	out->rank = -1;
 	qkey(keys[0], sale, QKEY_PLACES);
@@ -206,6 +284,7 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 	redisReply *r;
 	int rc = 0;
 
+	fs_queue_join_end(q); /* the connection answers the batch first */
 	memset(out, 0, sizeof(*out));
 	qkey(keys[0], sale, QKEY_STATE);
 	qkey(keys[1], sale, QKEY_PLACES);
@@ -236,9 +315,10 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 int
 fs_queue_replicate(fs_queue_store *q, int timeout_ms)
 {
-	long acked = fs_redis_wait(q->redis, 1, timeout_ms);
+	long acked;
 
-	if (acked < 0) {
+	fs_queue_join_end(q); /* the connection answers the batch first */
+	if ((acked = fs_redis_wait(q->redis, 1, timeout_ms)) < 0) {
 		store_err(q, "replicate");
 		return -1;
 	}

@@ -4,7 +4,8 @@
  * account whatever the repeats, drawn scores before the opening, 2^52 + n
  * after, the journal, the window), the pass (every verdict, an expiry
  * that never changes, lapse), the status figures, the passes outstanding
- * (a pass whose account holds a unit is not), and on a private Redis
+ * (a pass whose account holds a unit is not), joins in one pipeline
+ * (each answered as alone, a batch ended by any other call), and on a private Redis
  * Cluster: every key of a sale in one slot, and WAIT 1 acknowledged.
  */
 #include "config.h"
@@ -164,6 +165,66 @@ check_state(fs_queue_store *q, const struct test_redis *srv)
 	    "units back: joining resumes");
 }
 
+/* A join ask of sale 9 (a sale of its own: the figures of SALE stay as they are). */
+static struct fs_queue_join_ask
+ask9(const char *sub, int64_t draw, int64_t now)
+{
+	return (struct fs_queue_join_ask){ .sale = 9, .window = win, .sub = sub, .draw = draw,
+		.now_ms = now };
+}
+
+/* Joins in one pipeline: each answered as alone; another call ends the batch first. */
+static void
+check_batch(fs_queue_store *q)
+{
+	static struct fs_queue_join_ask many[FS_QUEUE_JOIN_BATCH_MAX + 1];
+	static char subs[FS_QUEUE_JOIN_BATCH_MAX + 1][16];
+	struct fs_queue_join_ask a[5] = { ask9("b1", 11, 1500), ask9("b2", 22, 1500),
+		ask9("b1", 33, 1600), ask9("b3", 44, 999), ask9("b4", 5, 2500) };
+	struct fs_queue_state st;
+	int fds[4], ok = 1;
+
+	fs_queue_join_begin(q, a, 5);
+	check(fs_queue_join_fds(q, fds, 4) == 1 && fs_queue_join_deadline(q) > 0,
+	    "a batch out: one connection's replies awaited, until a deadline");
+	fs_queue_join_end(q);
+	check(fs_queue_join_fds(q, fds, 4) == 0, "ended: nothing awaited");
+	check(a[0].verdict == FS_QUEUE_V_OK && a[0].place.score == 11 && a[0].place.added == 1 &&
+		a[1].verdict == FS_QUEUE_V_OK && a[1].place.score == 22 && a[1].place.added == 1,
+	    "a batch's joins before the opening: each its draw, new");
+	check(a[2].verdict == FS_QUEUE_V_OK && a[2].place.score == 11 && a[2].place.added == 0,
+	    "the same account twice in one batch: the second answers the first's place");
+	check(a[3].verdict == FS_QUEUE_V_NOT_YET, "one too early in a batch: NOT_YET, alone");
+	check(a[4].verdict == FS_QUEUE_V_OK && a[4].place.score == LATE + 1 && a[4].place.rank == 2,
+	    "a late join in a batch: 2^52 + 1, ranked behind the drawn places");
+
+	a[0] = ask9("b5", 55, 1700);
+	a[1] = ask9("b2", 66, 1700);
+	fs_queue_join_begin(q, a, 2);
+	check(fs_queue_read_state(q, 9, 3000, &st) == 0 && st.joined == 4 &&
+		a[0].verdict == FS_QUEUE_V_OK && a[0].place.added == 1 &&
+		a[1].verdict == FS_QUEUE_V_OK && a[1].place.score == 22,
+	    "another call of the store ends the batch first: its joins answered, then counted");
+	a[0].verdict = FS_QUEUE_V__MAX;
+	fs_queue_join_end(q);
+	check(a[0].verdict == FS_QUEUE_V__MAX, "ending an ended batch changes nothing");
+
+	for (int i = 0; i <= FS_QUEUE_JOIN_BATCH_MAX; i++) {
+		snprintf(subs[i], sizeof(subs[i]), "m%d", i);
+		many[i] = ask9(subs[i], 100 + i, 1800);
+	}
+	fs_queue_join_begin(q, many, FS_QUEUE_JOIN_BATCH_MAX + 1);
+	fs_queue_join_end(q);
+	for (int i = 0; i < FS_QUEUE_JOIN_BATCH_MAX; i++)
+		ok &= many[i].verdict == FS_QUEUE_V_OK && many[i].place.score == 100 + i;
+	check(ok, "a full batch: every join placed");
+	check(many[FS_QUEUE_JOIN_BATCH_MAX].verdict == FS_QUEUE_V_ERROR &&
+		strstr(many[FS_QUEUE_JOIN_BATCH_MAX].errstr, "more than") != NULL,
+	    "one more than a batch holds: refused with a reason, never sent");
+	check(fs_queue_read_state(q, 9, 3000, &st) == 0 && st.joined == 4 + FS_QUEUE_JOIN_BATCH_MAX,
+	    "and not placed");
+}
+
 /* ann holds a unit of the sale: her pass is no longer outstanding. */
 static void
 check_outstanding(const struct fs_cfg *cfg, const char *top)
@@ -212,11 +273,24 @@ check_cluster(const char *top)
 		test_cluster_stop(&tc);
 		return;
 	}
+	{
+		struct fs_queue_join_ask a[6];
+		int ok = 1;
+
+		for (uint64_t sale = 1; sale <= 6; sale++)
+			a[sale - 1] = (struct fs_queue_join_ask){ .sale = sale, .window = win,
+				.sub = "bea", .draw = (int64_t)sale, .now_ms = 1500 };
+		fs_queue_join_begin(q, a, 6);
+		fs_queue_join_end(q);
+		for (int i = 0; i < 6; i++)
+			ok &= a[i].verdict == FS_QUEUE_V_OK && a[i].place.score == i + 1;
+		check(ok, "on a cluster: one batch of joins to sales on several masters, each placed");
+	}
 	for (uint64_t sale = 1; sale <= 6; sale++) {
 		int ok = fs_queue_join(q, sale, &win, "ann", 42, 1500, &p) == FS_QUEUE_V_OK &&
 		    p.score == 42 && fs_queue_replicate(q, FS_REDIS_WAIT_MAX_MS) == 0 &&
 		    fs_queue_pass(q, sale, &win, "ann", 3000, &p) == FS_QUEUE_V_NOT_YET &&
-		    fs_queue_read_state(q, sale, 3000, &st) == 0 && st.joined == 1 && st.drawn == 1;
+		    fs_queue_read_state(q, sale, 3000, &st) == 0 && st.joined == 2 && st.drawn == 2;
 
 		if (!ok)
 			printf("# sale %" PRIu64 ": %s\n", sale, q->errstr);
@@ -249,6 +323,7 @@ main(void)
 	check_join(q, &srv);
 	check_pass(q, &srv);
 	check_state(q, &srv);
+	check_batch(q);
 	check_outstanding(&cfg, top);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
