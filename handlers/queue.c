@@ -50,11 +50,6 @@
 /* A join's body ({} or {"pow":"<32 characters>"}) and a pass request's. */
 #define JOIN_BODY_MAX 256
 #define PASS_BODY_MAX 512
-/*
- * Event loops: the status document and the pass wait for Redis in place,
- * so more loops than cores keep the cores busy while some wait.
- */
-#define QUEUE_LOOPS 4
 
 static const char doc_headers[] = "Cache-Control: public, max-age=1, s-maxage=1\r\n";
 static const char no_store[] = "Cache-Control: no-store, private\r\n";
@@ -702,7 +697,8 @@ setup(void *arg)
 		fs_log_error("pacer: %s", err);
 		return -1;
 	}
-	return QUEUE_LOOPS;
+	/* FLASHSALE_QUEUE_THREADS (2): about one per core; fewer share more joins per pipeline. */
+	return (int)fs_cfg_long(&app->cfg, FS_CFG_QUEUE_THREADS); /* ranges: lib/cfg */
 }
 
 static void

@@ -80,6 +80,9 @@ static const struct {
 	[FS_CFG_QUEUE_STEP_MS] = { "FLASHSALE_QUEUE_STEP_MS", "250",
 	    "milliseconds between two steps of the pacer: each admits a step's share of "
 	    "capacityPerSecond (50 to 5000)" },
+	[FS_CFG_QUEUE_THREADS] = { "FLASHSALE_QUEUE_THREADS", "2",
+	    "event loops per flashsale-queue process (the joins of a loop's round share one "
+	    "Redis pipeline)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -97,6 +100,7 @@ static const struct {
 	[FS_CFG_REFUND_ALERT_AFTER] = { 1, 1000 },
 	[FS_CFG_QUEUE_PACER] = { 0, 1 },
 	[FS_CFG_QUEUE_STEP_MS] = { 50, 5000 },
+	[FS_CFG_QUEUE_THREADS] = { 1, 64 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */
