@@ -49,31 +49,26 @@ struct app {
 struct pending;
 
 /*
- * What one event loop owns: hiredis connections are not shared; the
- * requests admitted since the last batch went to Redis, which go together
- * when the loop's round ends and no batch is out; and the batch that Redis
- * runs now, whose replies the loop waits for while it serves other events.
+ * What one event loop owns: hiredis connections are not shared; its batch
+ * (lib/fcgi): the requests admitted since the last batch went to Redis go
+ * together when the loop's round ends and no batch is out, and the loop
+ * serves other events while Redis runs one; the asks of the batch out.
  */
 struct worker {
 	struct app *app;
 	fs_stock *stock;
-	struct pending *queued[FS_STOCK_BATCH_MAX];
-	size_t nqueued;
-	struct pending *flight[FS_STOCK_BATCH_MAX];
+	struct fs_fcgi_batch batch;
 	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
-	size_t nflight;
-	int fds[FS_FCGI_WATCH_MAX]; /* watched for the batch's replies */
-	int nfds;
 	int reports_watched;
 };
 
-static void batch_end(struct worker *);
+_Static_assert(FS_STOCK_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fits one pipeline");
 
 /* Gives an order's unit back; when Redis fails too, the sweeper will. */
 static void
 give_back(struct worker *w, const struct fs_order *o)
 {
-	batch_end(w); /* the connection answers the batch first */
+	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
 	if (fs_stock_release(w->stock, o->sale, o->item, o->id) < 0)
 		fs_log_error("release of %s failed (%s); the sweeper will release it", o->id,
 		    w->stock->errstr);
@@ -229,22 +224,16 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 }
 
 /*
- * The batch's replies: each request is answered or its order sent on;
- * then one WAIT for all of them when replicas must have the holds.
+ * The batch's replies (its recv): each request is answered or its order
+ * sent on; then one WAIT for all of them when replicas must have the holds.
  */
 static void
-batch_end(struct worker *w)
+reserved_all(void *ctx, void *const *items, size_t n)
 {
-	size_t n = w->nflight;
+	struct worker *w = ctx;
 	int replicated = 1, any = 0;
 	uint64_t now;
 
-	if (n == 0)
-		return;
-	for (int i = 0; i < w->nfds; i++)
-		fs_fcgi_unwatch(w->fds[i]);
-	w->nfds = 0;
-	w->nflight = 0;
 	fs_stock_reserve_end(w->stock);
 	for (size_t i = 0; i < n; i++)
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
@@ -253,57 +242,38 @@ batch_end(struct worker *w)
 	/* The Redis stage ends here, a replica's acknowledgement included. */
 	now = fs_clock_mono_ns();
 	for (size_t i = 0; i < n; i++)
-		w->flight[i]->reserved_ns = now;
+		((struct pending *)items[i])->reserved_ns = now;
 	for (size_t i = 0; i < n; i++) {
-		fs_fcgi_log_tag(w->flight[i]->fcgi);
-		reserved(w->flight[i], &w->asks[i], replicated);
+		struct pending *p = items[i];
+
+		fs_fcgi_log_tag(p->fcgi);
+		reserved(p, &w->asks[i], replicated);
 		fs_fcgi_log_tag(NULL);
 	}
 }
 
-/* A batch's replies are readable (or overdue): done with it; the next goes out at the round's end. */
-static void
-replies_ready(void *ctx)
-{
-	batch_end(ctx);
-}
-
 /*
- * The requests admitted so far, reserved in one Redis pipeline (one round
- * trip per node); the loop serves other events until the replies come.
+ * The requests admitted so far (its send), reserved in one Redis pipeline
+ * (one round trip per node): the descriptors of the replies.
  */
-static void
-batch_start(struct worker *w)
+static int
+reserve_all(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64_t *deadline_ms)
 {
-	size_t n = w->nqueued;
-	int64_t deadline;
-	uint64_t now;
+	struct worker *w = ctx;
+	uint64_t now = fs_clock_mono_ns();
 
-	batch_end(w); /* one batch out at a time */
-	memcpy(w->flight, w->queued, n * sizeof(w->queued[0]));
-	w->nflight = n;
-	w->nqueued = 0;
 	fs_metrics_count(FS_M_PURCHASE_RESERVE_ROUNDS);
-	now = fs_clock_mono_ns();
 	for (size_t i = 0; i < n; i++) {
-		const struct fs_order *o = &w->flight[i]->o;
+		struct pending *p = items[i];
+		const struct fs_order *o = &p->o;
 
-		w->flight[i]->sent_ns = now;
+		p->sent_ns = now;
 		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
 			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
 	}
 	fs_stock_reserve_begin(w->stock, w->asks, n);
-	w->nfds = fs_stock_reserve_fds(w->stock, w->fds, FS_FCGI_WATCH_MAX);
-	deadline = fs_stock_reserve_deadline(w->stock);
-	for (int i = 0; i < w->nfds; i++) {
-		if (fs_fcgi_watch(w->fds[i], deadline, replies_ready, w) != 0) {
-			w->nfds = i; /* cannot wait in the loop: in place */
-			batch_end(w);
-			return;
-		}
-	}
-	if (w->nfds == 0)
-		batch_end(w);
+	*deadline_ms = fs_stock_reserve_deadline(w->stock);
+	return fs_stock_reserve_fds(w->stock, fds, maxfds);
 }
 
 /* The producer's delivery reports wait: served here, each answered on its request's loop. */
@@ -327,8 +297,7 @@ round_end(void *ctx)
 
 	if (!w->reports_watched && w->app->reports_fd >= 0)
 		w->reports_watched = fs_fcgi_watch(w->app->reports_fd, 0, reports_ready, w->app) == 0;
-	if (w->nflight == 0 && w->nqueued > 0)
-		batch_start(w);
+	fs_fcgi_batch_round(&w->batch);
 }
 
 static void
@@ -366,9 +335,7 @@ handle(fs_fcgi *fcgi, void *ctx)
 	p->sale_end_ms = sale_end_ms;
 	p->gen = fs_soldout_generation(app->soldout, o.item);
 	/* Reserved with the round's others when the loop's round ends (round_end). */
-	w->queued[w->nqueued++] = p;
-	if (w->nqueued == FS_STOCK_BATCH_MAX)
-		batch_start(w);
+	fs_fcgi_batch_add(&w->batch, p);
 }
 
 /* GET /readyz: this worker's Redis and a Kafka broker answer. */
@@ -377,7 +344,7 @@ ready(void *arg, char *why, size_t whylen)
 {
 	struct worker *w = arg;
 
-	batch_end(w); /* the connection answers the batch first */
+	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
 	if (fs_stock_ping(w->stock) != 0) {
 		snprintf(why, whylen, "redis %s", w->stock->errstr);
 		return -1;
@@ -436,6 +403,9 @@ worker_new(void *arg)
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
 	w->app = app;
+	w->batch.send = reserve_all;
+	w->batch.recv = reserved_all;
+	w->batch.ctx = w;
 	if ((w->stock = fs_stock_new(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err,
 		 sizeof(err))) == NULL) {
 		fs_log_error("%s", err);

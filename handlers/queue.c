@@ -67,10 +67,10 @@ struct app {
 struct joining;
 
 /*
- * What one event loop owns: its connections and its cache; the joins taken
- * since the last batch went to Redis, which go together when the loop's
- * round ends and no batch is out; and the batch that Redis runs now,
- * whose replies the loop waits for while it serves other events.
+ * What one event loop owns: its connections and its cache; its batch
+ * (lib/fcgi): the joins taken since the last batch went to Redis go
+ * together when the loop's round ends and no batch is out, and the loop
+ * serves other events while Redis runs one; the asks of the batch out.
  */
 struct worker {
 	struct app *app;
@@ -78,14 +78,11 @@ struct worker {
 	fs_stock *stock;		/* a reader: the units left */
 	fs_queue_store *store;		/* the queue's keys and scripts */
 	fs_queue_conf_cache *confs;
-	struct joining *queued[FS_QUEUE_JOIN_BATCH_MAX];
-	size_t nqueued;
-	struct joining *flight[FS_QUEUE_JOIN_BATCH_MAX];
+	struct fs_fcgi_batch batch;
 	struct fs_queue_join_ask asks[FS_QUEUE_JOIN_BATCH_MAX];
-	size_t nflight;
-	int fds[FS_FCGI_WATCH_MAX];	/* watched for the batch's replies */
-	int nfds;
 };
+
+_Static_assert(FS_QUEUE_JOIN_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fits one pipeline");
 
 /* A join on its way to Redis: its request waits for its loop's batch, no thread does. */
 struct joining {
@@ -95,8 +92,6 @@ struct joining {
 	struct fs_queue_window window;	/* the sale's, as read when it was taken */
 	char sub[FS_TOKEN_SUB_MAX + 1];
 };
-
-static void batch_end(struct worker *);
 
 /* What one request is about. */
 struct request {
@@ -238,7 +233,7 @@ answer_status(struct worker *w, struct request *rq)
 	json_object *doc;
 	long left;
 
-	batch_end(w); /* the store's connection answers the batch first */
+	fs_fcgi_batch_end(&w->batch); /* the store's connection answers the batch first */
 	if (fs_queue_read_state(w->store, rq->sale, rq->now, &st) != 0 ||
 	    (left = units_left(w, c)) < 0) {
 		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
@@ -433,21 +428,16 @@ joined(struct worker *w, const struct joining *j, const struct fs_queue_join_ask
 }
 
 /*
- * The batch's replies: each join answered, after one WAIT for all of them
- * when replicas must have the new places (FLASHSALE_REDIS_WAIT_MS).
+ * The batch's replies (its recv): each join answered, after one WAIT for
+ * all of them when replicas must have the new places
+ * (FLASHSALE_REDIS_WAIT_MS).
  */
 static void
-batch_end(struct worker *w)
+joined_all(void *ctx, void *const *items, size_t n)
 {
-	size_t n = w->nflight;
+	struct worker *w = ctx;
 	int replicated = 1, added = 0;
 
-	if (n == 0)
-		return;
-	for (int i = 0; i < w->nfds; i++)
-		fs_fcgi_unwatch(w->fds[i]);
-	w->nfds = 0;
-	w->nflight = 0;
 	fs_queue_join_end(w->store);
 	for (size_t i = 0; i < n; i++)
 		added |= w->asks[i].verdict == FS_QUEUE_V_OK && w->asks[i].place.added;
@@ -457,53 +447,31 @@ batch_end(struct worker *w)
 		replicated = 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		fs_fcgi_log_tag(w->flight[i]->fcgi);
-		joined(w, w->flight[i], &w->asks[i], replicated);
+		struct joining *j = items[i];
+
+		fs_fcgi_log_tag(j->fcgi);
+		joined(w, j, &w->asks[i], replicated);
 		fs_fcgi_log_tag(NULL);
-		free(w->flight[i]);
+		free(j);
 	}
 }
 
-/* A batch's replies are readable (or overdue): done with it; the next goes out at the round's end. */
-static void
-replies_ready(void *ctx)
+/* The joins taken so far (its send), in one Redis pipeline: the descriptors of the replies. */
+static int
+join_all(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64_t *deadline_ms)
 {
-	batch_end(ctx);
-}
+	struct worker *w = ctx;
 
-/*
- * The joins taken so far, in one Redis pipeline (one round trip); the loop
- * serves other events until the replies come.
- */
-static void
-batch_start(struct worker *w)
-{
-	size_t n = w->nqueued;
-	int64_t deadline;
-
-	batch_end(w); /* one batch out at a time */
-	memcpy(w->flight, w->queued, n * sizeof(w->queued[0]));
-	w->nflight = n;
-	w->nqueued = 0;
 	fs_metrics_count(FS_M_QUEUE_JOIN_ROUNDS);
 	for (size_t i = 0; i < n; i++) {
-		const struct joining *j = w->flight[i];
+		const struct joining *j = items[i];
 
 		w->asks[i] = (struct fs_queue_join_ask){ .sale = j->sale, .window = j->window,
 			.sub = j->sub, .draw = j->draw, .now_ms = j->now };
 	}
 	fs_queue_join_begin(w->store, w->asks, n);
-	w->nfds = fs_queue_join_fds(w->store, w->fds, FS_FCGI_WATCH_MAX);
-	deadline = fs_queue_join_deadline(w->store);
-	for (int i = 0; i < w->nfds; i++) {
-		if (fs_fcgi_watch(w->fds[i], deadline, replies_ready, w) != 0) {
-			w->nfds = i; /* cannot wait in the loop: in place */
-			batch_end(w);
-			return;
-		}
-	}
-	if (w->nfds == 0)
-		batch_end(w);
+	*deadline_ms = fs_queue_join_deadline(w->store);
+	return fs_queue_join_fds(w->store, fds, maxfds);
 }
 
 /* The end of a loop's round: the joins it took go to Redis now, unless a batch is out. */
@@ -512,8 +480,7 @@ round_end(void *ctx)
 {
 	struct worker *w = ctx;
 
-	if (w->nflight == 0 && w->nqueued > 0)
-		batch_start(w);
+	fs_fcgi_batch_round(&w->batch);
 }
 
 /*
@@ -545,9 +512,7 @@ join(struct worker *w, struct request *rq)
 	*j = (struct joining){ .fcgi = rq->fcgi, .sale = rq->sale, .now = rq->now,
 		.draw = fs_queue_draw(c->seed, sub, strlen(sub)), .window = c->window };
 	memcpy(j->sub, sub, sizeof(j->sub));
-	w->queued[w->nqueued++] = j;
-	if (w->nqueued == FS_QUEUE_JOIN_BATCH_MAX)
-		batch_start(w);
+	fs_fcgi_batch_add(&w->batch, j);
 }
 
 /*
@@ -604,7 +569,7 @@ pass(struct worker *w, struct request *rq)
 
 	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
 		return;
-	batch_end(w); /* the store's connection answers the batch first */
+	fs_fcgi_batch_end(&w->batch); /* the store's connection answers the batch first */
 	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
 	/* Before the opening a rank would tell something of the secret draw. */
 	if (rq->now < rq->conf->window.opens_ms)
@@ -717,10 +682,10 @@ worker_free(void *arg)
 	struct worker *w = arg;
 
 	/* A stopping loop answered every request: nothing is left but on a failed start. */
-	for (size_t i = 0; i < w->nqueued; i++)
-		free(w->queued[i]);
-	for (size_t i = 0; i < w->nflight; i++)
-		free(w->flight[i]);
+	for (size_t i = 0; i < w->batch.nqueued; i++)
+		free(w->batch.queued[i]);
+	for (size_t i = 0; i < w->batch.nflight; i++)
+		free(w->batch.flight[i]);
 	fs_queue_conf_cache_free(w->confs);
 	fs_queue_store_free(w->store);
 	fs_stock_free(w->stock);
@@ -738,6 +703,9 @@ worker_new(void *arg)
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
 	w->app = app;
+	w->batch.send = join_all;
+	w->batch.recv = joined_all;
+	w->batch.ctx = w;
 	if ((w->pg = fs_pg_new(fs_cfg_get(&app->cfg, FS_CFG_PG))) == NULL ||
 	    (w->confs = fs_queue_conf_cache_new()) == NULL) {
 		fs_log_error("out of memory, or FLASHSALE_PG is too long");

@@ -90,6 +90,43 @@ void fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *task);
 #define FS_FCGI_WATCH_MAX 16
 int fs_fcgi_watch(int fd, int64_t deadline_ms, void (*ready)(void *ctx), void *ctx);
 void fs_fcgi_unwatch(int fd);
+
+
+/*
+ * An event loop's batch: the requests a loop took since its last batch
+ * went out wait in `queued`, and go together (one Redis pipeline) when the
+ * loop's round ends and no batch is out, or at once when FS_FCGI_BATCH_MAX
+ * wait. send writes them to the store and gives the descriptors whose
+ * replies it awaits (at most maxfds; 0: none, the replies are in hand) and
+ * until when (fs_clock_mono_ms; 0: no deadline); the loop serves other
+ * events until one of them is readable or the deadline passed; then recv
+ * reads the replies and answers every item. One batch out at a time: a
+ * use of the store's connection in between ends it first
+ * (fs_fcgi_batch_end), so that the replies are read in their order. The
+ * items are the handler's (its pending requests); a batch lives in its
+ * worker's context and is used on its loop's thread only.
+ */
+#define FS_FCGI_BATCH_MAX 64
+struct fs_fcgi_batch {
+	/* the handler's */
+	int (*send)(void *ctx, void *const *items, size_t n, int *fds, int maxfds,
+	    int64_t *deadline_ms);
+	void (*recv)(void *ctx, void *const *items, size_t n);
+	void *ctx;
+	/* lib/fcgi's */
+	void *queued[FS_FCGI_BATCH_MAX];
+	size_t nqueued;
+	void *flight[FS_FCGI_BATCH_MAX];
+	size_t nflight;
+	int fds[FS_FCGI_WATCH_MAX];
+	int nfds;
+};
+/* Takes item into the next batch; a full one goes out now. */
+void fs_fcgi_batch_add(struct fs_fcgi_batch *, void *item);
+/* In the service's round_end: what was taken goes out now, unless a batch is out. */
+void fs_fcgi_batch_round(struct fs_fcgi_batch *);
+/* The batch out, if any, ended now: its replies read and its items answered (recv). */
+void fs_fcgi_batch_end(struct fs_fcgi_batch *);
 /* Tags this thread's log lines with request f's id from now on (NULL: untagged). */
 void fs_fcgi_log_tag(fs_fcgi *f);
 

@@ -5,7 +5,9 @@
  * another thread), several
  * requests on one kept connection, a request written a byte at a time, a
  * connection that goes away while its request is in hand, a request left
- * open until a descriptor the loop watches reads (or its deadline), the
+ * open until a descriptor the loop watches reads (or its deadline), a
+ * loop's batch (sent at the round's end or when full, answered when its
+ * replies read, at its deadline, or in place where no loop runs), the
  * probes, a second answer dropped, and a stop (SIGTERM) that still answers the
  * request in hand before serve returns. And the worker threads' path, in a
  * process of its own as a handler runs: a name-value pair whose declared
@@ -75,6 +77,9 @@ answer_later(void *arg)
 	fs_fcgi_answer(f, FS_HTTP_ACCEPTED, NULL, "{\"later\":true}", 14);
 }
 
+/* What /batch and /overdue leave: their loop's batch (below), which each round ends. */
+static __thread struct fs_fcgi_batch tbatch;
+
 /* What /round leaves for the end of its loop's round (each loop is a thread). */
 static __thread fs_fcgi *round_held[64];
 static __thread int round_n;
@@ -86,6 +91,7 @@ round_end(void *ctx)
 	int n;
 
 	(void)ctx;
+	fs_fcgi_batch_round(&tbatch);
 	for (int i = 0; i < round_n; i++) {
 		n = snprintf(out, sizeof(out), "{\"round\":%d}", round_n);
 		fs_fcgi_answer(round_held[i], FS_HTTP_OK, NULL, out, (size_t)n);
@@ -117,6 +123,44 @@ watch_ready(void *ctx)
 		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"watch\":\"deadline\"}", 21);
 }
 
+/* What /batch and /overdue leave in their loop's batch: "sent" to a pipe, answered by recv. */
+static __thread int tbatch_pipe[2] = { -1, -1 };
+static __thread int64_t tbatch_deadline;
+static _Atomic int batch_wfd = -1;
+
+static int
+tbatch_send(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64_t *deadline_ms)
+{
+	(void)ctx;
+	(void)items;
+	(void)n;
+	if (maxfds < 1 || pipe2(tbatch_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+		return 0;
+	fds[0] = tbatch_pipe[0];
+	*deadline_ms = tbatch_deadline;
+	batch_wfd = tbatch_pipe[1];
+	return 1;
+}
+
+static void
+tbatch_recv(void *ctx, void *const *items, size_t n)
+{
+	char b[8], out[64];
+	int len, readable = tbatch_pipe[0] >= 0 && read(tbatch_pipe[0], b, sizeof(b)) > 0;
+
+	(void)ctx;
+	batch_wfd = -1;
+	if (tbatch_pipe[0] >= 0) {
+		close(tbatch_pipe[0]);
+		close(tbatch_pipe[1]);
+		tbatch_pipe[0] = tbatch_pipe[1] = -1;
+	}
+	len = snprintf(out, sizeof(out), "{\"batch\":%zu,\"by\":\"%s\"}", n,
+	    readable ? "readable" : "deadline");
+	for (size_t i = 0; i < n; i++)
+		fs_fcgi_answer(items[i], FS_HTTP_OK, NULL, out, (size_t)len);
+}
+
 static void
 handle(fs_fcgi *f, void *ctx)
 {
@@ -146,6 +190,13 @@ handle(fs_fcgi *f, void *ctx)
 		else
 			watch_wfd = watch_pipe[1];
 		return; /* answered by watch_ready */
+	}
+	if (uri != NULL && (strcmp(uri, "/batch") == 0 || strcmp(uri, "/overdue") == 0)) {
+		tbatch.send = tbatch_send;
+		tbatch.recv = tbatch_recv;
+		tbatch_deadline = strcmp(uri, "/overdue") == 0 ? fs_clock_mono_ms() + 50 : 0;
+		fs_fcgi_batch_add(&tbatch, f);
+		return; /* answered by tbatch_recv */
 	}
 	if (uri != NULL && strcmp(uri, "/twice") == 0) {
 		fs_fcgi_answer(f, FS_HTTP_OK, NULL, "{\"n\":1}", 7);
@@ -462,6 +513,72 @@ thread_workers(void)
 	unlink(thread_path);
 }
 
+/* A batch outside any loop: what its send and recv were given. */
+struct direct {
+	struct fs_fcgi_batch *b;
+	int sends, recvs, give_fds, reenter, same;
+	void *sent[FS_FCGI_BATCH_MAX];
+	size_t nsent;
+};
+
+static int
+direct_send(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64_t *deadline_ms)
+{
+	struct direct *d = ctx;
+
+	(void)maxfds;
+	d->sends++;
+	d->nsent = n;
+	memcpy(d->sent, items, n * sizeof(items[0]));
+	*deadline_ms = 0;
+	fds[0] = 0;
+	return d->give_fds;
+}
+
+static void
+direct_recv(void *ctx, void *const *items, size_t n)
+{
+	struct direct *d = ctx;
+
+	d->recvs++;
+	d->same = n == d->nsent && memcmp(items, d->sent, n * sizeof(items[0])) == 0;
+	if (d->reenter)
+		fs_fcgi_batch_end(d->b); /* an answer that uses the store again */
+}
+
+/* When a batch goes, and that it is answered in place where no loop can watch its replies. */
+static void
+check_batch_direct(void)
+{
+	static char items[FS_FCGI_BATCH_MAX];
+	struct direct d = { .give_fds = 1 };
+	struct fs_fcgi_batch b = { .send = direct_send, .recv = direct_recv, .ctx = &d };
+
+	d.b = &b;
+	fs_fcgi_batch_add(&b, &items[0]);
+	fs_fcgi_batch_add(&b, &items[1]);
+	check(d.sends == 0 && b.nqueued == 2, "a batch: what is taken waits for the round's end");
+	fs_fcgi_batch_round(&b);
+	check(d.sends == 1 && d.nsent == 2 && d.sent[0] == &items[0] && d.recvs == 1 && d.same &&
+		b.nflight == 0 && b.nfds == 0,
+	    "at the round's end it goes together; no loop to watch its replies: answered in place");
+	d.give_fds = 0;
+	for (int i = 0; i < FS_FCGI_BATCH_MAX; i++)
+		fs_fcgi_batch_add(&b, &items[i]);
+	check(d.sends == 2 && d.nsent == FS_FCGI_BATCH_MAX && d.recvs == 2 && d.same &&
+		b.nqueued == 0,
+	    "a full batch goes at once; nothing to wait for: answered at once");
+	fs_fcgi_batch_round(&b);
+	fs_fcgi_batch_end(&b);
+	check(d.sends == 2 && d.recvs == 2, "an empty round sends nothing, an idle end answers nothing");
+	d.reenter = 1;
+	d.give_fds = 1;
+	fs_fcgi_batch_add(&b, &items[2]);
+	fs_fcgi_batch_round(&b);
+	check(d.sends == 3 && d.recvs == 3 && d.same,
+	    "a recv that ends the batch again (an answer using the store) runs once");
+}
+
 int
 main(void)
 {
@@ -553,6 +670,30 @@ main(void)
 			fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS &&
 			watch_calls == 2,
 		    "a silent descriptor's ready runs at its deadline, before the loop's own wake");
+	}
+
+	/* A loop's batch: open until its replies read, or its deadline. */
+	{
+		struct pollfd pfd = { .fd = a, .events = POLLIN };
+		int64_t t0;
+
+		check_batch_direct();
+		n = request(req, 15, 1, "/batch", "", "");
+		send_all(a, req, n, 0);
+		while (batch_wfd < 0)
+			sched_yield();
+		check(poll(&pfd, 1, 100) == 0, "a request in a batch out stays open while the store is silent");
+		check(write(batch_wfd, "x", 1) == 1, "the batch's pipe written");
+		check(answer_of(a, 15, ans, sizeof(ans)) == 0 &&
+			contains(ans, "{\"batch\":1,\"by\":\"readable\"}"),
+		    "... and is answered by the batch's recv once its replies read");
+		t0 = fs_clock_mono_ms();
+		n = request(req, 16, 1, "/overdue", "", "");
+		send_all(a, req, n, 0);
+		check(answer_of(a, 16, ans, sizeof(ans)) == 0 &&
+			contains(ans, "{\"batch\":1,\"by\":\"deadline\"}") &&
+			fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS,
+		    "a batch whose replies never come is answered at its deadline");
 	}
 
 	/* A second answer is dropped: one END_REQUEST, the first body. */
