@@ -60,6 +60,7 @@ struct worker {
 	struct fs_fcgi_batch batch;
 	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
 	int reports_watched;
+	int redis_ok; /* Redis answered the last batch or PING of this loop */
 };
 
 _Static_assert(FS_STOCK_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fits one pipeline");
@@ -235,8 +236,11 @@ reserved_all(void *ctx, void *const *items, size_t n)
 	uint64_t now;
 
 	fs_stock_reserve_end(w->stock);
-	for (size_t i = 0; i < n; i++)
+	w->redis_ok = 0;
+	for (size_t i = 0; i < n; i++) {
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
+		w->redis_ok |= w->asks[i].result != FS_STOCK_ERROR;
+	}
 	if (any && w->app->redis_wait_ms > 0)
 		replicated = fs_stock_replicate(w->stock, w->app->redis_wait_ms) == 0;
 	/* The Redis stage ends here, a replica's acknowledgement included. */
@@ -338,15 +342,22 @@ handle(fs_fcgi *fcgi, void *ctx)
 	fs_fcgi_batch_add(&w->batch, p);
 }
 
-/* GET /readyz: this worker's Redis and a Kafka broker answer. */
+/*
+ * GET /readyz: this worker's Redis and a Kafka broker answer. While a batch
+ * is out the probe does not wait behind it (the loop would, up to Redis's
+ * timeout, with every request it holds): Redis answers if it answered the
+ * loop's last batch or PING. Otherwise a PING.
+ */
 static int
 ready(void *arg, char *why, size_t whylen)
 {
 	struct worker *w = arg;
 
-	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
-	if (fs_stock_ping(w->stock) != 0) {
-		snprintf(why, whylen, "redis %s", w->stock->errstr);
+	if (w->batch.nflight == 0)
+		w->redis_ok = fs_stock_ping(w->stock) == 0;
+	if (!w->redis_ok) {
+		snprintf(why, whylen, "redis %s", w->batch.nflight == 0 ? w->stock->errstr :
+		    "did not answer the last batch");
 		return -1;
 	}
 	return fs_kafka_producer_ready(w->app->topic.producer, w->app->topic.topic,
@@ -406,6 +417,7 @@ worker_new(void *arg)
 	w->batch.send = reserve_all;
 	w->batch.recv = reserved_all;
 	w->batch.ctx = w;
+	w->redis_ok = 1; /* until a batch or a PING says otherwise */
 	if ((w->stock = fs_stock_new(&app->cfg, fs_cfg_get(&app->cfg, FS_CFG_DATADIR), err,
 		 sizeof(err))) == NULL) {
 		fs_log_error("%s", err);

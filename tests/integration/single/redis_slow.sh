@@ -2,7 +2,8 @@
 # (its 1 s timeout): the shopper gets 503 TRY_AGAIN, and no hold is left
 # behind by a reservation that ran late, so the retry buys (not a 409 for
 # an order that never was). Meanwhile the handler's loop serves other
-# requests: it does not wait with the reservation.
+# requests, the readiness probe among them: it does not wait with the
+# reservation.
 
 # rs_stalled PATH TOKEN ROUNDS: with Redis stalled, a purchase of PATH;
 # once its reservation is out (the loop's pipeline counter past ROUNDS;
@@ -13,13 +14,20 @@ rs_stalled() {
 	curl -s -o "$FLASHSALE_STATE/slow.body" -w '%{http_code}' -X POST -H "Authorization: Bearer $2" \
 	    "$FLASHSALE_ORIGIN_URL$1" >"$FLASHSALE_STATE/slow.status" &
 	rs_curl=$!
+	rs_t0=$(date +%s%N)
 	n=0
 	while [ "$(metric_total flashsale_purchase_reserve_rounds_total)" -le "$3" ] && [ $n -lt 50 ]; do
 		n=$((n + 1))
 		sleep 0.1
 	done
-	is "$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-purchase")" "200" \
-	    "while a reservation waits on a stalled Redis, the same loop answers another request"
+	rs_t1=$(date +%s%N)
+	rs_h=$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-purchase")
+	# The edge's probe: it does not wait behind the batch either (Redis
+	# answered the loop's last batch, so the handler is ready).
+	rs_r=$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/readyz/flashsale-purchase")
+	diag "the round seen after $n polls, $(( (rs_t1 - rs_t0) / 1000000 )) ms; healthz and readyz answered by $(( ($(date +%s%N) - rs_t0) / 1000000 )) ms (the reservation's deadline: 1,000 ms)"
+	is "$rs_h $rs_r" "200 200" \
+	    "while a reservation waits on a stalled Redis, the same loop answers another request and the readiness probe"
 	[ ! -s "$FLASHSALE_STATE/slow.status" ] && ok "... before the reservation itself is answered" ||
 		not_ok "... before the reservation itself is answered"
 	wait "$rs_curl"
