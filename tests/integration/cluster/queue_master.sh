@@ -62,12 +62,14 @@ qm_until() {
 }
 qm_admitting() { [ "$(qm_admitted "$master")" -ge 30 ]; }
 # qm_journey FILE OUT [OPTIONS...]: the load generator's waiting-room
-# journey of the shoppers of FILE through the edge, retrying every 503.
+# journey of the shoppers of FILE through the edge, retrying every 503
+# (a 503 without Retry-After, the edge's while both origins are out, after
+# 0.5-1 s, then 1-2 s: ten retries outlast the failover).
 qm_journey() {
 	qj_file=$1 qj_out=$2
 	shift 2
 	"$loadgen" --queue "$qj_file" --sale "$sale" --port "$FLASHSALE_PORT_BASE" --source-ips 16 \
-		--retries 10 --duration-max 45 "$@" >"$qj_out" 2>"$qj_out.err"
+		--retries 10 --backoff-ms 1000 --duration-max 45 "$@" >"$qj_out" 2>"$qj_out.err"
 }
 
 # --- A queue sale of 150 units opening in 12 s; 30 admissions a second,
