@@ -681,7 +681,7 @@ worker_free(void *arg)
 {
 	struct worker *w = arg;
 
-	/* A stopping loop answered every request: nothing is left but on a failed start. */
+	/* A loop answers every request before it stops; whatever a batch still held is freed. */
 	for (size_t i = 0; i < w->batch.nqueued; i++)
 		free(w->batch.queued[i]);
 	for (size_t i = 0; i < w->batch.nflight; i++)

@@ -91,7 +91,6 @@ void fs_fcgi_post(fs_fcgi *f, struct fs_fcgi_task *task);
 int fs_fcgi_watch(int fd, int64_t deadline_ms, void (*ready)(void *ctx), void *ctx);
 void fs_fcgi_unwatch(int fd);
 
-
 /*
  * An event loop's batch: the requests a loop took since its last batch
  * went out wait in `queued`, and go together (one Redis pipeline) when the

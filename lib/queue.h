@@ -187,6 +187,8 @@ enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t draw, int64_t now_ms,
     struct fs_queue_place *out);
 
+/* Bytes of a queue key "fs:{<sale>}:q:<name>" (lib/queue_int.h's fs_queue_key). */
+#define FS_QUEUE_KEY_LEN 64
 /* Joins in one pipeline: at most this many (an event loop's round). */
 #define FS_QUEUE_JOIN_BATCH_MAX 64
 #define FS_QUEUE_JOIN_ARGS 11
@@ -202,7 +204,7 @@ struct fs_queue_join_ask {
 	struct fs_queue_place place;
 	char errstr[160];
 	/* the store's own: the script call's arguments */
-	char keys[5][64], nums[5][24];
+	char keys[5][FS_QUEUE_KEY_LEN], nums[5][24];
 	const char *argv[FS_QUEUE_JOIN_ARGS];
 };
 /*

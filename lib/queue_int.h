@@ -13,7 +13,6 @@
 #include "pg.h"
 #include "stock.h"
 
-#define FS_QUEUE_KEY_LEN 64
 
 /* "fs:{<sale>}:q:<name>" into out. */
 void fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name);

@@ -12,10 +12,8 @@
 #include <string.h>
 
 #include "queue.h"
+#include "queue_int.h"
 #include "redis.h"
-
-/* Bytes in a key: the fixed text, a 20-digit sale id and the name. */
-#define QKEY_MAX 64
 
 enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY__MAX };
 
@@ -46,9 +44,9 @@ fs_queue_verdict_name(enum fs_queue_verdict v)
 
 /* fs:{S}:q:<name>: the sale's first place tag is its id, as lib/stock's. */
 static void
-qkey(char out[QKEY_MAX], uint64_t sale, enum qkey k)
+qkey(char out[FS_QUEUE_KEY_LEN], uint64_t sale, enum qkey k)
 {
-	snprintf(out, QKEY_MAX, "fs:{%" PRIu64 "}:q:%s", sale, qkey_names[k]);
+	fs_queue_key(out, sale, qkey_names[k]);
 }
 
 static void
@@ -245,7 +243,7 @@ enum fs_queue_verdict
 fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
     const char *sub, int64_t now_ms, struct fs_queue_place *out)
 {
-	char keys[3][QKEY_MAX], now_s[24], pass_s[24], ends_s[24];
+	char keys[3][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24];
 	const char *argv[7] = { keys[0], keys[1], keys[2], sub, now_s, pass_s, ends_s };
 	enum fs_queue_verdict v;
 	redisReply *r;
@@ -279,7 +277,7 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 int
 fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_queue_state *out)
 {
-	char keys[3][QKEY_MAX], now_s[24];
+	char keys[3][FS_QUEUE_KEY_LEN], now_s[24];
 	const char *argv[4] = { keys[0], keys[1], keys[2], now_s };
 	redisReply *r;
 	int rc = 0;
