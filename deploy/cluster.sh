@@ -344,7 +344,9 @@ status_redis_node() {
 # redis-m1 ... redis-r3 (`flashsale-relay -c $RUN/relay.sock cut redis-m1`);
 # the Kafka nodes' controller and replication links, labelled kafka-1..3;
 # a PostgreSQL node's port on its peer address and its keeper's link to
-# the monitor, labelled pg-1, pg-2 (deploy/cluster_pg.sh).
+# the monitor, labelled pg-1, pg-2 (deploy/cluster_pg.sh; the keeper gives
+# up on a silent monitor after PG_KEEPER_GIVES_UP_MS, so the relay resets
+# a cut keeper link then, as the keeper's kernel would).
 relay_specs() {
 	for n in $REDIS_NODES; do
 		ip=$(redis_peer_ip "$n")
@@ -368,7 +370,7 @@ relay_specs() {
 	for n in $PG_NODES; do
 		p=$(pg_node_port "$n")
 		echo "pg-$n@$(pg_peer_ip "$n"):$p=127.0.0.1:$p"
-		echo "pg-$n@$(pg_monitor_ip "$n"):$PORT_PG_MONITOR=127.0.0.1:$PORT_PG_MONITOR"
+		echo "pg-$n@$(pg_monitor_ip "$n"):$PORT_PG_MONITOR=127.0.0.1:$PORT_PG_MONITOR/$PG_KEEPER_GIVES_UP_MS"
 	done
 }
 

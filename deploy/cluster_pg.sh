@@ -54,8 +54,20 @@ pg_node_data() { echo "$PGAF_HOME/pg-$1"; }
 # use 127.0.0.1, never the relay.
 pg_peer_ip() { echo "127.0.5.$1"; }
 pg_monitor_ip() { echo "127.0.6.$1"; }
+# A keeper gives up on a monitor gone silent after 2 s: libpq's TCP
+# keepalives (idle 1 s, one probe after 1 s) and tcp_user_timeout. Without
+# them (pg_auto_failover 2.0 sets neither; later releases do) a report in
+# flight when a partition starts waits for an answer that never comes,
+# for as long as the kernel keeps the connection (hours idle, about 15
+# minutes of retransmissions): the isolated primary's keeper never gets
+# to its network-partition check and never shuts its PostgreSQL down.
+# 2 s, so that the check still sees the standby's walsender
+# (wal_sender_timeout 5 s, below) and counts the partition from then.
+# The relay resets a cut keeper's link after the same 2 s (its own socket
+# answers for the monitor: deploy/relay/flashsale-relay.c).
+PG_KEEPER_GIVES_UP_MS=2000
 pg_monitor_uri() {
-	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable"
+	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
 }
 
 # pg_auto_failover's own roles authenticate with scram-sha-256 (no trust:
@@ -329,6 +341,13 @@ start_pg_node() {
 		# down after 5 s (default 20 s).
 		as_pgautoctl pg_autoctl config set --pgdata "$data" timeout.network_partition_timeout 5 \
 			>>"$LOG/$name.log" 2>&1
+	fi
+	# The monitor's address with the keeper's timeouts (a state directory
+	# made before them has the bare URI), set when it differs.
+	if [ "$(as_pgautoctl pg_autoctl config get --pgdata "$data" pg_autoctl.monitor 2>/dev/null)" != \
+		"$(pg_monitor_uri "$1")" ]; then
+		as_pgautoctl pg_autoctl config set --pgdata "$data" pg_autoctl.monitor "$(pg_monitor_uri "$1")" \
+			>>"$LOG/$name.log" 2>&1 || die "cannot set pg_autoctl.monitor of $name"
 	fi
 	# The replication password in the keeper's configuration too (its
 	# standby's primary_conninfo), set when it differs (never logged).

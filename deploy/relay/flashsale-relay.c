@@ -7,15 +7,21 @@
  *   flashsale-relay SOCKET SPEC...     relays until SIGTERM
  *   flashsale-relay -c SOCKET COMMAND  sends COMMAND, prints the answer
  *
- * SPEC is a route, LABELS@LISTEN_IP:PORT=TARGET_IP:PORT (connections to
- * LISTEN are copied both ways to TARGET and carry the comma-separated
+ * SPEC is a route, LABELS@LISTEN_IP:PORT=TARGET_IP:PORT[/MS] (connections
+ * to LISTEN are copied both ways to TARGET and carry the comma-separated
  * LABELS), or a source, LABEL@IP (connections from IP carry LABEL too).
+ * MS: the dialling side's kernel gives up on a peer that went silent after
+ * MS milliseconds (its TCP keepalives and TCP_USER_TIMEOUT). Behind the
+ * relay it never could (the relay's own socket acknowledges its bytes and
+ * answers its probes), so the relay does it for it: a connection of that
+ * route cut for MS is reset (the dialler reads ECONNRESET where its
+ * kernel would have said ETIMEDOUT).
  * COMMAND on the unix socket SOCKET: "cut LABEL" silences every connection
  * that carries LABEL, those open and those to come (accepted, never passed
  * on: a peer behind a partition neither answers nor refuses); "heal"
  * lifts every cut, and what waited flows; "show" prints the connections
- * relayed and the labels cut ("none"). Each answers one line, "ok ..." or
- * "error ...".
+ * relayed, refused (no room) and reset (MS above), and the labels cut
+ * ("none"). Each answers one line, "ok ..." or "error ...".
  */
 #include "config.h"
 
@@ -45,6 +51,7 @@ struct route {
 	int fd;
 	unsigned long long labels;
 	struct sockaddr_in target;
+	long gives_up_ms; /* the dialler's timeout for a silent peer; 0: none */
 };
 
 struct source {
@@ -57,6 +64,7 @@ struct pair {
 	int fd[2]; /* fd[1] is -1 while a cut holds it back */
 	int route;
 	unsigned long long labels;
+	long long cut_since_ms; /* when a cut first held it; 0: flowing */
 	char buf[2][BUF_SIZE]; /* buf[d]: read from fd[d], not yet written */
 	size_t len[2], off[2];
 };
@@ -69,7 +77,7 @@ static struct source source[MAX_SOURCES];
 static int nsources;
 static struct pair *pair[MAX_PAIRS];
 static unsigned long long cut_mask;
-static unsigned long relayed, refused;
+static unsigned long relayed, refused, reset;
 static volatile sig_atomic_t stopping;
 
 static void
@@ -143,11 +151,13 @@ listen_on(const struct sockaddr_in *sin)
 	return fd;
 }
 
-/* LABELS@LISTEN=TARGET or LABEL@IP; 0, or -1 with a message. */
+/* LABELS@LISTEN=TARGET[/MS] or LABEL@IP; 0, or -1 with a message. */
 static int
 parse_spec(const char *spec)
 {
-	const char *at = strchr(spec, '@'), *eq, *p;
+	const char *at = strchr(spec, '@'), *eq, *p, *slash;
+	char *end;
+	long gives_up_ms = 0;
 	unsigned long long labels = 0, bit;
 	struct sockaddr_in listen_sin;
 
@@ -168,13 +178,22 @@ parse_spec(const char *spec)
 		source[nsources++].labels = labels;
 		return 0;
 	}
+	if ((slash = strchr(eq + 1, '/')) != NULL) {
+		errno = 0;
+		gives_up_ms = strtol(slash + 1, &end, 10);
+		if (errno != 0 || end == slash + 1 || *end != '\0' || gives_up_ms <= 0 || gives_up_ms > 3600000)
+			return -1;
+	} else {
+		slash = eq + 1 + strlen(eq + 1);
+	}
 	if (nroutes == MAX_ROUTES || parse_addr(at + 1, (size_t)(eq - at - 1), &listen_sin) != 0 ||
-	    parse_addr(eq + 1, strlen(eq + 1), &route[nroutes].target) != 0)
+	    parse_addr(eq + 1, (size_t)(slash - eq - 1), &route[nroutes].target) != 0)
 		return -1;
 	if ((route[nroutes].fd = listen_on(&listen_sin)) < 0) {
 		say("cannot listen for ", spec);
 		return -1;
 	}
+	route[nroutes].gives_up_ms = gives_up_ms;
 	route[nroutes++].labels = labels;
 	return 0;
 }
@@ -279,13 +298,18 @@ command(char *line, char *out, size_t outlen)
 		snprintf(out, outlen, "ok cut %s\n", line + 4);
 	} else if (strcmp(line, "heal") == 0) {
 		cut_mask = 0;
-		for (int i = 0; i < MAX_PAIRS; i++)
-			if (pair[i] != NULL && pair[i]->fd[1] < 0)
+		for (int i = 0; i < MAX_PAIRS; i++) {
+			if (pair[i] == NULL)
+				continue;
+			pair[i]->cut_since_ms = 0;
+			if (pair[i]->fd[1] < 0)
 				dial(i);
+		}
 		say("healed", "");
 		snprintf(out, outlen, "ok healed\n");
 	} else if (strcmp(line, "show") == 0) {
-		size_t o = (size_t)snprintf(out, outlen, "ok relayed %lu refused %lu cut", relayed, refused);
+		size_t o = (size_t)snprintf(out, outlen, "ok relayed %lu refused %lu reset %lu cut", relayed,
+		    refused, reset);
 
 		if (cut_mask == 0)
 			o += (size_t)snprintf(out + o, outlen - o, " none");
@@ -376,6 +400,48 @@ poll_set(struct pollfd *pfd, int cfd, int *slot)
 	return n;
 }
 
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The cut connections whose dialler would have given up by now (their
+ * route's MS): reset, as its kernel would have ended them. Returns the
+ * milliseconds until the next one is due (-1: none waits).
+ */
+static long
+give_up(void)
+{
+	long long now = now_ms();
+	long next = -1;
+
+	for (int i = 0; i < MAX_PAIRS; i++) {
+		struct pair *p = pair[i];
+		long ms = p != NULL ? route[p->route].gives_up_ms : 0;
+		struct linger abort_it = { 1, 0 };
+
+		if (p == NULL || ms == 0 || (p->labels & cut_mask) == 0)
+			continue;
+		if (p->cut_since_ms == 0)
+			p->cut_since_ms = now;
+		if (now - p->cut_since_ms < ms) {
+			long left = (long)(p->cut_since_ms + ms - now);
+
+			next = next < 0 || left < next ? left : next;
+			continue;
+		}
+		setsockopt(p->fd[0], SOL_SOCKET, SO_LINGER, &abort_it, sizeof(abort_it));
+		close_pair(i);
+		reset++;
+	}
+	return next;
+}
+
 static int
 serve(const char *ctl)
 {
@@ -389,9 +455,10 @@ serve(const char *ctl)
 	}
 	say("relaying, control socket ", ctl);
 	while (!stopping) {
+		long due = give_up();
 		nfds_t n = poll_set(pfd, cfd, slot);
 
-		if (poll(pfd, n, 1000) < 0) {
+		if (poll(pfd, n, due >= 0 && due < 1000 ? (int)due + 1 : 1000) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 1;
@@ -453,7 +520,8 @@ main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "-c") == 0)
 		return client(argv[2], argc - 3, argv + 3);
 	if (argc < 3) {
-		fprintf(stderr, "usage: flashsale-relay SOCKET SPEC... | -c SOCKET cut LABEL|heal|show\n");
+		fprintf(stderr, "usage: flashsale-relay SOCKET SPEC... | -c SOCKET cut LABEL|heal|show\n"
+				"  SPEC: LABELS@LISTEN_IP:PORT=TARGET_IP:PORT[/MS] or LABEL@IP\n");
 		return 2;
 	}
 	for (int i = 2; i < argc; i++)

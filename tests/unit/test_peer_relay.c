@@ -2,12 +2,14 @@
  * deploy/relay/flashsale-relay, the cluster topology's peer relay: bytes
  * flow both ways; a cut silences the connections of its label (open ones
  * and new ones, by route or by source address) without closing them; a
- * heal lets what waited through; a bad spec is refused. An echo server
- * of its own stands for the node behind the relay.
+ * heal lets what waited through; on a route whose dialler gives up on a
+ * silent peer (/MS), a connection cut for MS is reset; a bad spec is
+ * refused. An echo server of its own stands for the node behind the relay.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expect.h"
@@ -94,6 +97,21 @@ answer(int fd, int ms)
 	return buf;
 }
 
+/* Milliseconds until fd is reset (read fails with ECONNRESET), within ms; -1: not. */
+static long
+reset_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct timespec t0, t1;
+	char buf[64];
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (poll(&p, 1, ms) != 1 || read(fd, buf, sizeof(buf)) != -1 || errno != ECONNRESET)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+}
+
 static int
 say(int fd, const char *what)
 {
@@ -122,18 +140,20 @@ int
 main(void)
 {
 	const char *bindir = getenv("FLASHSALE_BINDIR"), *base_s = getenv("FLASHSALE_TEST_PORT_BASE");
-	int base = base_s != NULL ? atoi(base_s) : 18080, port, a, b, c, d, up = 0;
-	char route[128], src[64], out[256];
+	int base = base_s != NULL ? atoi(base_s) : 18080, port = 0, a, b, c, d, e, up = 0;
+	char route[128], giving[128], src[64], out[256];
+	long after;
 	pid_t echo, relay;
 
 	snprintf(relay_bin, sizeof(relay_bin), "%s/deploy/relay/flashsale-relay", bindir ? bindir : ".");
 	snprintf(ctl, sizeof(ctl), "/tmp/test_peer_relay.%d.sock", (int)getpid());
 	echo = echo_server(&port);
 	snprintf(route, sizeof(route), "node,peer@127.0.2.250:%d=127.0.0.1:%d", base + 51, port);
+	snprintf(giving, sizeof(giving), "giving@127.0.2.250:%d=127.0.0.1:%d/400", base + 52, port);
 	snprintf(src, sizeof(src), "far@127.0.2.251");
 	if ((relay = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(relay_bin, relay_bin, ctl, route, src, (char *)NULL);
+		execl(relay_bin, relay_bin, ctl, route, giving, src, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 50 && !up; i++) {
@@ -163,6 +183,14 @@ main(void)
 	check(say(c, "x") && strcmp(answer(c, 300), "") == 0, "the labelled source is silenced");
 	check(d >= 0 && say(d, "y") && strcmp(answer(d, 2000), "y") == 0, "others still go through");
 	check(command("heal", out, sizeof(out)) == 0 && strcmp(answer(c, 2000), "x") == 0, "healed, it flows");
+	e = dial(NULL, "127.0.2.250", base + 52);
+	check(e >= 0 && say(e, "four") && strcmp(answer(e, 2000), "four") == 0, "a route whose dialler gives up: it flows");
+	check(command("cut giving", out, sizeof(out)) == 0, "cut giving");
+	after = say(e, "five") ? reset_within(e, 3000) : -1;
+	snprintf(out, sizeof(out), "cut, its connection is reset after the dialler's 400 ms (after %ld ms)", after);
+	check(after >= 300, out);
+	check(command("show", out, sizeof(out)) == 0 && strstr(out, "reset 1 ") != NULL, "show counts the reset");
+	check(command("heal", out, sizeof(out)) == 0, "heal");
 	check(command("bogus", out, sizeof(out)) == 1 && strncmp(out, "error", 5) == 0, "an unknown command: error");
 
 	kill(relay, SIGTERM);
@@ -173,9 +201,15 @@ main(void)
 		char cmd[600];
 		int rc;
 
-		snprintf(cmd, sizeof(cmd), "%s %s.bad 'nolabel=127.0.0.1:1' 2>/dev/null", relay_bin, ctl);
-		rc = system(cmd);
-		check(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "a bad spec is refused (exit 2)");
+		const char *bad[] = { "nolabel=127.0.0.1:1", "x@127.0.2.250:1=127.0.0.1:1/0",
+			"x@127.0.2.250:1=127.0.0.1:1/ms", "x@127.0.2.250:1=127.0.0.1:1/", NULL };
+
+		for (int i = 0; bad[i] != NULL; i++) {
+			snprintf(cmd, sizeof(cmd), "%s %s.bad '%s' 2>/dev/null", relay_bin, ctl, bad[i]);
+			rc = system(cmd);
+			snprintf(out, sizeof(out), "a bad spec is refused (exit 2): %s", bad[i]);
+			check(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, out);
+		}
 	}
 	return failures == 0 ? 0 : 1;
 }
