@@ -36,10 +36,12 @@ k_until_purchases() {
 
 # k_retry SALE OUT [BASE]: the shoppers of OUT answered neither 202, 409
 # nor 410 (503 TRY_AGAIN, or no answer) press Buy once more; their answers
-# are appended to OUT. Prints how many retried.
+# are appended to OUT (and their names to OUT.retried, every round's).
+# Prints how many retried.
 k_retry() {
 	k_again=$FLASHSALE_STATE/retry-tokens-$1
 	awk '$1 != "202" && $1 != "409" && $1 != "410" { print $2 }' "$2" | sort >"$k_again.users"
+	cat "$k_again.users" >>"$2.retried"
 	sort "$k_tokens" | join "$k_again.users" - >"$k_again"
 	: >"$k_again.out"
 	if [ -s "$k_again" ]; then
@@ -95,7 +97,8 @@ k_sale_item() {
 # (live orders of shoppers answered otherwise: a 503 whose message the
 # broker had after all), k_live (PENDING + PAID), k_oversold (live orders
 # beyond the quantity), k_stranded (units neither left in Redis nor held by
-# a live order).
+# a live order). Leaves the users, sorted, in OUT.won, OUT.live (of the
+# live orders) and OUT.unannounced.
 k_figures() {
 	k_202=$(count_of 202 "$3")
 	awk '$1 == "202" { print $2 }' "$3" | sort >"$3.202"
@@ -107,8 +110,9 @@ k_figures() {
 	k_failed=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'FAILED'")
 	k_won_failed=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status = 'FAILED'" |
 		sort | comm -12 - "$3.202" | wc -l | tr -d ' ')
-	k_unannounced=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')" |
-		sort | comm -13 "$3.won" - | wc -l | tr -d ' ')
+	psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')" | sort >"$3.live"
+	comm -13 "$3.won" "$3.live" >"$3.unannounced"
+	k_unannounced=$(wc -l <"$3.unannounced" | tr -d ' ')
 	k_live=$(psql_q "SELECT count(*) FROM orders WHERE item_id = $2 AND status IN ('PENDING', 'PAID')")
 	set -- $(k_sale_item "$1" "$2")
 	k_quantity=$1

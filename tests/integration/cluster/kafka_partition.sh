@@ -67,12 +67,24 @@ sale_messages "$sale" >"$FLASHSALE_STATE/kp-messages-$sale"
 on_topic=$(wc -l <"$FLASHSALE_STATE/kp-messages-$sale" | tr -d ' ')
 is "$(fs_json .orderId <"$FLASHSALE_STATE/kp-messages-$sale" | sort -u | wc -l | tr -d ' ')" \
     "$on_topic" "each order is on the topic once ($on_topic messages)"
-# Every live order is a 202 (or a 409 on a retry), or a 503 whose message
-# the broker had after all (librdkafka reported a failed delivery for a
-# message the new leader kept: TRAPS.md); nothing else.
-is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $sale AND status IN ('PENDING', 'PAID')")" \
-    "$((k_won + k_unannounced))" \
-    "the live orders are the $k_won shoppers told 202 (or 409) and $k_unannounced told 503 whose order the broker kept"
+# Every live order is a 202, a 409 on a retry, or a 503 whose message the
+# broker had after all (librdkafka reported a failed delivery for a message
+# the new leader kept: TRAPS.md); nothing else. A 409 names the hold of the
+# first attempt, whose order may never have reached the broker: the
+# sweeper fails it (a ghost), so a 409's order is live or FAILED.
+awk '$1 == "409" { print $2 }' "$k_out" | sort >"$k_out.409"
+k_409=$(wc -l <"$k_out.409" | tr -d ' ')
+k_409_live=$(comm -12 "$k_out.409" "$k_out.live" | wc -l | tr -d ' ')
+k_409_failed=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $sale AND status = 'FAILED'" | sort |
+	comm -12 "$k_out.409" - | wc -l | tr -d ' ')
+is "$((k_409_live + k_409_failed))" "$k_409" \
+    "each of the $k_409 shoppers told 409 on a retry has that order: live ($k_409_live) or a swept ghost hold, FAILED ($k_409_failed)"
+: >>"$k_out.retried"
+sort -u "$k_out.retried" >"$k_out.retried.sorted"
+is "$(comm -23 "$k_out.unannounced" "$k_out.retried.sorted" | wc -l | tr -d ' ')" 0 \
+    "the $k_unannounced live orders of shoppers told neither 202 nor 409 are of shoppers first told 503 (or not answered)"
+is "$k_live" "$((k_202 + k_409_live + k_unannounced))" \
+    "the $k_live live orders: $k_202 shoppers told 202, $k_409_live told 409 on a retry, $k_unannounced told 503 whose order the broker kept"
 k_report "kafka broker partitioned" 1 "$requests"
 # The healed node catches up: all 8 partitions back to 3 in-sync copies.
 deadline=$(($(date +%s) + 60))
