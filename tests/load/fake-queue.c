@@ -9,11 +9,13 @@
  *        draw of the seed before the opening, 2^52 + n after it
  *   POST /api/flash-sales/sales/1/queue/pass  {"ticket":"T<sub>"}: a pass
  *        once the place is admitted, else 409
- *   POST /buy                                 Flashsale-Pass: P<sub>:
- *        202, 409 (holds one), 410 (sold out), 403 (no pass)
+ *   POST /buy, /buy/K                         Flashsale-Pass: P<sub>:
+ *        202, 409 (holds one), 410 (its item sold out), 403 (no pass)
  * Admission: from the opening, ADMIT places every 100 ms, in order.
+ * The UNITS are ITEMS items' (1 by default; /buy is item 1, /buy/K item
+ * K), split evenly, the remainder to the first.
  *
- *   fake-queue PORTFILE UNITS OPEN_IN_MS ADMIT
+ *   fake-queue PORTFILE UNITS OPEN_IN_MS ADMIT [ITEMS]
  * Writes its port to PORTFILE, serves 60 s at most, exits on SIGTERM.
  */
 #include "config.h"
@@ -41,6 +43,7 @@
 #define FQ_BUF		8192
 #define FQ_SUB		64
 #define FQ_BITS		4
+#define FQ_ITEMS	8
 
 struct fq_place {
 	char	 sub[FQ_SUB];
@@ -51,6 +54,8 @@ struct fq_place {
 static struct fq_place places[FQ_PLACES];
 static size_t nplaces, admitted;
 static int64_t opens_ms, late_n, units, through = -1;
+static int64_t item_units[FQ_ITEMS + 1]; /* [K]: item K's units left */
+static int nitems = 1;
 static int sorted, admit_step;
 static unsigned char seed[FS_QUEUE_SEEDBYTES];
 static volatile sig_atomic_t stop;
@@ -225,14 +230,18 @@ fq_buy(int fd, const char *req)
 {
 	char pass[128];
 	struct fq_place *pl;
+	int item = req[9] == '/' ? atoi(req + 10) : 1;
 
+	if (item < 1 || item > nitems)
+		return fq_answer(fd, 404, "{\"error\":\"ITEM_NOT_FOUND\"}");
 	fq_header(req, "\nflashsale-pass:", pass, sizeof(pass));
 	if (pass[0] != 'P' || (pl = fq_find(pass + 1)) == NULL || !pl->passed)
 		return fq_answer(fd, 403, "{\"error\":\"NOT_ADMITTED\"}");
 	if (pl->holds)
 		return fq_answer(fd, 409, "{\"error\":\"ALREADY_PURCHASED\"}");
-	if (units == 0)
+	if (item_units[item] == 0)
 		return fq_answer(fd, 410, "{\"error\":\"SOLD_OUT\"}");
+	item_units[item]--;
 	units--;
 	pl->holds = 1;
 	return fq_answer(fd, 202, "{\"orderId\":\"x\"}");
@@ -261,7 +270,7 @@ fq_serve(int fd, char *buf, size_t len, size_t *used)
 		return fq_join(fd, buf, end + 4, now);
 	if (strncmp(buf, "POST /api/flash-sales/sales/1/queue/pass ", 41) == 0)
 		return fq_pass(fd, end + 4);
-	if (strncmp(buf, "POST /buy ", 10) == 0)
+	if (strncmp(buf, "POST /buy ", 10) == 0 || strncmp(buf, "POST /buy/", 10) == 0)
 		return fq_buy(fd, buf);
 	return fq_answer(fd, 404, "{\"error\":\"NOT_FOUND\"}");
 }
@@ -279,9 +288,14 @@ main(int argc, char **argv)
 	FILE *f;
 	int i, c, rc, one = 1;
 
-	if (argc != 5 || sodium_init() < 0)
+	if ((argc != 5 && argc != 6) || sodium_init() < 0)
 		return 2;
 	units = atoll(argv[2]);
+	nitems = argc == 6 ? atoi(argv[5]) : 1;
+	if (units < 0 || nitems < 1 || nitems > FQ_ITEMS)
+		return 2;
+	for (i = 1; i <= nitems; i++)
+		item_units[i] = units / nitems + (i == 1 ? units % nitems : 0);
 	opens_ms = fq_now_ms() + atoll(argv[3]);
 	admit_step = atoi(argv[4]);
 	deadline = fq_now_ms() + 60000;

@@ -71,6 +71,7 @@
 #define LD_QTOKEN_MAX		192	/* a ticket or a pass, NUL included */
 #define LD_SUB_MAX		96	/* an account id (the token's sub) */
 #define LD_BOT_JOINS_MAX	16
+#define LD_ITEMS_MAX		100	/* --other-items: the sale's distinct purchase paths */
 #define LD_POLL_RATE_MAX	1000
 #define LD_POLLS_INFLIGHT_MAX	4
 #define LD_REACT_MAX_MS		60000
@@ -180,6 +181,7 @@ struct ld_opts {
 	int64_t		 poll_rate;	/* status documents asked per second */
 	int64_t		 page_poll_ms;	/* a person's page asks this often */
 	int		 join_only;	/* the journey stops once joined */
+	int		 other_items;	/* a pass told 410 buys another item */
 	int64_t		 source_ips;	/* 0: the kernel's choice */
 	int		 get;		/* GET instead of POST */
 	int		 pass_header;	/* tokens are passes (Flashsale-Pass) */

@@ -43,6 +43,10 @@ ld_usage(FILE *f)
 	    "  --page-poll-ms MS   a person's page polls this often (1000)\n"
 	    "  --join-only         each shopper joins, nothing more (the\n"
 	    "                      join's benchmark); no status polls\n"
+	    "  --other-items       a shopper whose item answers 410 to its\n"
+	    "                      pass buys another item of the file's\n"
+	    "                      paths not yet seen sold out, as the sale\n"
+	    "                      page offers (off: the journey ends)\n"
 	    "  --queue-csv FILE    t_ms,state,joined,admitted,through,\n"
 	    "                      units_left,passes_out a status read\n"
 	    "  --self-test         check the response parser, then exit\n"
@@ -98,6 +102,8 @@ static const struct ld_opt {
 	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
 	    1, LD_REACT_MAX_MS },
 	{ "join-only", LD_OPT_FLAG, offsetof(struct ld_opts, join_only), 0, 0 },
+	{ "other-items", LD_OPT_FLAG, offsetof(struct ld_opts, other_items), 0,
+	    0 },
 	{ "get", LD_OPT_FLAG, offsetof(struct ld_opts, get), 0, 0 },
 	{ "pass-header", LD_OPT_FLAG, offsetof(struct ld_opts, pass_header), 0,
 	    0 },

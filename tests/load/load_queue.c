@@ -91,6 +91,12 @@ struct ld_queue {
 	int64_t		 admit_wait_us;	/* sum, admission seen to 202 */
 	int64_t		 join_first_us, join_last_us;	/* first sent, last answered */
 	uint64_t	 admit_waits;
+	/* --other-items: the file's distinct purchase paths (one an item),
+	 * those a 410 answered, and the shoppers who moved to another. */
+	uint32_t	 items[LD_ITEMS_MAX];
+	uint8_t		 item_gone[LD_ITEMS_MAX];
+	size_t		 nitems;
+	uint64_t	 moved;
 };
 
 /*
@@ -160,6 +166,49 @@ ld_queue_read(struct ld_run *run, struct ld_queue *q, size_t *len)
 	return 0;
 }
 
+/* --other-items: PATH among the sale's items (distinct paths); 0, or -1 past LD_ITEMS_MAX. */
+static int
+ld_item_add(struct ld_run *run, struct ld_queue *q, uint32_t path)
+{
+	for (size_t i = 0; i < q->nitems; i++)
+		if (strcmp(q->file + q->items[i], q->file + path) == 0)
+			return 0;
+	if (q->nitems == LD_ITEMS_MAX) {
+		ld_warn("%s: --other-items: more than %d distinct paths",
+		    run->o.queue, LD_ITEMS_MAX);
+		return -1;
+	}
+	q->items[q->nitems++] = path;
+	return 0;
+}
+
+/*
+ * --other-items: shopper s's item answered 410 to its pass. Marks that item
+ * gone and points s at the next item not seen gone (as the sale page shows
+ * what is left); 0, or -1 when every item is gone.
+ */
+static int
+ld_item_next(struct ld_queue *q, uint32_t s)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < q->nitems; i++)
+		if (strcmp(q->file + q->items[i], q->file + q->path[s]) == 0) {
+			q->item_gone[i] = 1;
+			at = i;
+		}
+	for (size_t k = 1; k <= q->nitems; k++) {
+		size_t i = (at + k) % q->nitems;
+
+		if (!q->item_gone[i]) {
+			q->path[s] = q->items[i];
+			q->moved++;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int
 ld_queue_load(struct ld_run *run)
 {
@@ -198,6 +247,8 @@ ld_queue_load(struct ld_run *run)
 		q->tok[run->nshoppers] = (uint32_t)b;
 		q->path[run->nshoppers] = (uint32_t)c;
 		q->score[run->nshoppers] = -1;
+		if (run->o.other_items && ld_item_add(run, q, (uint32_t)c) == -1)
+			return -1;
 		run->nshoppers++;
 	}
 	if (run->nshoppers == 0) {
@@ -699,6 +750,13 @@ ld_buy_done(struct ld_run *run, const struct ld_conn *c, int status, int ne,
 		return;
 	if ((status == 503 || status == 0) && ld_retry(run, c, status, now))
 		return;
+	if (status == 410 && run->o.other_items && ld_item_next(q, s) == 0) {
+		/* Another item, after a person's look at the page. */
+		run->attempts[s] = 0;
+		ld_schedule(run, now + (ld_is_bot(run, s) ? 0 : ld_react_us(run)),
+		    LD_JOB(s, LD_K_BUY));
+		return;
+	}
 	if (status == 202) {
 		q->last_202_us = now - run->t0_us;
 		q->admit_wait_us += now - q->seen_us[s];
@@ -832,6 +890,9 @@ ld_queue_summary(const struct ld_run *run)
 	putchar('\n');
 	printf("queue: admitted %" PRIu64 " places, bots %.1f%% of them\n", seen,
 	    seen > 0 ? 100.0 * (double)seen_bots / (double)seen : 0.0);
+	if (run->o.other_items)
+		printf("queue: %" PRIu64 " moves to another item after a 410 "
+		    "(%zu items)\n", q->moved, q->nitems);
 	if (q->last_202_us >= 0)
 		printf("queue: opening to the last unit sold %.3f ms; admission "
 		    "seen to the 202 %.1f ms on average\n",
