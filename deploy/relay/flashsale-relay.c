@@ -417,9 +417,12 @@ now_ms(void)
 static long
 give_up(void)
 {
-	long long now = now_ms();
+	long long now;
 	long next = -1;
 
+	if (cut_mask == 0)
+		return -1;
+	now = now_ms();
 	for (int i = 0; i < MAX_PAIRS; i++) {
 		struct pair *p = pair[i];
 		long ms = p != NULL ? route[p->route].gives_up_ms : 0;
