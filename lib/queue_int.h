@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "pg.h"
+#include "queue.h"
 #include "stock.h"
-
 
 /* "fs:{<sale>}:q:<name>" into out. */
 void fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name);

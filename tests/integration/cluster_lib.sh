@@ -97,8 +97,8 @@ k_sale_item() {
 # (live orders of shoppers answered otherwise: a 503 whose message the
 # broker had after all), k_live (PENDING + PAID), k_oversold (live orders
 # beyond the quantity), k_stranded (units neither left in Redis nor held by
-# a live order). Leaves the users, sorted, in OUT.won, OUT.live (of the
-# live orders) and OUT.unannounced.
+# a live order). Leaves the users, sorted, in OUT.202, OUT.won, OUT.failed,
+# OUT.live (of the live orders) and OUT.unannounced.
 k_figures() {
 	k_202=$(count_of 202 "$3")
 	awk '$1 == "202" { print $2 }' "$3" | sort >"$3.202"
@@ -107,9 +107,9 @@ k_figures() {
 	psql_q "SELECT user_id FROM orders WHERE sale_id = $1" | sort >"$3.recorded"
 	k_lost=$(comm -23 "$3.won" "$3.recorded" | wc -l | tr -d ' ')
 	k_dup=$(uniq -d "$3.recorded" | wc -l | tr -d ' ')
-	k_failed=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'FAILED'")
-	k_won_failed=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status = 'FAILED'" |
-		sort | comm -12 - "$3.202" | wc -l | tr -d ' ')
+	psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status = 'FAILED'" | sort >"$3.failed"
+	k_failed=$(wc -l <"$3.failed" | tr -d ' ')
+	k_won_failed=$(comm -12 "$3.failed" "$3.202" | wc -l | tr -d ' ')
 	psql_q "SELECT user_id FROM orders WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')" | sort >"$3.live"
 	comm -13 "$3.won" "$3.live" >"$3.unannounced"
 	k_unannounced=$(wc -l <"$3.unannounced" | tr -d ' ')

@@ -166,13 +166,22 @@ ld_queue_read(struct ld_run *run, struct ld_queue *q, size_t *len)
 	return 0;
 }
 
+/* --other-items: the index of the item whose purchase path is PATH's, or -1. */
+static long
+ld_item_of(const struct ld_queue *q, uint32_t path)
+{
+	for (size_t i = 0; i < q->nitems; i++)
+		if (strcmp(q->file + q->items[i], q->file + path) == 0)
+			return (long)i;
+	return -1;
+}
+
 /* --other-items: PATH among the sale's items (distinct paths); 0, or -1 past LD_ITEMS_MAX. */
 static int
 ld_item_add(struct ld_run *run, struct ld_queue *q, uint32_t path)
 {
-	for (size_t i = 0; i < q->nitems; i++)
-		if (strcmp(q->file + q->items[i], q->file + path) == 0)
-			return 0;
+	if (ld_item_of(q, path) >= 0)
+		return 0;
 	if (q->nitems == LD_ITEMS_MAX) {
 		ld_warn("%s: --other-items: more than %d distinct paths",
 		    run->o.queue, LD_ITEMS_MAX);
@@ -190,13 +199,11 @@ ld_item_add(struct ld_run *run, struct ld_queue *q, uint32_t path)
 static int
 ld_item_next(struct ld_queue *q, uint32_t s)
 {
-	size_t at = 0;
+	long of = ld_item_of(q, q->path[s]);
+	size_t at = of >= 0 ? (size_t)of : 0;
 
-	for (size_t i = 0; i < q->nitems; i++)
-		if (strcmp(q->file + q->items[i], q->file + q->path[s]) == 0) {
-			q->item_gone[i] = 1;
-			at = i;
-		}
+	if (of >= 0)
+		q->item_gone[at] = 1;
 	for (size_t k = 1; k <= q->nitems; k++) {
 		size_t i = (at + k) % q->nitems;
 

@@ -69,11 +69,10 @@ k_topic "$sale" kp
 # the new leader kept: TRAPS.md); nothing else. A 409 names the hold of the
 # first attempt, whose order may never have reached the broker: the
 # sweeper fails it (a ghost), so a 409's order is live or FAILED.
-awk '$1 == "409" { print $2 }' "$k_out" | sort >"$k_out.409"
+comm -23 "$k_out.won" "$k_out.202" >"$k_out.409"
 k_409=$(wc -l <"$k_out.409" | tr -d ' ')
 k_409_live=$(comm -12 "$k_out.409" "$k_out.live" | wc -l | tr -d ' ')
-k_409_failed=$(psql_q "SELECT user_id FROM orders WHERE sale_id = $sale AND status = 'FAILED'" | sort |
-	comm -12 "$k_out.409" - | wc -l | tr -d ' ')
+k_409_failed=$(comm -12 "$k_out.409" "$k_out.failed" | wc -l | tr -d ' ')
 is "$((k_409_live + k_409_failed))" "$k_409" \
     "each of the $k_409 shoppers told 409 on a retry has that order: live ($k_409_live) or a swept ghost hold, FAILED ($k_409_failed)"
 : >>"$k_out.retried"
