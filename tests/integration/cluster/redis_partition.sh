@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A network partition, not a crash: mid-burst, the master of the sale's slot
 # is cut off from every other Redis node (cluster bus and replication, the
 # links flashsale-relay carries) while the purchase handlers still reach it.

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A handler stopped by SIGTERM answers the request in hand, then exits
 # (lib/fcgi.c: every worker thread accepts for itself and looks at the stop
 # flag between requests). The request in hand: a reveal held by

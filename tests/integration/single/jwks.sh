@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Tokens that carry a key id, minted by an independent JWT implementation
 # (jose, from npm: tests/browser/mint-token.mjs), against the stack's JWK
 # Set file (FLASHSALE_JWKS_FILE, written by deploy/stack from its own keys):
@@ -71,8 +72,8 @@ else
 	jw_a=$FLASHSALE_STATE/t70-keys-a
 	jw_b=$FLASHSALE_STATE/t70-keys-b
 	rm -rf "$jw_other" "$jw_a" "$jw_b"
-	admin keys generate "$jw_other" >/dev/null && admin keys generate "$jw_a" >/dev/null &&
-		admin keys generate "$jw_b" >/dev/null || not_ok "jwks: three key pairs generated"
+	{ admin keys generate "$jw_other" >/dev/null && admin keys generate "$jw_a" >/dev/null &&
+		admin keys generate "$jw_b" >/dev/null; } || not_ok "jwks: three key pairs generated"
 
 	# The stack's own keys by kid, and tokens without kid as before.
 	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-ed25519.key" EdDSA stack-ed25519 t70-ed)")" 202 \
@@ -98,6 +99,7 @@ else
 
 	# A rotation while the handlers run: a new key beside the old one, then
 	# the old one removed.
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub"
 	if jw_until_status 202 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
 		ok "jwks: key t70-a added to the file is used without a restart"
@@ -105,6 +107,7 @@ else
 		not_ok "jwks: key t70-a added to the file is used without a restart" "still $jw_ans"
 	fi
 	jw_old=$(jw_mint "$jw_a/jwt-ed25519.key" EdDSA t70-a t70-old)
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub" okp t70-b "$jw_b/jwt-ed25519.pub"
 	if jw_until_status 202 "$jw_b/jwt-ed25519.key" EdDSA t70-b; then
 		ok "jwks: key t70-b added beside t70-a is used"
@@ -112,6 +115,7 @@ else
 		not_ok "jwks: key t70-b added beside t70-a is used" "still $jw_ans"
 	fi
 	is "$(jw_buy "$jw_old")" 202 "jwks: a token of t70-a minted before the rotation still buys"
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-b "$jw_b/jwt-ed25519.pub"
 	if jw_until_status 401 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
 		ok "jwks: once t70-a is removed from the file its tokens are refused"
@@ -139,6 +143,7 @@ else
 	is "$(grep "JWK Set .* refused" "$jw_log" | tail -n +$((jw_refused_before + 1)) |
 		sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort | uniq -d)" "" \
 		"jwks: and no process logs it twice"
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys
 
 	# Claims: aud without a configured audience, nbf, iat.

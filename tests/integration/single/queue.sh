@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A sale's waiting room through the real stack (docs/QUEUE.md): joining
 # before the opening (no score shown, one place per account whatever the
 # devices), the status document through the edge and its cache headers,

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # The stores authenticate: PostgreSQL asks the application role for its
 # scram-sha-256 password and refuses everyone else; Redis has no default
 # user, the handlers' ACL user runs only what the handlers need and the
@@ -21,7 +22,7 @@ case $FLASHSALE_PG in
 esac
 
 # --- PostgreSQL ----------------------------------------------------------------
-no_pass() { PGPASSFILE=/nonexistent PGPASSWORD= psql -X -w -A -t "$1" -c 'SELECT 1'; }
+no_pass() { PGPASSFILE=/nonexistent PGPASSWORD='' psql -X -w -A -t "$1" -c 'SELECT 1'; }
 is "$(psql_q 'SELECT current_user')" "flashsale" "the programs connect as the role flashsale"
 is "$(psql_q "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" "f" \
     "which is no superuser"

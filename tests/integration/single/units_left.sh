@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The units left document of a sale, GET /api/flash-sales/sales/{id}/stock:
 # the live count from Redis (held units count as taken), exact after every
 # purchase, cancel and expiry; cached by the edge about a second, so a
