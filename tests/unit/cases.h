@@ -72,6 +72,7 @@ fs_test_cases(int argc, char **argv, const struct fs_test_case *cases)
 		if (!fs_test_case_chosen(argc, argv, c->name))
 			continue;
 		printf("# case %s\n", c->name);
+		fflush(stdout); /* a case that forks must not print it twice */
 		c->run();
 	}
 	return failures == 0 ? 0 : 1;
