@@ -243,7 +243,7 @@ bench_unspawn() {
 		esac
 	done
 	if [ -n "$pids" ]; then
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		kill -TERM $pids 2>/dev/null
 		n=0
 		while [ $n -lt 50 ]; do
@@ -255,7 +255,7 @@ bench_unspawn() {
 			sleep 0.2
 			n=$((n + 1))
 		done
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		[ -z "$alive" ] || kill -KILL $alive 2>/dev/null
 	fi
 	rm -f "$RUN/$1.pid" "$RUN/$1.sock"
@@ -340,11 +340,11 @@ cpu_snapshot() {
 	: >"$file"
 	for comp in "$@"; do
 		if [ "$comp" = kafka-jit ]; then
-			# shellcheck disable=SC2046
+			# shellcheck disable=SC2046 # one word per PID
 			echo "$comp $(jit_ticks $(component_pids kafka))" >>"$file"
 			continue
 		fi
-		# shellcheck disable=SC2046
+		# shellcheck disable=SC2046 # one word per PID
 		echo "$comp $(proc_ticks $(component_pids "$comp"))" >>"$file"
 	done
 }

@@ -7,7 +7,8 @@
 # to shellcheck: a file that is only sourced starts with "# shellcheck
 # shell=sh" (tests/load/rehearse-queue).
 # Every exception is a "# shellcheck disable=SCnnnn # reason" line of the
-# file it concerns: nothing is disabled here.
+# file it concerns (a directive without its reason fails the check):
+# nothing is disabled here.
 # Usage: tests/install/shellcheck.sh (top_srcdir from the environment, else
 # this file's ../..); `make check TESTS=tests/install/shellcheck.sh`.
 set -u
@@ -56,6 +57,11 @@ while read -r f; do
 		printf '%s\n' "$findings" | sed 's/^/#   /'
 	fi
 done <"$tmp/files"
+# Each exception says why on its line: "disable=SCnnnn # reason".
+unexplained=$(cd "$top_srcdir" && while read -r f; do
+	grep -Hn '^[[:space:]]*# shellcheck .*disable=' "$f" | grep -v 'disable=[A-Z0-9,]* # [^ ]'
+done <"$tmp/files")
+is "$unexplained" "" "every shellcheck disable directive gives its reason on its line"
 # Whatever shellcheck said of no file (it could not run, say).
 is "$(grep -v ':[0-9]*:[0-9]*: ' "$tmp/findings")" "" "shellcheck ran over every file"
 echo "1..$tap_n"

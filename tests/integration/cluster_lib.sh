@@ -215,7 +215,7 @@ k_sell_rest() {
 # script in between: the fault lands at this instant).
 k_pids_of() { k_pids=$("$stack" pids "$1"); }
 k_kill() {
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per PID
 	kill -KILL $k_pids
 }
 

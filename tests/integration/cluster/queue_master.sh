@@ -156,7 +156,7 @@ else
 fi
 is "$(load_sum "$qm_dir/journey.out" joins_200) $(load_sum "$qm_dir/journey.out" mismatch)" "$qm_pre 0" \
 	"the $qm_pre join again: 200 each, no repeat named another place"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 is "$(qm_pids purchase)$(qm_pids queue)$(k_alive $handlers $queues)" \
 	"$handlers$queues$(echo $handlers $queues | wc -w | tr -d ' ')" \
 	"no purchase or queue handler was restarted: the same processes, all alive"

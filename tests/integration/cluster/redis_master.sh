@@ -38,7 +38,7 @@ fi
 k_retry_rounds "$sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202 or 410) from the same handlers"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 alive=$(k_alive $handlers)
 # shellcheck disable=SC2086 # echo counts the PIDs as words
 is "$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ') $alive" \

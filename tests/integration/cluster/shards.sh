@@ -54,7 +54,7 @@ k_burst_answered
 k_retry_rounds "$ks_sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202, 409 or 410)"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 is "$(k_alive $handlers)" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted"
 consumer_caught_up 60
 out=$(admin reconcile --all --repair 2>&1)

@@ -14,8 +14,7 @@ ab_dir=$FLASHSALE_STATE/abuse
 mkdir -p "$ab_dir"
 FLASHSALE_RATE_PER_IP=off FLASHSALE_RATE_PER_USER=5r/s FLASHSALE_BURST_PER_USER=10 \
     "$stack" restart nginx >/dev/null
-# /proc/PID/fd holds numbers only; the pid file one PID a line.
-# shellcheck disable=SC2012,SC2013
+# shellcheck disable=SC2012,SC2013 # /proc/PID/fd holds numbers only; one PID a line
 ab_fds() { # PIDFILE: open descriptors of those processes (and their children), summed
 	ab_sum=0
 	for ab_p in $(cat "$1") $(for q in $(cat "$1"); do pgrep -P "$q"; done); do
@@ -26,8 +25,7 @@ ab_fds() { # PIDFILE: open descriptors of those processes (and their children), 
 # nginx's open_file_cache keeps the files it served (the sold-out markers)
 # open until a later lookup finds them inactive: what could leak per client
 # is a socket, so nginx's sockets are what is counted.
-# ls -l shows where each descriptor of /proc/PID/fd leads; one PID a line.
-# shellcheck disable=SC2010,SC2013
+# shellcheck disable=SC2010,SC2013 # ls -l shows where each descriptor leads; one PID a line
 ab_sockets() { # PIDFILE: open sockets of those processes (and their children), summed
 	ab_sum=0
 	for ab_p in $(cat "$1") $(for q in $(cat "$1"); do pgrep -P "$q"; done); do

@@ -23,7 +23,7 @@ until [ "$(ss -xH state connected 2>/dev/null | grep -c "$run/flashsale-sale.soc
 	sleep 0.005
 done
 sale_pids=$(cat "$run/flashsale-sale.pid")
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 kill -TERM $sale_pids
 wait "$curl_pid"
 is "$(cat "$FLASHSALE_STATE/drain.status")" 200 "SIGTERM during a held reveal: it is still answered (200)"

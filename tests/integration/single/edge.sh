@@ -148,7 +148,7 @@ fi
 docs="/?sale=$sale /app.js /style.css /i18n.js /api/flash-sales/sales/$sale /api/flash-sales/sales/$sale/reveal"
 before=$(wc -l <"$alog")
 t0=$(date +%s%N)
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per document path
 herd "$FLASHSALE_STATE/herd.out" 200 $docs
 took=$((($(date +%s%N) - t0) / 1000000))
 diag "1,200 requests (200 page loads with their files, sale and reveal documents) in $took ms"

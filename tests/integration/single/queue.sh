@@ -226,7 +226,7 @@ is "$(json_get "$(q_status "$qa")" passesOut)" "1" "the status document counts t
 # --- SIGTERM: every flashsale-queue process exits (its workers drained, its
 # pacer thread stopped); started again, it answers the places Redis kept.
 q_pids=$(cat "$FLASHSALE_STATE/run/flashsale-queue.pid")
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 kill -TERM $q_pids
 q_gone() {
 	for qg_p in $q_pids; do

@@ -48,13 +48,13 @@ is "$(hredis GET "fs:{$sale}:stock:$item")" "3" "the handlers' user reads the st
 for cmd in "FLUSHALL" "FLUSHDB" "CONFIG GET port" "KEYS fs:*" "DEL fs:{$sale}:holders" \
 	"SET fs:{$sale}:stock:$item 100" "EVAL return 1 0" "SHUTDOWN NOSAVE" "ACL LIST" \
 	"MONITOR" "SWAPDB 0 1"; do
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # the command and its arguments, one word each
 	is "$(hredis $cmd 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user may not run $cmd"
 done
 is "$(hredis GET other-key 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user reads fs:* keys only"
 is "$(hredis PUBLISH other-channel x 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user publishes on fs:restock only"
 for cmd in "FLUSHALL" "CONFIG GET port" "KEYS fs:*" "SHUTDOWN NOSAVE" "ACL LIST"; do
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # the command and its arguments, one word each
 	is "$(redis $cmd 2>&1 | cut -c1-6)" "NOPERM" "the operator's user may not run $cmd either"
 done
 is "$(redis GET "fs:{$sale}:stock:$item")" "3" "after all that the stock is intact"
