@@ -7,9 +7,11 @@
  *     "scope": "openid", "resource": "https://shop.example/api/flash-sales" }
  *
  * (scope defaults to "openid"; resource, RFC 8707, is sent when given;
- * the redirect URI is the page's origin + "/", which the provider must
- * list for the client). No file, or a bad one: no such sign-in, and the
- * demo sign-in stays alone.
+ * "params": {"audience": "..."} adds string parameters to the
+ * authorization request, for providers that name the API otherwise, as
+ * Auth0 does; the redirect URI is the page's origin + "/", which the
+ * provider must list for the client). No file, or a bad one: no such
+ * sign-in, and the demo sign-in stays alone.
  *
  * The Bearer the page sends is the access token (the API's token: its aud
  * is the API, FLASHSALE_JWT_AUDIENCE); the ID token only proves the sign-in
@@ -79,6 +81,11 @@ export async function startSignIn() {
 	});
 	if (c.resource)
 		q.set("resource", c.resource);
+	if (c.params && typeof c.params === "object") {
+		for (const [k, v] of Object.entries(c.params))
+			if (typeof v === "string" && !q.has(k))
+				q.set(k, v);
+	}
 	location.assign(meta.authorization_endpoint + "?" + q.toString());
 }
 
