@@ -97,11 +97,16 @@ refresh_jwks() {
 	return 1
 }
 
-# The loop of the part jwks (deploy/stack refresh-jwks --every N).
+# The loop of the part jwks (deploy/stack refresh-jwks --every N); its
+# sleep ends with it, so that stopping it leaves nothing behind.
 refresh_jwks_every() {
+	jwks_sleep=
+	trap 'kill $jwks_sleep 2>/dev/null; exit 0' TERM INT
 	while :; do
 		refresh_jwks || true
-		sleep "$1"
+		sleep "$1" &
+		jwks_sleep=$!
+		wait "$jwks_sleep" || true
 	done
 }
 
