@@ -23,6 +23,7 @@
 //   POST /retire       keeps only the newest key of each type: the rest
 //                      disappear from the provider's JWK Set
 //   POST /alg/RS256, POST /alg/ES256   the access tokens' signing algorithm
+//   POST /ttl/SECONDS  the lifetime of the access tokens issued from now on
 //   GET  /keys         the published kids: {"signing":{"RS256":kid,"ES256":kid},"kids":[...]}
 // Each change writes the key file (by a rename) and rebuilds the provider
 // around the same sessions and grants (the memory adapter is shared).
@@ -63,8 +64,9 @@ const redirectUris = need('OIDC_REDIRECT_URIS').split(/\s+/).filter(Boolean);
 const audience = need('OIDC_AUDIENCE');
 const keysFile = need('OIDC_KEYS_FILE');
 const cookieKey = readFileSync(need('OIDC_COOKIE_KEY_FILE'), 'utf8').trim();
-const accessTtl = Number(process.env.OIDC_ACCESS_TOKEN_TTL || 600);
-if (!Number.isInteger(accessTtl) || accessTtl < 10 || accessTtl > 86400) {
+const ttlOk = (s) => Number.isInteger(s) && s >= 10 && s <= 86400;
+let accessTtl = Number(process.env.OIDC_ACCESS_TOKEN_TTL || 600);
+if (!ttlOk(accessTtl)) {
   console.error('oidc-provider: OIDC_ACCESS_TOKEN_TTL must be 10..86400 seconds');
   process.exit(2);
 }
@@ -170,13 +172,15 @@ const admin = http.createServer(async (req, res) => {
       keys = ['RS256', 'ES256'].map((alg) => keys.find((k) => k.alg === alg));
     } else if (req.url === '/alg/RS256' || req.url === '/alg/ES256') {
       accessAlg = req.url.slice(5);
+    } else if (/^\/ttl\/[0-9]{1,5}$/.test(req.url) && ttlOk(Number(req.url.slice(5)))) {
+      accessTtl = Number(req.url.slice(5));
     } else {
       return answer(404, { error: 'unknown' });
     }
     saveKeys(keys);
     handler = build();
-    console.log(`oidc-provider: ${req.url}: kids ${publicKids().join(' ')}, access tokens ${accessAlg}`);
-    return answer(200, { signing: { RS256: signingKid('RS256'), ES256: signingKid('ES256') }, kids: publicKids(), accessAlg });
+    console.log(`oidc-provider: ${req.url}: kids ${publicKids().join(' ')}, access tokens ${accessAlg} for ${accessTtl} s`);
+    return answer(200, { signing: { RS256: signingKid('RS256'), ES256: signingKid('ES256') }, kids: publicKids(), accessAlg, accessTtl });
   } catch (e) {
     console.error(`oidc-provider: ${req.url}: ${e.message}`);
     return answer(500, { error: e.message });

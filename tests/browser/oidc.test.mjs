@@ -9,7 +9,8 @@
  *   - with the provider signing ES256, a shopper's token buys;
  *   - the provider's keys rotated while the stack runs: the fetch (part
  *     jwks) lists the new key, a token of the new key buys, a token of the
- *     old key still buys while the file lists it, and once the provider
+ *     old key still buys while the file lists it, one of 30 s until it
+ *     expires (then 401, the key still listed), and once the provider
  *     has removed the old key and the file no longer lists it, a token of
  *     that key gets 401.
  * The two last need RS256 and ES256 in lib/token (issue 34).
@@ -202,16 +203,27 @@ async function main() {
 		}
 	});
 
-	/* The rotation: two tokens of the current RSA key, then new keys. */
-	let old1, old2, oldKid, newKid;
-	const ready = await step("oidc: two tokens of the provider's current RSA key", async () => {
+	/* The rotation: tokens of the current RSA key (one of them short-lived), then new keys. */
+	let old1, old2, oldShort, oldKid, newKid;
+	const ready = await step("oidc: three tokens of the provider's current RSA key, one for 30 s", async () => {
 		const a = await signIn(`rot-old1-${RUN}`), b = await signIn(`rot-old2-${RUN}`);
 		old1 = a.token;
 		old2 = b.token;
 		await a.ctx.close();
 		await b.ctx.close();
+		await admin("POST", "/ttl/30");
+		try {
+			const c = await signIn(`rot-short-${RUN}`);
+			oldShort = c.token;
+			await c.ctx.close();
+		} finally {
+			await admin("POST", "/ttl/600");
+		}
 		oldKid = partOf(old1, 0).kid;
-		expect(oldKid === partOf(old2, 0).kid && fileKids().includes(oldKid), `kid ${oldKid}; file ${fileKids()}`);
+		const short = partOf(oldShort, 1);
+		expect(short.exp - short.iat === 30, `the short token's claims ${JSON.stringify(short)}`);
+		expect([old2, oldShort].every((t) => partOf(t, 0).kid === oldKid) && fileKids().includes(oldKid),
+			`kid ${oldKid}; file ${fileKids()}`);
 	});
 	if (!ready)
 		return;
@@ -230,6 +242,24 @@ async function main() {
 	await step("oidc: a token of the old key still buys while the file lists it", async () => {
 		const st = await buyWith(old1);
 		expect(st === 202, `the purchase answered ${st}`);
+	});
+	/* Expired means past exp and the 30 s of clock skew lib/token allows (FS_TOKEN_LEEWAY). */
+	await step("oidc: a token of the old key is accepted until it expires, then 401", async () => {
+		const exp = (partOf(oldShort, 1).exp + 30) * 1000;
+		expect(Date.now() < exp - 1000, "the 30 s token expired before the rotation was fetched (a slow machine)");
+		const first = await buyWith(oldShort);
+		expect(first === 202, `before its exp the purchase answered ${first}`);
+		const seen = [];
+		for (;;) {
+			const st = await buyWith(oldShort);
+			seen.push(st);
+			if (st === 401)
+				break;
+			expect(st === 409 && Date.now() < exp + 10000, `the purchases answered ${seen.join(",")}`);
+			await sleep(500);
+		}
+		expect(Date.now() >= exp - 1000, `401 ${Math.round((exp - Date.now()) / 1000)} s before its exp`);
+		expect(fileKids().includes(oldKid), "the old key left the file meanwhile");
 	});
 	await step("oidc: the old key removed at the provider: the fetch drops it from the file", async () => {
 		const keys = await admin("POST", "/retire");

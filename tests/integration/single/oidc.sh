@@ -4,7 +4,9 @@
 # stack, the handlers restarted with the provider's issuer and audience;
 # then tests/browser/oidc.test.mjs in Chromium through the edge: sign-in
 # on the provider's own pages, Buy (202) and the order live, sign-out, an
-# ES256 token, and a key rotation while the stack runs. Guards the shop's
+# ES256 token, and a key rotation while the stack runs (a token of the old
+# key accepted until it expires while the file lists the key, 401 once
+# the fetch dropped it). Guards the shop's
 # sign-in (static/oidc.js), the provider's RS256/ES256 tokens in
 # lib/token, and the fetch that keeps the file current. Self-contained:
 # the parts are stopped and the handlers restarted without them at the end.
