@@ -115,8 +115,10 @@ start_oidc() {
 		say oidc "already running (pid $(cat "$RUN/oidc.pid"))"
 		return 0
 	fi
-	command -v node >/dev/null 2>&1 && [ -f "$repo/tests/browser/node_modules/oidc-provider/package.json" ] ||
+	if ! command -v node >/dev/null 2>&1 ||
+		[ ! -f "$repo/tests/browser/node_modules/oidc-provider/package.json" ]; then
 		die "oidc: node and tests/browser/node_modules/oidc-provider are needed; run deploy/install-deps"
+	fi
 	oidc_enable
 	ensure_secret oidc-cookie.key
 	OIDC_LISTEN=127.0.0.1:$PORT_OIDC OIDC_ADMIN_LISTEN=127.0.0.1:$PORT_OIDC_ADMIN \
