@@ -121,6 +121,7 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	$(for p in $programs; do echo "share/man/man8/$p.8"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
 	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
+	lib/systemd/system/flashsale-jwks.timer lib/systemd/system/flashsale-jwks.service \
 	lib/systemd/system/flashsale-push.service \
 	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf \
 	share/doc/flashsale/README.md \
