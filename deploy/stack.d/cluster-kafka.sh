@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # use_kafka sets the variables of stack.d/kafka.sh
 # The cluster topology's three Kafka nodes: their addresses and start
 # (the rest is stack.d/kafka.sh's, per node; sourced by deploy/stack).
 

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # use_origin sets the variables of the single topology's parts
 # The cluster topology's origin hosts: start, stop, status (their nginx
 # and handlers are stack.d/nginx.sh's and handlers.sh's; sourced by
 # deploy/stack).
@@ -31,7 +32,7 @@ origin_pids() {
 			echo "$master"
 			ps -o pid= --ppid "$master" | tr -d ' '
 		done
-		handler_list | while read -r prog procs; do
+		handler_list | while read -r prog _; do
 			part_pids "$prog"
 		done
 	)

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # REDIS_ADMIN_EXTRA is read by stack.d/redis.sh
 # The cluster topology's Redis Cluster: six nodes, start, ready, stop,
 # status (sourced by deploy/stack; stack.d/cluster.sh).
 
@@ -53,6 +54,7 @@ start_redis_node() {
 		say "$name" "already running (pid $(cat "$RUN/$name.pid"))"
 		return 0
 	fi
+	# shellcheck disable=SC2153 # STATE is the settings', not status_redis_node's state
 	mkdir -p "$STATE/$name"
 	write_redis_acl
 	write_redis_replication
@@ -189,6 +191,6 @@ status_redis_node() {
 		role="master (slots ${slots:-none})"
 		;;
 	esac
-	say "$name" "up (pid $(echo $pids), 127.0.0.1:$(redis_node_port "$1"), $role, cluster $state)"
+	say "$name" "up (pid $(one_line "$pids"), 127.0.0.1:$(redis_node_port "$1"), $role, cluster $state)"
 	[ "$state" = ok ]
 }

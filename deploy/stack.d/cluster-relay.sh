@@ -44,7 +44,7 @@ start_relay() {
 		return 0
 	fi
 	[ -x "$prog" ] || die "$(not_built "${prog#"$BINDIR"/}")"
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046 # one word per link
 	spawn "$RUN/relay.pid" "$LOG/relay.log" "$prog" "$RUN/relay.sock" $(relay_specs)
 	wait_for 10 ready_relay || die "flashsale-relay does not answer; see $LOG/relay.log"
 	say relay "up (pid $(cat "$RUN/relay.pid"), the peer links of Redis, Kafka and PostgreSQL)"
@@ -63,7 +63,7 @@ stop_relay() {
 status_relay() {
 	pids=$(part_pids relay)
 	if [ -n "$pids" ] && sr_show=$("$BINDIR/deploy/relay/flashsale-relay" -c "$RUN/relay.sock" show 2>/dev/null); then
-		say relay "up (pid $(echo $pids), ${sr_show#ok })"
+		say relay "up (pid $(one_line "$pids"), ${sr_show#ok })"
 		return 0
 	fi
 	say relay "down"

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # the variables of the single topology's parts, set for the cluster
 # The cluster topology of deploy/stack, sourced by it (after its
 # stack.d/cluster-*.sh parts) when the topology is
 # "cluster" (`deploy/stack up --cluster`, or FLASHSALE_TOPOLOGY=cluster).
@@ -165,11 +166,13 @@ cmd_down() {
 	done
 	use_stack
 	stop_provider
+	# shellcheck disable=SC2046 # one word per part
 	stop_together 60 kafka $(for n in $KAFKA_NODES; do echo "kafka-$n"; done)
 	# The monitor first: stopping a primary must start no failover.
 	stop_pg_monitor
 	stop_pg_node 2
 	stop_pg_node 1
+	# shellcheck disable=SC2046 # one word per part
 	stop_together 10 redis $(for n in $REDIS_NODES; do echo "redis-$n"; done)
 	stop_relay
 }
@@ -180,13 +183,13 @@ stop_together() {
 	st_what=$2
 	shift 2
 	st_pids=$(for p in "$@"; do part_pids "$p"; done)
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per PID
 	kill_pids "$st_grace" $st_pids
 	for p in "$@"; do
 		rm -f "$RUN/$p.pid"
 	done
 	if [ -n "$st_pids" ]; then
-		say "$st_what" "stopped $* (pid $(echo $st_pids))"
+		say "$st_what" "stopped $* (pid $(one_line "$st_pids"))"
 	else
 		say "$st_what" "not running"
 	fi

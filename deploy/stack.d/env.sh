@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # repo is deploy/stack's
 # The programs' environment ("deploy/stack env"), the state directory and
 # its secrets (sourced by deploy/stack).
 

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # here (deploy/) is deploy/stack's
 # deploy/stack's part the FastCGI handlers: start, ready, stop, status
 # (sourced by deploy/stack).
 
@@ -43,11 +44,11 @@ write_jwks() {
 	[ -f "$STATE/keys/jwt-ed25519.pub" ] && [ -f "$STATE/keys/jwt-hs256.key" ] || return 0
 	x=$(basenc --base64url -w0 <"$STATE/keys/jwt-ed25519.pub" | tr -d =)
 	k=$(basenc --base64url -w0 <"$STATE/keys/jwt-hs256.key" | tr -d =)
-	(
+	{ (
 		umask 077
 		printf '{"keys":[\n{"kty":"OKP","crv":"Ed25519","kid":"%s","use":"sig","alg":"EdDSA","x":"%s"},\n{"kty":"oct","kid":"%s","use":"sig","alg":"HS256","k":"%s"}\n]}\n' \
 			stack-ed25519 "$x" stack-hs256 "$k" >"$JWKS_FILE.new"
-	) && mv -f "$JWKS_FILE.new" "$JWKS_FILE" || die "cannot write $JWKS_FILE"
+	) && mv -f "$JWKS_FILE.new" "$JWKS_FILE"; } || die "cannot write $JWKS_FILE"
 }
 
 # spawn-fcgi -F N forks N processes on one socket and writes all N PIDs to
@@ -68,10 +69,12 @@ start_handler() {
 	esac
 	export_env handlers
 	rm -f "$pidfile"
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 	spawn-fcgi -s "$RUN/$prog.sock" -M 0660 -F "$procs" -P "$pidfile" -- \
 		/bin/sh -c 'exec "$0" >>"$1" 2>&1' "$BINDIR/$prog" "$LOG/$prog.log" \
 		>>"$LOG/spawn-fcgi.log" 2>&1 || die "spawn-fcgi $prog failed; see $LOG/spawn-fcgi.log"
 	# spawn-fcgi leaves the last line without its newline (wc -l is one short).
+	# shellcheck disable=SC2046 # one word per PID
 	printf '%s\n' $(cat "$pidfile") >"$pidfile.tmp"
 	mv "$pidfile.tmp" "$pidfile"
 	say "$prog" "started ($procs processes, $RUN/$prog.sock)"
@@ -140,9 +143,10 @@ ready_handlers() {
 # All handlers at once: the grace period runs once, not once per program.
 stop_handlers() {
 	running=$(handler_list | while read -r prog procs; do
+		# shellcheck disable=SC2046 # one word per PID
 		echo "$prog" $(part_pids "$prog")
 	done)
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046 # one word per PID
 	kill_pids 10 $(printf '%s\n' "$running" | cut -s -d' ' -f2-)
 	printf '%s\n' "$running" | while read -r prog pids; do
 		rm -f "$RUN/$prog.pid" "$RUN/$prog.sock"

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # here (deploy/) is deploy/stack's
 # deploy/stack's part Kafka (KRaft) and its topics: start, ready, stop, status
 # (sourced by deploy/stack).
 
@@ -46,6 +47,7 @@ start_kafka_node() {
 			-c "$KAFKA_CONF" >>"$LOG/$KAFKA_NAME.log" 2>&1 ||
 			die "kafka StorageTool format failed; see $LOG/$KAFKA_NAME.log"
 	fi
+	# shellcheck disable=SC2086 # KAFKA_JAVA_OPTS: one word per option
 	spawn "$RUN/$KAFKA_NAME.pid" "$LOG/$KAFKA_NAME.log" java -Xms256m -Xmx256m $KAFKA_JAVA_OPTS \
 		-Djava.io.tmpdir="$KAFKA_DIR/tmp" -Dkafka.logs.dir="$LOG" \
 		-Dlog4j.configuration="file:$CONF/log4j.properties" \
@@ -95,8 +97,8 @@ create_topics() {
 	# exists, so it is tried again for a bounded time.
 	wait_for 60 create_topics_once ||
 		die "creating topics failed ($(tail -n 1 "$LOG/kafka-topics.log")); see $LOG/kafka-topics.log"
-	wait_for 15 topic_exists "$TOPIC" 8 "$KAFKA_REPLICAS" &&
-		wait_for 15 topic_exists "$TOPIC.dlq" 1 "$KAFKA_REPLICAS" ||
+	{ wait_for 15 topic_exists "$TOPIC" 8 "$KAFKA_REPLICAS" &&
+		wait_for 15 topic_exists "$TOPIC.dlq" 1 "$KAFKA_REPLICAS"; } ||
 		die "topics $TOPIC (8 partitions) and $TOPIC.dlq (1) not as expected; see kcat -L"
 	say kafka "topics $TOPIC (8 partitions), $TOPIC.dlq (1), replication $KAFKA_REPLICAS, min.insync.replicas $KAFKA_MIN_ISR"
 }

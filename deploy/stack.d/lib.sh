@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # repo is deploy/stack's
 # deploy/stack's helpers, shared by every part (sourced by it): messages,
 # processes by PID, polling, rendering of the templates, stop and status
 # by pid file, the programs that "up" runs.
@@ -64,7 +65,7 @@ pids_in() {
 
 # The live PIDs of a part that we started: those of its pid file whose
 # command line names this state directory (or the handler program).
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046 # the PIDs of a pid file, one word each
 part_pids() {
 	case $1 in
 	redis) live_pids redis-server $(pids_in "$RUN/redis.pid") ;;
@@ -132,6 +133,7 @@ spawn() {
 
 # Open files for each nginx worker: our hard limit, at most 65536.
 nofile_limit() {
+	# shellcheck disable=SC3045 # dash's ulimit takes -H
 	hard=$(ulimit -H -n)
 	if [ "$hard" = unlimited ] || [ "$hard" -gt 65536 ]; then
 		hard=65536
@@ -145,6 +147,7 @@ sed_escape() {
 }
 
 # Renders TEMPLATE into OUT, replacing every @NAME@ of the stack.
+# shellcheck disable=SC2016 # the nginx variables are literal
 render() {
 	if [ "$RATE_PER_IP" = off ]; then
 		ip_key='$fs_unlimited'
@@ -207,6 +210,12 @@ http_probe() {
 			END { print (code == "" ? "000" : code) (by == "" ? "" : " nginx") }'
 }
 
+# The words of LIST (PIDs, a line each) on one line, separated by spaces.
+one_line() {
+	# shellcheck disable=SC2086 # splitting into words is the point
+	echo $1
+}
+
 # Stops the processes of PART, then removes its PIDFILE.
 stop_pidfile() {
 	pids=$(part_pids "$1")
@@ -215,17 +224,17 @@ stop_pidfile() {
 		say "$1" "not running"
 		return 0
 	fi
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per PID
 	kill_pids "$3" $pids
 	rm -f "$2"
-	say "$1" "stopped (pid $(echo $pids))"
+	say "$1" "stopped (pid $(one_line "$pids"))"
 }
 
 # Reports PART up when it has live processes and READY (a command) succeeds.
 status_pidfile() {
 	pids=$(part_pids "$1")
 	if [ -n "$pids" ] && "$2"; then
-		say "$1" "up (pid $(echo $pids))"
+		say "$1" "up (pid $(one_line "$pids"))"
 		return 0
 	fi
 	say "$1" "down"
@@ -253,5 +262,6 @@ check_programs() {
 		$(handler_list | cut -d' ' -f1); do
 		[ -x "$BINDIR/$prog" ] || missing="$missing $prog"
 	done
+	# shellcheck disable=SC2086 # one word per program
 	[ -z "$missing" ] || die "$(not_built $missing)"
 }

@@ -1,4 +1,5 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2154 # here (deploy/) is deploy/stack's
 # deploy/stack's part Prometheus (optional): start, ready, stop, status
 # (sourced by deploy/stack).
 

@@ -1,4 +1,6 @@
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # the settings are read by the other stack.d files
+# shellcheck disable=SC2154 # repo is deploy/stack's
 # deploy/stack's settings (sourced by it first): the state directory, the
 # ports, the paths and the topology, from FLASHSALE_* (deploy/stack's top
 # comment lists them), and their checks.
@@ -184,7 +186,7 @@ check_settings() {
 		'' | *[!0-9]*) die "bad number '$number' in the FLASHSALE_ settings" ;;
 		esac
 	done
-	[ "$BASE" -ge 1024 ] && [ "$BASE" -le 65528 ] ||
+	{ [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65528 ]; } ||
 		die "FLASHSALE_PORT_BASE must be within 1024..65528"
 	# The paths go unquoted into nginx, Redis and libpq configuration.
 	case $STATE$SOLDOUT_DIR$DATADIR$BINDIR in

@@ -17,8 +17,8 @@ set -u
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 export top_srcdir
-export FLASHSALE_BINDIR=${FLASHSALE_BINDIR:-$(pwd)}
-export FLASHSALE_PORT_BASE=${FLASHSALE_TEST_PORT_BASE:-28080}
+export FLASHSALE_BINDIR="${FLASHSALE_BINDIR:-$(pwd)}"
+export FLASHSALE_PORT_BASE="${FLASHSALE_TEST_PORT_BASE:-28080}"
 keep_stack=${FLASHSALE_TEST_STACK:-}
 case $keep_stack in
 up)
@@ -29,17 +29,18 @@ up)
 esac
 export FLASHSALE_STATE
 # The servers live long and exit by signal: leak reports would only be noise.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 # Rate limits would hide contention results; the limit tests set their own.
-export FLASHSALE_RATE_PER_IP=${FLASHSALE_RATE_PER_IP:-100000r/s}
-export FLASHSALE_RATE_PER_USER=${FLASHSALE_RATE_PER_USER:-100000r/s}
-export FLASHSALE_DATADIR=$top_srcdir
+export FLASHSALE_RATE_PER_IP="${FLASHSALE_RATE_PER_IP:-100000r/s}"
+export FLASHSALE_RATE_PER_USER="${FLASHSALE_RATE_PER_USER:-100000r/s}"
+export FLASHSALE_DATADIR="$top_srcdir"
 # The contention test wants at least four purchase processes.
-export FLASHSALE_PURCHASE_PROCS=${FLASHSALE_PURCHASE_PROCS:-4}
-export FLASHSALE_ARTIFACTS=${FLASHSALE_ARTIFACTS:-$FLASHSALE_BINDIR/tests/artifacts}
+export FLASHSALE_PURCHASE_PROCS="${FLASHSALE_PURCHASE_PROCS:-4}"
+export FLASHSALE_ARTIFACTS="${FLASHSALE_ARTIFACTS:-$FLASHSALE_BINDIR/tests/artifacts}"
 mkdir -p "$FLASHSALE_ARTIFACTS"
 
 here=$top_srcdir/tests/integration
+# shellcheck source=tests/integration/lib.sh
 . "$here/lib.sh"
 topology=${FLASHSALE_TOPOLOGY:-single}
 
@@ -99,6 +100,7 @@ eval "$("$stack" env)"
 for f in $listed; do
 	[ -f "$here/$f" ] || not_ok "every file tests/integration/ORDER lists exists: $f does not"
 done
+# shellcheck disable=SC2086 # one word per file
 [ -z "$unlisted" ] || diag "not in tests/integration/ORDER yet, run last:" $unlisted
 
 # After every test file, at rest (the consumer has committed everything, a

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Tokens that carry a key id, minted by an independent JWT implementation
 # (jose, from npm: tests/browser/mint-token.mjs), against the stack's JWK
 # Set file (FLASHSALE_JWKS_FILE, written by deploy/stack from its own keys):
@@ -76,8 +77,8 @@ else
 	jw_a=$FLASHSALE_STATE/t70-keys-a
 	jw_b=$FLASHSALE_STATE/t70-keys-b
 	rm -rf "$jw_other" "$jw_a" "$jw_b"
-	admin keys generate "$jw_other" >/dev/null && admin keys generate "$jw_a" >/dev/null &&
-		admin keys generate "$jw_b" >/dev/null || not_ok "jwks: three key pairs generated"
+	{ admin keys generate "$jw_other" >/dev/null && admin keys generate "$jw_a" >/dev/null &&
+		admin keys generate "$jw_b" >/dev/null; } || not_ok "jwks: three key pairs generated"
 
 	# The stack's own keys by kid, and tokens without kid as before.
 	is "$(jw_buy "$(jw_mint "$jw_keys/jwt-ed25519.key" EdDSA stack-ed25519 t70-ed)")" 202 \
@@ -103,6 +104,7 @@ else
 
 	# A rotation while the handlers run: a new key beside the old one, then
 	# the old one removed.
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub"
 	if jw_until_status 202 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
 		ok "jwks: key t70-a added to the file is used without a restart"
@@ -110,6 +112,7 @@ else
 		not_ok "jwks: key t70-a added to the file is used without a restart" "still $jw_ans"
 	fi
 	jw_old=$(jw_mint "$jw_a/jwt-ed25519.key" EdDSA t70-a t70-old)
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-a "$jw_a/jwt-ed25519.pub" okp t70-b "$jw_b/jwt-ed25519.pub"
 	if jw_until_status 202 "$jw_b/jwt-ed25519.key" EdDSA t70-b; then
 		ok "jwks: key t70-b added beside t70-a is used"
@@ -117,6 +120,7 @@ else
 		not_ok "jwks: key t70-b added beside t70-a is used" "still $jw_ans"
 	fi
 	is "$(jw_buy "$jw_old")" 202 "jwks: a token of t70-a minted before the rotation still buys"
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys okp t70-b "$jw_b/jwt-ed25519.pub"
 	if jw_until_status 401 "$jw_a/jwt-ed25519.key" EdDSA t70-a; then
 		ok "jwks: once t70-a is removed from the file its tokens are refused"
@@ -144,6 +148,7 @@ else
 	is "$(grep "JWK Set .* refused" "$jw_log" | tail -n +$((jw_refused_before + 1)) |
 		sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort | uniq -d)" "" \
 		"jwks: and no process logs it twice"
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys
 
 	# An identity provider's keys (issue 34): RSA and P-256, made here with
@@ -152,10 +157,13 @@ else
 	jw_pk=$FLASHSALE_STATE/t70-pkeys
 	rm -rf "$jw_pk" && mkdir -p "$jw_pk"
 	jw_genpkey() { openssl genpkey -algorithm "$1" -pkeyopt "$2" -out "$jw_pk/$3.pem" 2>/dev/null; }
-	jw_genpkey RSA rsa_keygen_bits:2048 rsa && jw_genpkey RSA rsa_keygen_bits:2048 rsa-other &&
+	if ! { jw_genpkey RSA rsa_keygen_bits:2048 rsa && jw_genpkey RSA rsa_keygen_bits:2048 rsa-other &&
 		jw_genpkey RSA rsa_keygen_bits:1024 rsa-weak && jw_genpkey EC ec_paramgen_curve:P-256 ec &&
-		jw_genpkey EC ec_paramgen_curve:P-384 ec384 || not_ok "jwks: openssl made the RSA and EC keys"
+		jw_genpkey EC ec_paramgen_curve:P-384 ec384; }; then
+		not_ok "jwks: openssl made the RSA and EC keys"
+	fi
 	jw_weak_before=$(cat "$FLASHSALE_STATE"/log/*.log | grep -c 'key refused, the others stay: key \\"t70-weak\\": an RSA key of 1024 bits')
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys pem t70-rs "$jw_pk/rsa.pem" pem t70-es "$jw_pk/ec.pem" \
 		pem t70-weak "$jw_pk/rsa-weak.pem" pem t70-p384 "$jw_pk/ec384.pem"
 	if jw_until_status 202 "$jw_pk/rsa.pem" RS256 t70-rs; then
@@ -196,6 +204,7 @@ else
 	# A rotation of provider keys: a second P-256 key, then the RSA key gone.
 	jw_genpkey EC ec_paramgen_curve:P-256 ec2
 	jw_rs_old=$(jw_mint "$jw_pk/rsa.pem" RS256 t70-rs t70-rs-old)
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys pem t70-es "$jw_pk/ec.pem" pem t70-es2 "$jw_pk/ec2.pem"
 	if jw_until_status 202 "$jw_pk/ec2.pem" ES256 t70-es2; then
 		ok "jwks: a second P-256 key added to the file is used without a restart"
@@ -204,6 +213,7 @@ else
 	fi
 	is "$(jw_buy "$jw_rs_old") $(jw_buy "$(jw_mint "$jw_pk/ec.pem" ES256 t70-es t70-es-after)")" "401 202" \
 		"jwks: once the RSA key is removed its token is refused; the first P-256 key's still buy"
+	# shellcheck disable=SC2086 # the stack's key arguments, one word each
 	jw_write $jw_stack_keys
 	rm -rf "$jw_pk"
 
