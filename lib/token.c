@@ -8,14 +8,10 @@
 #include <string.h>
 
 #include <json-c/json.h>
-#include <openssl/bn.h>
-#include <openssl/ec.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/rsa.h>
 #include <sodium.h>
 
 #include "b64url.h"
+#include "jsonread.h"
 #include "keyfile.h"
 #include "token_int.h"
 
@@ -53,37 +49,12 @@ static const char *const token_errors[FS_TOKEN__MAX] = {
 	[FS_TOKEN_UNKNOWN_KEY] = "unknown key id",
 };
 
-/* The JWS "alg" of each algorithm (RFC 7518 3.1, RFC 8037 3.1). */
-static const char *const token_alg_names[FS_TOKEN_ALG__MAX] = {
-	[FS_TOKEN_ALG_EDDSA] = "EdDSA",
-	[FS_TOKEN_ALG_HS256] = "HS256",
-	[FS_TOKEN_ALG_EDDSA_DEMO] = "EdDSA",
-	[FS_TOKEN_ALG_RS256] = "RS256",
-	[FS_TOKEN_ALG_PS256] = "PS256",
-	[FS_TOKEN_ALG_ES256] = "ES256",
-};
-
 /* Protected headers that fs_token_mint writes, by algorithm. */
 static const char *const token_headers[FS_TOKEN_ALG__MAX] = {
 	[FS_TOKEN_ALG_EDDSA] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}",
 	[FS_TOKEN_ALG_HS256] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
 	[FS_TOKEN_ALG_EDDSA_DEMO] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"" FS_TOKEN_DEMO_KID "\"}",
 };
-
-const char *
-fs_token_alg_name(enum fs_token_alg alg)
-{
-	if ((unsigned)alg >= FS_TOKEN_ALG__MAX)
-		return "unknown";
-	return token_alg_names[alg];
-}
-
-void
-fs_token_vkey_release(struct fs_token_vkey *key)
-{
-	EVP_PKEY_free(key->pkey);
-	sodium_memzero(key, sizeof(*key));
-}
 
 const char *
 fs_token_strerror(enum fs_token_status st)
@@ -284,59 +255,6 @@ fs_token_keys_set_claims(fs_token_keys *keys, const char *issuer,
 	return 0;
 }
 
-/* HMAC-SHA256 with a key of any length (RFC 7518 wants at least 32). */
-static void
-token_hs256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
-    unsigned char mac[crypto_auth_hmacsha256_BYTES])
-{
-	crypto_auth_hmacsha256_state st;
-
-	crypto_auth_hmacsha256_init(&st, key, keylen);
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, mac);
-	sodium_memzero(&st, sizeof(st));
-}
-
-struct json_object *
-fs_token_json(const void *buf, size_t len, int depth)
-{
-	struct json_tokener *tok;
-	struct json_object *obj;
-	const char *s = buf;
-	size_t end;
-
-	/* json-c stops at a NUL; it has no place in a token's JSON. */
-	if (len > INT_MAX || memchr(s, '\0', len) != NULL)
-		return NULL;
-	if ((tok = json_tokener_new_ex(depth)) == NULL)
-		return NULL;
-	json_tokener_set_flags(tok,
-	    JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-	    JSON_TOKENER_VALIDATE_UTF8);
-	obj = json_tokener_parse_ex(tok, s, (int)len);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	while (end < len && (s[end] == ' ' || s[end] == '\t' ||
-	    s[end] == '\r' || s[end] == '\n'))
-		end++;
-	if (obj != NULL && (end != len ||
-	    !json_object_is_type(obj, json_type_object))) {
-		json_object_put(obj);
-		obj = NULL;
-	}
-	return obj;
-}
-
-int
-fs_token_string_is(struct json_object *v, const char *s)
-{
-	size_t len = strlen(s);
-
-	return json_object_is_type(v, json_type_string) &&
-	    (size_t)json_object_get_string_len(v) == len &&
-	    memcmp(json_object_get_string(v), s, len) == 0;
-}
-
 /* Copies a configured key into *key for alg. */
 static void
 token_vkey(enum fs_token_alg alg, const unsigned char *bytes, size_t len, struct fs_token_vkey *key)
@@ -359,8 +277,8 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 	const char *s = json_object_get_string(kid);
 	size_t len = (size_t)json_object_get_string_len(kid);
 
-	if (fs_token_string_is(kid, FS_TOKEN_DEMO_KID) && keys->has_demo_pk) {
-		if (!fs_token_string_is(alg, "EdDSA"))
+	if (fs_jsonread_is(kid, FS_TOKEN_DEMO_KID) && keys->has_demo_pk) {
+		if (!fs_jsonread_is(alg, "EdDSA"))
 			return FS_TOKEN_BAD_ALG;
 		token_vkey(FS_TOKEN_ALG_EDDSA_DEMO, keys->demo_pk, sizeof(keys->demo_pk), key);
 		return FS_TOKEN_OK;
@@ -369,7 +287,7 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 		fs_token_log_unknown_kid(s, len);
 		return FS_TOKEN_UNKNOWN_KEY;
 	}
-	if (!fs_token_string_is(alg, fs_token_alg_name(key->alg))) {
+	if (!fs_jsonread_is(alg, fs_token_alg_name(key->alg))) {
 		fs_token_vkey_release(key);
 		return FS_TOKEN_BAD_ALG;
 	}
@@ -378,13 +296,14 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 
 /* Picks the key from the protected header; the keys must allow its alg. */
 static enum fs_token_status
-token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
+token_header_key(const fs_token_keys *keys, const char *hdr, size_t len,
     struct fs_token_vkey *key)
 {
 	struct json_object *obj, *v, *kid;
 	enum fs_token_status st = FS_TOKEN_BAD_ALG;
+	char why[64];
 
-	if ((obj = fs_token_json(hdr, len, TOKEN_JSON_DEPTH)) == NULL)
+	if ((obj = fs_jsonread_object_strict(hdr, len, TOKEN_JSON_DEPTH, why, sizeof(why))) == NULL)
 		return FS_TOKEN_MALFORMED;
 	/* We understand no extension, so a "crit" header must be refused. */
 	if (!json_object_object_get_ex(obj, "alg", &v) ||
@@ -393,105 +312,15 @@ token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
 	else if (json_object_object_get_ex(obj, "kid", &kid))
 		st = json_object_is_type(kid, json_type_string) ?
 		    token_header_kid(keys, v, kid, key) : FS_TOKEN_MALFORMED;
-	else if (fs_token_string_is(v, "EdDSA") && keys->has_ed_pk) {
+	else if (fs_jsonread_is(v, "EdDSA") && keys->has_ed_pk) {
 		token_vkey(FS_TOKEN_ALG_EDDSA, keys->ed_pk, sizeof(keys->ed_pk), key);
 		st = FS_TOKEN_OK;
-	} else if (fs_token_string_is(v, "HS256") && keys->hs_keylen > 0) {
+	} else if (fs_jsonread_is(v, "HS256") && keys->hs_keylen > 0) {
 		token_vkey(FS_TOKEN_ALG_HS256, keys->hs_key, keys->hs_keylen, key);
 		st = FS_TOKEN_OK;
 	}
 	json_object_put(obj);
 	return st;
-}
-
-/*
- * An ES256 signature, R and S of 32 bytes each (RFC 7518 3.4), as the DER
- * ECDSA-Sig-Value that EVP verifies into der (dermax bytes); its length,
- * or 0.
- */
-static size_t
-token_es256_der(const unsigned char *sig, unsigned char *der, size_t dermax)
-{
-	ECDSA_SIG *es;
-	BIGNUM *r, *s;
-	unsigned char *p = der;
-	int len = 0;
-
-	if ((es = ECDSA_SIG_new()) == NULL)
-		return 0;
-	r = BN_bin2bn(sig, 32, NULL);
-	s = BN_bin2bn(sig + 32, 32, NULL);
-	if (r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1) {
-		BN_free(r);
-		BN_free(s);
-	} else if ((len = i2d_ECDSA_SIG(es, NULL)) > 0 && (size_t)len <= dermax)
-		len = i2d_ECDSA_SIG(es, &p);
-	else
-		len = 0;
-	ECDSA_SIG_free(es);
-	return len > 0 ? (size_t)len : 0;
-}
-
-/* Verifies an RS256, PS256 or ES256 signature of msg with key->pkey. */
-static int
-token_pkey_ok(const struct fs_token_vkey *key, const unsigned char *msg, size_t len,
-    const unsigned char *sig, size_t siglen)
-{
-	/* A P-256 signature in DER: two INTEGERs of up to 33 bytes and headers. */
-	unsigned char der[80];
-	EVP_MD_CTX *md = NULL;
-	EVP_PKEY_CTX *pctx = NULL;
-	int ok = 0;
-
-	if (key->pkey == NULL)
-		return 0;
-	if (key->alg == FS_TOKEN_ALG_ES256) {
-		if (siglen != 64 || (siglen = token_es256_der(sig, der, sizeof(der))) == 0)
-			return 0;
-		sig = der;
-	} else if (siglen != (size_t)EVP_PKEY_get_size(key->pkey))
-		return 0;
-	if ((md = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, key->pkey) != 1)
-		goto out;
-	/* RFC 7518 3.5: MGF1 with SHA-256, a salt as long as the hash. */
-	if (key->alg == FS_TOKEN_ALG_PS256 &&
-	    (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
-	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1))
-		goto out;
-	ok = EVP_DigestVerify(md, sig, siglen, msg, len) == 1;
-out:
-	EVP_MD_CTX_free(md);
-	/* A refused signature leaves errors in this thread's queue. */
-	ERR_clear_error();
-	return ok;
-}
-
-/* Whether sig (siglen bytes) is key's signature of the len bytes at msg. */
-static int
-token_signature_ok(const struct fs_token_vkey *key, const unsigned char *msg, size_t len,
-    const unsigned char *sig, size_t siglen)
-{
-	unsigned char mac[crypto_auth_hmacsha256_BYTES];
-	int ok;
-
-	switch (key->alg) {
-	case FS_TOKEN_ALG_HS256:
-		token_hs256(key->key, key->len, msg, len, mac);
-		ok = siglen == sizeof(mac) && sodium_memcmp(mac, sig, sizeof(mac)) == 0;
-		sodium_memzero(mac, sizeof(mac));
-		return ok;
-	case FS_TOKEN_ALG_EDDSA:
-	case FS_TOKEN_ALG_EDDSA_DEMO:
-		return siglen == crypto_sign_BYTES &&
-		    crypto_sign_verify_detached(sig, msg, len, key->key) == 0;
-	case FS_TOKEN_ALG_RS256:
-	case FS_TOKEN_ALG_PS256:
-	case FS_TOKEN_ALG_ES256:
-		return token_pkey_ok(key, msg, len, sig, siglen);
-	default:
-		return 0;
-	}
 }
 
 enum fs_token_status
@@ -520,7 +349,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	if (fs_b64url_decode(buf, sizeof(buf), jws, (size_t)(dot1 - jws),
 	    &n) != FS_B64URL_OK)
 		return FS_TOKEN_MALFORMED;
-	if ((st = token_header_key(keys, buf, n, &key)) != FS_TOKEN_OK)
+	if ((st = token_header_key(keys, (const char *)buf, n, &key)) != FS_TOKEN_OK)
 		goto fail;
 
 	st = FS_TOKEN_MALFORMED;
@@ -528,7 +357,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
 		goto fail;
 	/* The signing input is the header and payload as sent, dot included. */
-	ok = token_signature_ok(&key, (const unsigned char *)jws, (size_t)(dot2 - jws), buf, n);
+	ok = fs_token_signature_ok(&key, (const unsigned char *)jws, (size_t)(dot2 - jws), buf, n);
 	fs_token_vkey_release(&key);
 	if (!ok)
 		return FS_TOKEN_BAD_SIGNATURE;
@@ -576,23 +405,6 @@ token_date(struct json_object *claims, const char *name, int64_t *out)
 }
 
 int
-fs_token_name_ok(const char *s, size_t len, size_t max)
-{
-	size_t i;
-
-	if (len == 0 || len > max)
-		return 0;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' ||
-		    c == '\\')
-			return 0;
-	}
-	return 1;
-}
-
-int
 fs_token_sub_ok(const char *sub, size_t len)
 {
 	return fs_token_name_ok(sub, len, FS_TOKEN_SUB_MAX);
@@ -610,10 +422,10 @@ token_audience_ok(const fs_token_keys *keys, struct json_object *claims)
 	if (keys->audience == NULL)
 		return 0;
 	if (!json_object_is_type(aud, json_type_array))
-		return fs_token_string_is(aud, keys->audience);
+		return fs_jsonread_is(aud, keys->audience);
 	n = json_object_array_length(aud);
 	for (i = 0; i < n; i++)
-		if (fs_token_string_is(json_object_array_get_idx(aud, i),
+		if (fs_jsonread_is(json_object_array_get_idx(aud, i),
 		    keys->audience))
 			return 1;
 	return 0;
@@ -659,7 +471,7 @@ token_claims(const fs_token_keys *keys, struct json_object *claims,
 
 	if (keys->issuer != NULL &&
 	    (!json_object_object_get_ex(claims, "iss", &v) ||
-	    !fs_token_string_is(v, keys->issuer)))
+	    !fs_jsonread_is(v, keys->issuer)))
 		return FS_TOKEN_BAD_ISSUER;
 	if (!token_audience_ok(keys, claims))
 		return FS_TOKEN_BAD_AUDIENCE;
@@ -683,6 +495,7 @@ fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
 	unsigned char payload[FS_TOKEN_MAX];
 	struct json_object *claims;
 	enum fs_token_status st;
+	char why[64];
 	size_t plen;
 
 	if (submax > 0)
@@ -691,7 +504,8 @@ fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
 	    &plen);
 	if (st != FS_TOKEN_OK)
 		return st;
-	if ((claims = fs_token_json(payload, plen, TOKEN_JSON_DEPTH)) == NULL)
+	if ((claims = fs_jsonread_object_strict((const char *)payload, plen, TOKEN_JSON_DEPTH, why,
+	    sizeof(why))) == NULL)
 		return FS_TOKEN_MALFORMED;
 	st = token_claims(keys, claims, now, sub, submax);
 	json_object_put(claims);
@@ -783,7 +597,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 		crypto_sign_detached(sig, NULL, (const unsigned char *)out, pos,
 		    alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_sk : keys->ed_sk);
 	else
-		token_hs256(keys->hs_key, keys->hs_keylen, out, pos, sig);
+		fs_token_hs256(keys->hs_key, keys->hs_keylen, out, pos, sig);
 	out[pos++] = '.';
 	(void)fs_b64url_encode(out + pos, outmax - pos, sig, siglen, NULL);
 	st = FS_TOKEN_OK;

@@ -27,6 +27,7 @@
 
 #include "b64url.h"
 #include "clock.h"
+#include "jsonread.h"
 #include "lock.h"
 #include "log.h"
 #include "token_int.h"
@@ -110,7 +111,7 @@ jwks_for_verify(struct json_object *jwk)
 	struct json_object *use = jwks_member(jwk, "use"), *ops = jwks_member(jwk, "key_ops");
 	size_t i, n;
 
-	if (use != NULL && !fs_token_string_is(use, "sig"))
+	if (use != NULL && !fs_jsonread_is(use, "sig"))
 		return 0;
 	if (ops == NULL)
 		return 1;
@@ -118,7 +119,7 @@ jwks_for_verify(struct json_object *jwk)
 		return 0;
 	n = json_object_array_length(ops);
 	for (i = 0; i < n; i++)
-		if (fs_token_string_is(json_object_array_get_idx(ops, i), "verify"))
+		if (fs_jsonread_is(json_object_array_get_idx(ops, i), "verify"))
 			return 1;
 	return 0;
 }
@@ -293,17 +294,17 @@ jwks_key_alg(struct json_object *jwk, struct json_object *kty, enum fs_token_alg
 {
 	struct json_object *crv = jwks_member(jwk, "crv"), *a = jwks_member(jwk, "alg");
 
-	if (fs_token_string_is(kty, "OKP") && fs_token_string_is(crv, "Ed25519"))
+	if (fs_jsonread_is(kty, "OKP") && fs_jsonread_is(crv, "Ed25519"))
 		*alg = FS_TOKEN_ALG_EDDSA;
-	else if (fs_token_string_is(kty, "oct"))
+	else if (fs_jsonread_is(kty, "oct"))
 		*alg = FS_TOKEN_ALG_HS256;
-	else if (fs_token_string_is(kty, "RSA"))
-		*alg = fs_token_string_is(a, "PS256") ? FS_TOKEN_ALG_PS256 : FS_TOKEN_ALG_RS256;
-	else if (fs_token_string_is(kty, "EC") && fs_token_string_is(crv, "P-256"))
+	else if (fs_jsonread_is(kty, "RSA"))
+		*alg = fs_jsonread_is(a, "PS256") ? FS_TOKEN_ALG_PS256 : FS_TOKEN_ALG_RS256;
+	else if (fs_jsonread_is(kty, "EC") && fs_jsonread_is(crv, "P-256"))
 		*alg = FS_TOKEN_ALG_ES256;
 	else
 		return 0;
-	return a == NULL || fs_token_string_is(a, fs_token_alg_name(*alg));
+	return a == NULL || fs_jsonread_is(a, fs_token_alg_name(*alg));
 }
 
 /* Reads the kid of keys[i] into out->kid; 0, or -1 with err. */
@@ -436,11 +437,12 @@ jwks_parse(const char *buf, size_t len, const char *where, struct jwks_set *set,
     struct json_object *kept, char *err, size_t errlen)
 {
 	struct json_object *root, *keys = NULL, *jwk, *copy;
+	char why[64];
 	size_t i, j, n;
 	int rc = -1;
 
 	memset(set, 0, sizeof(*set));
-	if ((root = fs_token_json(buf, len, JWKS_JSON_DEPTH)) == NULL) {
+	if ((root = fs_jsonread_object_strict(buf, len, JWKS_JSON_DEPTH, why, sizeof(why))) == NULL) {
 		snprintf(err, errlen, "not one JSON object of at most depth %d", JWKS_JSON_DEPTH);
 		goto fail;
 	}

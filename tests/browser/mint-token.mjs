@@ -9,8 +9,8 @@
 // more (a secret) for HS256; or a PEM private key (openssl genpkey) for
 // RS256, PS256, ES256 and ES384. KID "" leaves the header without one. The
 // claims are sub, iat = now and exp = now + 600, then CLAIMS_JSON's members
-// over them. --count prints N lines "PREFIX-i TOKEN" (i from 1, exp an
-// hour ahead), as flashsale-admin token mint --count does; --jwk prints the
+// over them. --count prints N lines "PREFIX-i TOKEN" (i from 1, exp two
+// hours ahead), as flashsale-admin token mint --count does; --jwk prints the
 // public JWK of a PEM key with that kid.
 import { readFileSync } from 'node:fs';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
@@ -66,6 +66,6 @@ if (count === 0) {
 } else {
   const lines = [];
   for (let i = 1; i <= count; i++)
-    lines.push(`${sub}-${i} ${await mint(`${sub}-${i}`, 3600)}`);
+    lines.push(`${sub}-${i} ${await mint(`${sub}-${i}`, 7200)}`);
   process.stdout.write(lines.join('\n') + '\n');
 }

@@ -1,4 +1,4 @@
-/* Unit test of lib/jsonread: whole objects, bounded members. */
+/* Unit test of lib/jsonread: whole objects, strict ones, bounded members, exact strings. */
 #include "config.h"
 
 #include <stdio.h>
@@ -16,6 +16,33 @@ refused(const char *text, int depth)
 
 	json_object_put(o);
 	return o == NULL && why[0] != '\0';
+}
+
+/* True when the len bytes at text are refused by the strict reader. */
+static int
+strict_refused(const char *text, size_t len)
+{
+	char why[64] = "";
+	json_object *o = fs_jsonread_object_strict(text, len, 4, why, sizeof(why));
+
+	json_object_put(o);
+	return o == NULL && why[0] != '\0';
+}
+
+/* The strict reader (tokens, JWK Sets): RFC 8259, nothing json-c lets pass besides. */
+static void
+test_strict(void)
+{
+	static const char nul[] = "{\"a\":1}\0";
+
+	check(!strict_refused("{\"a\":[1,\"x\"]} \r\n\t", 17), "strict: an object, white space after it");
+	check(strict_refused("{\"a\":'x'}", 9) && !refused("{\"a\":'x'}", 4),
+	    "strict: a single-quoted string is refused (the lenient reader takes it)");
+	check(strict_refused("{\"a\":1} x", 9), "strict: trailing characters are refused");
+	check(strict_refused(nul, sizeof(nul) - 1), "strict: a NUL byte is refused");
+	check(strict_refused("{\"a\":\"\xff\"}", 8), "strict: bytes that are not UTF-8 are refused");
+	check(strict_refused("[1]", 3) && strict_refused("{\"a\":", 5),
+	    "strict: only a whole object will do");
 }
 
 int
@@ -53,5 +80,6 @@ main(void)
 	check(o != NULL && !fs_jsonread_string_is(o, "s", "abc"),
 	    "a string with an embedded NUL is not the text before it");
 	json_object_put(o);
+	test_strict();
 	return failures == 0 ? 0 : 1;
 }
