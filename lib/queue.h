@@ -23,6 +23,7 @@
 #define FS_QUEUE_TOKEN_MAX	256	/* a pass or a ticket, NUL included */
 #define FS_QUEUE_NONCE_MAX	32	/* a proof of work's nonce, characters */
 #define FS_QUEUE_POW_BITS_MAX	28
+#define FS_QUEUE_CLAIM_S	15	/* claimSeconds by default */
 #define FS_QUEUE_SETTINGS_JSON_MAX	160	/* fs_queue_settings_json's output, NUL included */
 
 struct json_object;
@@ -85,6 +86,8 @@ struct fs_queue_settings {
 	int pow_bits;		/* powBits, 0..28, 14: about 1 s in a phone's browser */
 	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
 	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
+	int claim_s;		/* claimSeconds, 5..120, 15: an admitted place asks for its pass
+				 * within this long, or its turn passes to the next place */
 };
 
 void fs_queue_settings_default(struct fs_queue_settings *);
@@ -140,6 +143,7 @@ struct fs_queue_window {
 	int64_t opens_ms;	/* startsAt: the draw's end */
 	int64_t ends_ms;	/* endsAt: no join, no pass from then on */
 	int pass_s;		/* passSeconds */
+	int claim_s;		/* claimSeconds */
 };
 
 enum fs_queue_verdict {

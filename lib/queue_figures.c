@@ -28,8 +28,43 @@ fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name)
  * ZRANGE of every pass with its expiry, then which shoppers hold a unit.
  * 0, or -1 with the stock's err.
  */
+/* How many of the n subs have a place scored above after (one ZMSCORE); -1 Redis failed. */
+static long
+places_after(fs_stock *st, uint64_t sale, const char **subs, size_t n, int64_t after)
+{
+	char k[FS_QUEUE_KEY_LEN];
+	const char **argv;
+	redisReply *r;
+	long c = 0;
+
+	if (n == 0)
+		return 0;
+	if ((argv = calloc(n + 2, sizeof(*argv))) == NULL) {
+		snprintf(st->errstr, sizeof(st->errstr), "places: out of memory");
+		return -1;
+	}
+	fs_queue_key(k, sale, "places");
+	argv[0] = "ZMSCORE";
+	argv[1] = k;
+	memcpy(argv + 2, subs, n * sizeof(*subs));
+	r = fs_redis_argv(st->redis, (int)(n + 2), argv, NULL);
+	free(argv);
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+		snprintf(st->errstr, sizeof(st->errstr), "places: %s", st->redis->errstr);
+		if (r != NULL)
+			freeReplyObject(r);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		c += r->element[i]->type == REDIS_REPLY_STRING &&
+		    strtod(r->element[i]->str, NULL) > (double)after;
+	freeReplyObject(r);
+	return c;
+}
+
 int
-fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, struct fs_queue_tally *t)
+fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, int64_t after,
+    struct fs_queue_tally *t)
 {
 	char k[FS_QUEUE_KEY_LEN];
 	const char **subs = NULL;
@@ -56,6 +91,8 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, struct fs_que
 	if (fs_stock_holding(st, sale, subs, n, held) != 0)
 		goto out;
 	memset(t, 0, sizeof(*t));
+	if (after >= -1 && (t->after = places_after(st, sale, subs, n, after)) < 0)
+		goto out;
 	t->all = (long)n;
 	for (size_t i = 0; i < n; i++) {
 		const redisReply *e = r->element[2 * i + 1];
@@ -80,7 +117,7 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 {
 	struct fs_queue_tally t;
 
-	return fs_queue_passes_tally(st, sale, now_ms, &t) == 0 ? t.unused : -1;
+	return fs_queue_passes_tally(st, sale, now_ms, -2, &t) == 0 ? t.unused : -1;
 }
 
 /* ---- the figures of a waiting room (queue status) ---- */

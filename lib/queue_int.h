@@ -24,10 +24,15 @@ struct fs_queue_tally {
 	long used;		/* shopper holds a unit, expired or not */
 	long lapsed;		/* expired, shopper holds no unit */
 	long all;		/* every pass issued */
+	long after;		/* issued to a place whose score is above the caller's `after` */
 };
 
-/* 0, or -1 with the stock's err. */
-int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, struct fs_queue_tally *);
+/*
+ * 0, or -1 with the stock's err. after >= -1: also counts the passes of the
+ * places whose score is above it (one ZMSCORE of the places), else after < -1.
+ */
+int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, int64_t after,
+    struct fs_queue_tally *);
 
 /*
  * The join journal's copy (queue_journal.c), as the pacer holding a sale's

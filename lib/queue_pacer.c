@@ -393,58 +393,67 @@ recorded(fs_queue_pacer *p, uint64_t sale, long *admitted, char high[24])
 	return 0;
 }
 
-/* PostgreSQL's count of places admitted at since_ms (0 none then); -1 when it cannot say. */
-static long
-admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
+/*
+ * PostgreSQL's count of places admitted at since_ms (0 none then) and the
+ * score of the last of them (-1 none); 0, or -1 when it cannot say.
+ */
+static int
+admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms, long *then, int64_t *through)
 {
 	char sale_s[24], since_s[24];
 	const char *params[2] = { sale_s, since_s };
 	PGresult *res;
-	long then = 0;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	snprintf(since_s, sizeof(since_s), "%" PRId64, since_ms);
-	if ((res = fs_pg_exec(p->pg, "SELECT admitted FROM queue_admissions WHERE sale_id = $1 "
-				     "AND at <= to_timestamp($2::bigint / 1000.0) "
+	if ((res = fs_pg_exec(p->pg, "SELECT admitted, through FROM queue_admissions "
+				     "WHERE sale_id = $1 AND at <= to_timestamp($2::bigint / 1000.0) "
 				     "ORDER BY step DESC LIMIT 1", 2, params)) == NULL)
 		return -1;
-	if (PQntuples(res) == 1)
-		then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	*then = 0;
+	*through = -1;
+	if (PQntuples(res) == 1) {
+		*then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+		*through = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+	}
 	PQclear(res);
-	return then;
+	return 0;
 }
 
 /*
  * What is outstanding: the passes not used nor expired, and the places
- * admitted within the last passSeconds that have not asked for theirs yet
- * (admitted then, fewer passes issued since): a shopper needs a moment
- * between admission and pass, and admitting more meanwhile would run away.
- * A pass is issued after its admission and lives passSeconds, so a place
- * admitted earlier than that has either had its pass or let its turn go.
+ * admitted within the last claimSeconds that have not asked for theirs yet
+ * (admitted then, fewer the passes issued to those very places: a pass of
+ * a place admitted earlier says nothing of them). A place admitted earlier
+ * than that has had its pass or let its turn go: the pass script refuses
+ * it one after claimSeconds (lua/queue_pass.lua), so its turn passes to the
+ * next place in claimSeconds, not passSeconds.
  */
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
 	struct fs_queue_tally t;
-	long then, recent;
+	int64_t through;
+	long then, recent, before;
 
-	if (fs_queue_passes_tally(p->st, s->id, now, &t) != 0) {
-		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
-		return -1;
-	}
-	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.pass_s * 1000)) < 0) {
+	if (admitted_at(p, s->id, now - (int64_t)s->set.claim_s * 1000, &then, &through) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
+	if (fs_queue_passes_tally(p->st, s->id, now, through, &t) != 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
+		return -1;
+	}
 	recent = f->recorded > then ? f->recorded - then : 0;
-	f->out = t.unused + (recent > t.live ? recent - t.live : 0);
+	f->out = t.unused + (recent > t.after ? recent - t.after : 0);
 	/*
 	 * Turns ended: passes used, passes lapsed, and the places admitted
-	 * before the window that never asked for a pass (at least those beyond
-	 * every pass issued: a lower bound, so the multiple errs towards 1).
+	 * before the window that never asked for a pass (admitted then, fewer
+	 * the passes of those places).
 	 */
+	before = t.all - t.after;
 	f->used = t.used;
-	f->resolved = t.used + t.lapsed + (then > t.all ? then - t.all : 0);
+	f->resolved = t.used + t.lapsed + (then > before ? then - before : 0);
 	f->counted = 1;
 	return 0;
 }
@@ -611,9 +620,9 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 static long
 move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
 {
-	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24],
-	    rate_s[24], ms[24], mult_s[24];
-	const char *argv[11] = { state, places, lease, p->owner, exp_s, k_s, now_s,
+	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN],
+	    steps[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24], rate_s[24], ms[24], mult_s[24];
+	const char *argv[12] = { state, places, lease, steps, p->owner, exp_s, k_s, now_s,
 		soldout ? "1" : "0", rate_s, ms, mult_s };
 	long rate = k, got = -1;
 	redisReply *r;
@@ -624,13 +633,14 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 	fs_queue_key(state, s->id, "state");
 	fs_queue_key(places, s->id, "places");
 	fs_queue_key(lease, s->id, "lease");
+	fs_queue_key(steps, s->id, "steps");
 	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
 	snprintf(k_s, sizeof(k_s), "%ld", k);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
 	snprintf(rate_s, sizeof(rate_s), "%ld", rate * 1000);
 	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
 	snprintf(mult_s, sizeof(mult_s), "%d", s->mult_milli > 0 ? s->mult_milli : 1000);
-	if ((r = fs_redis_eval(p->st->redis, p->admit, 3, 11, argv)) == NULL) {
+	if ((r = fs_redis_eval(p->st->redis, p->admit, 4, 12, argv)) == NULL) {
 		fs_log_info("queue pacer: sale %" PRIu64 ": admission not made: %s", s->id,
 		    p->st->redis->errstr);
 		return -1;
@@ -696,7 +706,7 @@ static void
 expire_keys(fs_queue_pacer *p, struct paced *s)
 {
 	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
-		NULL };
+		"steps", NULL };
 	char k[FS_QUEUE_KEY_LEN], at[24];
 	redisReply *r;
 

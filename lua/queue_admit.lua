@@ -6,6 +6,9 @@
 -- KEYS[1] fs:{S}:q:state   admitted, through, rate, at, soldout, multiple
 -- KEYS[2] fs:{S}:q:places  sub -> place score
 -- KEYS[3] fs:{S}:q:lease   the pacer's lease: its owner id
+-- KEYS[4] fs:{S}:q:steps   zset: "<admitted>:<atMs>" -> admitted, a member
+--                          per step that admitted (the pass script's claim
+--                          window starts at its place's step)
 -- ARGV    owner, expectedAdmitted, count (>= 0), nowMs, soldout (0/1),
 --         rate (admissions/s of the last second x1000), lease (ms it is renewed for),
 --         multiple (optional: the effective multiple the step used x1000)
@@ -28,6 +31,9 @@ end
 local through = '-1'
 if target > 0 then
 	through = redis.call('ZRANGE', KEYS[2], target - 1, target - 1, 'WITHSCORES')[2]
+end
+if KEYS[4] and target > admitted then
+	redis.call('ZADD', KEYS[4], target, target .. ':' .. ARGV[4])
 end
 redis.call('HSET', KEYS[1], 'admitted', target, 'through', through, 'rate', ARGV[6],
 	'at', ARGV[4], 'soldout', ARGV[5])

@@ -358,6 +358,44 @@ test_lapses(fs_queue_pacer *p, uint64_t sale, uint64_t item, uint64_t sale2, uin
 	    "lapses: 12 used, 18 lapsed: 2.5 capped at admitMultiple 1.5: 18 left x 1.5 = 27 more");
 }
 
+/*
+ * People who walk away (issue 35): 2 of the 10 places admitted never ask
+ * for their pass. Their turns pass to the next places once claimSeconds
+ * (15 s) are over, not passSeconds (120 s); and the places admitted in
+ * their stead count as outstanding though the earlier places' passes are
+ * live (counted as "admitted in the window less every pass live", they
+ * looked covered, and every step admitted the budget again).
+ */
+static void
+test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
+{
+	char sub[80];
+	int bought;
+
+	fill_n(sale, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 10, 1), "walk-away: 10 units: 10 admitted");
+	passes(sale, 1, 8, t + 120000);
+	fs_queue_pacer_step(p, t + 250);
+	check(admitted_is(sale, 10, 1), "walk-away: 8 passes out, 2 places yet to ask: nobody more");
+	fs_queue_pacer_step(p, t + 14000);
+	check(admitted_is(sale, 10, 1), "walk-away: within their 15 s to ask: nobody more");
+	fs_queue_pacer_step(p, t + 16000);
+	check(admitted_is(sale, 12, 2),
+	    "walk-away: 15 s on, the 2 who never asked let their turn go: the next 2 admitted");
+	fs_queue_pacer_step(p, t + 16250);
+	check(admitted_is(sale, 12, 2),
+	    "walk-away: the 2 just admitted count though the 8 earlier passes are live");
+	nth_sub(sale, 11, sub);
+	pass(sale, sub, t + 136000);
+	fs_queue_pacer_step(p, t + 16500);
+	check(admitted_is(sale, 12, 2), "walk-away: 9 passes out, 1 place yet to ask: nobody more");
+	bought = buy_range(sale, item, 1, 8);
+	fs_queue_pacer_step(p, t + 17000);
+	check(bought == 8 && admitted_is(sale, 12, 2) && state(sale, "multiple") == 1000,
+	    "walk-away: 8 bought, 2 left, 1 pass and 1 place out: nobody more, never over the units");
+}
+
 /* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */
 static void
 admit_by_hand(uint64_t sale, const char *owner, long expected, char out[64])
@@ -486,7 +524,8 @@ test_journal_waits(fs_queue_pacer *p, uint64_t sale)
 int
 main(void)
 {
-	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL;
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL,
+		       *p7 = NULL;
 	struct fs_cfg waiting;
 	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
@@ -530,6 +569,12 @@ main(void)
 		return 1;
 	}
 	test_copied_only(p6, sale, fs_clock_now_ms());
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p7 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the walk-aways\n");
+		return 1;
+	}
+	test_walkaway(p7, sale, item, fs_clock_now_ms());
 	waiting = f.cfg;
 	snprintf(waiting.value[FS_CFG_REDIS_WAIT_MS], sizeof(waiting.value[0]), "100");
 	if (queue_sale(10, 2000, &sale, &item) != 0 ||
@@ -538,6 +583,7 @@ main(void)
 		return 1;
 	}
 	test_journal_waits(p5, sale);
+	fs_queue_pacer_free(p7);
 	fs_queue_pacer_free(p6);
 	fs_queue_pacer_free(p5);
 	fs_queue_pacer_free(p4);

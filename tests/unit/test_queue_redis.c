@@ -33,7 +33,7 @@
 #define PASS_MS 120000
 
 /* Joining opens at 1 s, the sale at 2 s, ends at 1000 s (ms since the epoch: any clock). */
-static const struct fs_queue_window win = { 1000, 2000, 1000000, PASS_MS / 1000 };
+static const struct fs_queue_window win = { 1000, 2000, 1000000, PASS_MS / 1000, 15 };
 
 static enum fs_queue_verdict
 join(fs_queue_store *q, const char *sub, int64_t draw, int64_t now, struct fs_queue_place *p)
@@ -250,6 +250,33 @@ check_outstanding(const struct fs_cfg *cfg, const char *top)
 	fs_stock_free(st);
 }
 
+/*
+ * The claim window (issue 35): a place admitted more than claimSeconds ago
+ * (15 s by default; its step in fs:{S}:q:steps) that never asked has let its
+ * turn go: LAPSED, never a pass; within the window its pass is issued.
+ * Without it a walk-away's turn held the line for passSeconds.
+ */
+static void
+check_claim(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+	redisReply *r;
+
+	set_state(srv, "soldout", "0");
+	set_state(srv, "admitted", "6");
+	/* Ranks 2 and 3 (cat, dan) admitted at 3000, 4 and 5 (gus, fay) at 10000. */
+	if ((r = test_redis_cmd(srv, "ZADD fs:{7}:q:steps 4 4:3000 6 6:10000")) != NULL)
+		freeReplyObject(r);
+	check(pass(q, "dan", 3000 + 15000 + 1, &p) == FS_QUEUE_V_LAPSED && p.rank == 3,
+	    "claim: admitted at 3 s, asking 15.001 s later: its turn passed (LAPSED)");
+	check(pass(q, "gus", 10000 + 15000, &p) == FS_QUEUE_V_OK && p.added == 1,
+	    "claim: admitted at 10 s, asking 15 s later: its pass");
+	check(pass(q, "dan", 60000, &p) == FS_QUEUE_V_LAPSED,
+	    "claim: a turn that passed never comes back");
+	check(pass(q, "fay", 200000, &p) == FS_QUEUE_V_LAPSED && p.rank == 5,
+	    "claim: the window of the step that admitted the place, not of the last step");
+}
+
 /* On a cluster: sales in different slots, every script in one; WAIT 1 acknowledged. */
 static void
 check_cluster(const char *top)
@@ -325,6 +352,7 @@ main(void)
 	check_state(q, &srv);
 	check_batch(q);
 	check_outstanding(&cfg, top);
+	check_claim(q, &srv);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
 	fs_queue_store_free(q);
