@@ -28,46 +28,50 @@ fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name)
  * ZRANGE of every pass with its expiry, then which shoppers hold a unit.
  * 0, or -1 with the stock's err.
  */
-/* How many of the n subs have a place scored above after (one ZMSCORE); -1 Redis failed. */
-static long
-places_after(fs_stock *st, uint64_t sale, const char **subs, size_t n, int64_t after)
+static int
+cmp_str(const void *a, const void *b)
 {
-	char k[FS_QUEUE_KEY_LEN];
-	const char **argv;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * How many of the n subs (sorted) hold the places ranked from..to-1 (one
+ * ZRANGE of those places); -1 Redis failed.
+ */
+static long
+passes_of_places(fs_stock *st, uint64_t sale, const char **sorted, size_t n, long from, long to)
+{
+	char k[FS_QUEUE_KEY_LEN], a[24], b[24];
 	redisReply *r;
 	long c = 0;
 
-	if (n == 0)
+	if (n == 0 || to <= from)
 		return 0;
-	if ((argv = calloc(n + 2, sizeof(*argv))) == NULL) {
-		snprintf(st->errstr, sizeof(st->errstr), "places: out of memory");
-		return -1;
-	}
 	fs_queue_key(k, sale, "places");
-	argv[0] = "ZMSCORE";
-	argv[1] = k;
-	memcpy(argv + 2, subs, n * sizeof(*subs));
-	r = fs_redis_argv(st->redis, (int)(n + 2), argv, NULL);
-	free(argv);
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+	snprintf(a, sizeof(a), "%ld", from);
+	snprintf(b, sizeof(b), "%ld", to - 1);
+	r = fs_redis_argv(st->redis, 4, (const char *[]){ "ZRANGE", k, a, b }, NULL);
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
 		snprintf(st->errstr, sizeof(st->errstr), "places: %s", st->redis->errstr);
 		if (r != NULL)
 			freeReplyObject(r);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		c += r->element[i]->type == REDIS_REPLY_STRING &&
-		    strtod(r->element[i]->str, NULL) > (double)after;
+	for (size_t i = 0; i < r->elements; i++) {
+		const char *sub = r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
+
+		c += bsearch(&sub, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+	}
 	freeReplyObject(r);
 	return c;
 }
 
 int
-fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, int64_t after,
+fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, long from, long to,
     struct fs_queue_tally *t)
 {
 	char k[FS_QUEUE_KEY_LEN];
-	const char **subs = NULL;
+	const char **subs = NULL, **sorted = NULL;
 	int *held = NULL, rc = -1;
 	size_t n = 0;
 	redisReply *r;
@@ -91,8 +95,16 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, int64_t after
 	if (fs_stock_holding(st, sale, subs, n, held) != 0)
 		goto out;
 	memset(t, 0, sizeof(*t));
-	if (after >= -1 && (t->after = places_after(st, sale, subs, n, after)) < 0)
-		goto out;
+	if (from >= 0) {
+		if ((sorted = calloc(n + 1, sizeof(*sorted))) == NULL) {
+			snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
+			goto out;
+		}
+		memcpy(sorted, subs, n * sizeof(*subs));
+		qsort(sorted, n, sizeof(*sorted), cmp_str);
+		if ((t->after = passes_of_places(st, sale, sorted, n, from, to)) < 0)
+			goto out;
+	}
 	t->all = (long)n;
 	for (size_t i = 0; i < n; i++) {
 		const redisReply *e = r->element[2 * i + 1];
@@ -105,6 +117,7 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, int64_t after
 	}
 	rc = 0;
 out:
+	free(sorted);
 	free(subs);
 	free(held);
 	if (r != NULL)
@@ -117,7 +130,7 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 {
 	struct fs_queue_tally t;
 
-	return fs_queue_passes_tally(st, sale, now_ms, -2, &t) == 0 ? t.unused : -1;
+	return fs_queue_passes_tally(st, sale, now_ms, -1, 0, &t) == 0 ? t.unused : -1;
 }
 
 /* ---- the figures of a waiting room (queue status) ---- */

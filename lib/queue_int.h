@@ -24,14 +24,15 @@ struct fs_queue_tally {
 	long used;		/* shopper holds a unit, expired or not */
 	long lapsed;		/* expired, shopper holds no unit */
 	long all;		/* every pass issued */
-	long after;		/* issued to a place whose score is above the caller's `after` */
+	long after;		/* issued to the places ranked from..to-1 of the caller */
 };
 
 /*
- * 0, or -1 with the stock's err. after >= -1: also counts the passes of the
- * places whose score is above it (one ZMSCORE of the places), else after < -1.
+ * 0, or -1 with the stock's err. from >= 0: also counts the passes of the
+ * places ranked from..to-1 (one ZRANGE of those places; the ranks of places
+ * admitted never move: later joins go behind), else from < 0.
  */
-int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, int64_t after,
+int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, long from, long to,
     struct fs_queue_tally *);
 
 /*

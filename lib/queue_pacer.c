@@ -393,38 +393,32 @@ recorded(fs_queue_pacer *p, uint64_t sale, long *admitted, char high[24])
 	return 0;
 }
 
-/*
- * PostgreSQL's count of places admitted at since_ms (0 none then) and the
- * score of the last of them (-1 none); 0, or -1 when it cannot say.
- */
-static int
-admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms, long *then, int64_t *through)
+/* PostgreSQL's count of places admitted at since_ms (0 none then); -1 when it cannot say. */
+static long
+admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 {
 	char sale_s[24], since_s[24];
 	const char *params[2] = { sale_s, since_s };
 	PGresult *res;
+	long then = 0;
 
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	snprintf(since_s, sizeof(since_s), "%" PRId64, since_ms);
-	if ((res = fs_pg_exec(p->pg, "SELECT admitted, through FROM queue_admissions "
-				     "WHERE sale_id = $1 AND at <= to_timestamp($2::bigint / 1000.0) "
+	if ((res = fs_pg_exec(p->pg, "SELECT admitted FROM queue_admissions WHERE sale_id = $1 "
+				     "AND at <= to_timestamp($2::bigint / 1000.0) "
 				     "ORDER BY step DESC LIMIT 1", 2, params)) == NULL)
 		return -1;
-	*then = 0;
-	*through = -1;
-	if (PQntuples(res) == 1) {
-		*then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-		*through = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-	}
+	if (PQntuples(res) == 1)
+		then = strtol(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
-	return 0;
+	return then;
 }
 
 /*
  * What is outstanding: the passes not used nor expired, and the places
  * admitted within the last claimSeconds that have not asked for theirs yet
- * (admitted then, fewer the passes issued to those very places: a pass of
- * a place admitted earlier says nothing of them). A place admitted earlier
+ * (admitted then, fewer the passes issued to those very places, found by
+ * their ranks: a pass of a place admitted earlier says nothing of them). A place admitted earlier
  * than that has had its pass or let its turn go: the pass script refuses
  * it one after claimSeconds (lua/queue_pass.lua), so its turn passes to the
  * next place in claimSeconds, not passSeconds.
@@ -433,18 +427,17 @@ static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
 	struct fs_queue_tally t;
-	int64_t through;
 	long then, recent, before;
 
-	if (admitted_at(p, s->id, now - (int64_t)s->set.claim_s * 1000, &then, &through) != 0) {
+	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.claim_s * 1000)) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
-	if (fs_queue_passes_tally(p->st, s->id, now, through, &t) != 0) {
+	recent = f->recorded > then ? f->recorded - then : 0;
+	if (fs_queue_passes_tally(p->st, s->id, now, then, then + recent, &t) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
 		return -1;
 	}
-	recent = f->recorded > then ? f->recorded - then : 0;
 	f->out = t.unused + (recent > t.after ? recent - t.after : 0);
 	/*
 	 * Turns ended: passes used, passes lapsed, and the places admitted
