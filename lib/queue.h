@@ -185,8 +185,13 @@ fs_queue_store *fs_queue_store_new(const struct fs_cfg *, const char *datadir, c
 void fs_queue_store_free(fs_queue_store *);
 /*
  * Joins sub to the sale's queue at now_ms: the place it has, or a new one
- * (draw before w->opens_ms, 2^52 + n after), journalled when new.
+ * (draw before w->opens_ms, 2^52 + n after), journalled when new. now_ms
+ * FS_QUEUE_NOW_REDIS (what the handler passes): Redis' clock (TIME in the
+ * script) decides, the one clock every origin shares, so a handler whose
+ * clock is slow, or read before a wait, never gives a drawn place after
+ * the opening; another value is a test's clock.
  */
+#define FS_QUEUE_NOW_REDIS 0
 enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t draw, int64_t now_ms,
     struct fs_queue_place *out);

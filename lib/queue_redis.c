@@ -147,6 +147,9 @@ join_call(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *
 		snprintf(a->nums[i], sizeof(a->nums[i]), "%" PRId64, nums[i]);
 	}
 	a->argv[5] = a->sub;
+	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
+	if (a->now_ms == FS_QUEUE_NOW_REDIS)
+		a->nums[0][0] = '\0';
 	for (int i = 0; i < 5; i++)
 		a->argv[6 + i] = a->nums[i];
 	*call = (struct fs_redis_call){ .script = q->join, .nkeys = 5, .argc = FS_QUEUE_JOIN_ARGS,

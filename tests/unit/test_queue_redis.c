@@ -277,6 +277,29 @@ check_claim(fs_queue_store *q, const struct test_redis *srv)
 	    "claim: the window of the step that admitted the place, not of the last step");
 }
 
+/*
+ * The opening decided by one clock (issue 35): a handler passes no time
+ * (FS_QUEUE_NOW_REDIS) and the script reads Redis' TIME. A handler whose
+ * clock was 3 s slow (or read before a 3 s settings wait) would have said
+ * "before the opening" for a join made 2 s after it, and given a drawn
+ * place to an account chosen once the seed was published.
+ */
+static void
+check_one_clock(fs_queue_store *q)
+{
+	int64_t real = fs_clock_now_ms();
+	struct fs_queue_window opened = { real - 600000, real - 2000, real + 600000, 120, 15 };
+	struct fs_queue_window soon = { real - 600000, real + 600000, real + 1200000, 120, 15 };
+	struct fs_queue_place p;
+
+	check(fs_queue_join(q, 12, &soon, "ivy", 4242, FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_OK &&
+		p.score == 4242 && p.rank == -1,
+	    "one clock: before the opening by Redis' clock: the draw, no rank yet");
+	check(fs_queue_join(q, 13, &opened, "jon", 4242, FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_OK &&
+		p.score == LATE + 1 && p.rank == 0,
+	    "one clock: 2 s after the opening by Redis' clock: late, whatever the handler's clock");
+}
+
 /* On a cluster: sales in different slots, every script in one; WAIT 1 acknowledged. */
 static void
 check_cluster(const char *top)
@@ -353,6 +376,7 @@ main(void)
 	check_batch(q);
 	check_outstanding(&cfg, top);
 	check_claim(q, &srv);
+	check_one_clock(q);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
 	fs_queue_store_free(q);
