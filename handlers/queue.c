@@ -410,7 +410,7 @@ joined(struct worker *w, const struct joining *j, const struct fs_queue_join_ask
 {
 	switch (a->verdict) {
 	case FS_QUEUE_V_OK:
-		if (a->place.added && !replicated)
+		if (!replicated)
 			fs_fcgi_error(j->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		else
 			answer_place(w, j, &a->place);
@@ -437,12 +437,12 @@ static void
 joined_all(void *ctx, void *const *items, size_t n)
 {
 	struct worker *w = ctx;
-	int replicated = 1, added = 0;
+	int replicated = 1, answered = 0;
 
 	fs_queue_join_end(w->store);
 	for (size_t i = 0; i < n; i++)
-		added |= w->asks[i].verdict == FS_QUEUE_V_OK && w->asks[i].place.added;
-	if (added && w->app->redis_wait_ms > 0 &&
+		answered |= w->asks[i].verdict == FS_QUEUE_V_OK; /* new or again: fs_queue_store.sync */
+	if (answered && w->app->redis_wait_ms > 0 &&
 	    fs_queue_replicate(w->store, w->app->redis_wait_ms) != 0) {
 		fs_log_warn("queue: %s; new places answered 503", w->store->errstr);
 		replicated = 0;
@@ -580,7 +580,7 @@ pass(struct worker *w, struct request *rq)
 		    p.rank, p.admitted);
 	switch (v) {
 	case FS_QUEUE_V_OK:
-		if (replicated(w, rq, p.added) == 0)
+		if (replicated(w, rq, 1) == 0) /* issued now or again: see fs_queue_store.sync */
 			answer_pass(w, rq, sub, &p);
 		break;
 	case FS_QUEUE_V_NOT_IN_QUEUE:

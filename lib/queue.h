@@ -130,6 +130,13 @@ typedef struct fs_queue_store {
 	struct fs_redis_call *calls;	/* owned: a join batch's calls */
 	struct fs_queue_join_ask *batch; /* the batch of fs_queue_join_begin until its end */
 	size_t nbatch;
+	/*
+	 * 1 when replicas must have what is answered (FLASHSALE_REDIS_WAIT_MS):
+	 * a place or pass found again is written again (one HSET of the state),
+	 * so that the caller's WAIT covers it: the answer before may have been
+	 * a 503 whose WAIT failed.
+	 */
+	int sync;
 } fs_queue_store;
 
 /*
@@ -200,7 +207,7 @@ enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
 #define FS_QUEUE_KEY_LEN 64
 /* Joins in one pipeline: at most this many (an event loop's round). */
 #define FS_QUEUE_JOIN_BATCH_MAX 64
-#define FS_QUEUE_JOIN_ARGS 11
+#define FS_QUEUE_JOIN_ARGS 12
 
 /* One join of a batch (fs_queue_join_begin), and what came of it. */
 struct fs_queue_join_ask {
@@ -213,7 +220,7 @@ struct fs_queue_join_ask {
 	struct fs_queue_place place;
 	char errstr[160];
 	/* the store's own: the script call's arguments */
-	char keys[5][FS_QUEUE_KEY_LEN], nums[5][24];
+	char keys[5][FS_QUEUE_KEY_LEN], nums[6][24];
 	const char *argv[FS_QUEUE_JOIN_ARGS];
 };
 /*

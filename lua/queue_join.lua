@@ -14,7 +14,10 @@
 --         draw (the pre-opening score, decimal, below 2^52),
 --         preMs (joining opens), opensMs (the sale opens: the draw ends),
 --         endsMs (the sale ends): the caller's view of the sale, read from
---         PostgreSQL (lib/queue_conf.c), so no conf key needs keeping in step
+--         PostgreSQL (lib/queue_conf.c), so no conf key needs keeping in step;
+--         sync ("1": the caller WAITs for a replica after: a place found
+--         again is written again, HSET state synced, so that the WAIT covers
+--         it; the answer before may have been a 503 whose WAIT failed)
 --
 -- Returns {"OK", score, rank, added}: rank is -1 before the opening (the
 -- draw is secret until then), added 1 when the place is new; {"NOT_YET"}
@@ -63,6 +66,8 @@ if not score then
 	redis.call('ZADD', KEYS[1], 'NX', score, sub)
 	redis.call('RPUSH', KEYS[3], sub .. ' ' .. score .. ' ' .. string.format('%.0f', at))
 	added = 1
+elseif ARGV[7] == '1' then
+	redis.call('HSET', KEYS[4], 'synced', string.format('%.0f', now))
 end
 
 local rank = -1

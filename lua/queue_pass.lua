@@ -8,7 +8,10 @@
 -- KEYS[4] fs:{S}:q:steps   zset: "<admitted>:<atMs>" -> admitted, one per
 --                          admission step (lua/queue_admit.lua)
 -- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end),
---         claimMs (how long an admitted place has to ask for its pass)
+--         claimMs (how long an admitted place has to ask for its pass),
+--         sync ("1": the caller WAITs for a replica after: a pass found
+--         again is written again, HSET state synced, so that the WAIT covers
+--         it; the answer before may have been a 503 whose WAIT failed)
 --
 -- Returns {"OK", rank, admitted, expiresMs, issuedNow 1/0}; {"NOT_IN_QUEUE"};
 -- {"NOT_YET", rank, admitted} (rank >= admitted); {"SOLD_OUT", rank,
@@ -34,6 +37,9 @@ if expires then
 	expires = tonumber(expires)
 	if expires <= now then
 		return {'LAPSED', rank, admitted}
+	end
+	if ARGV[6] == '1' then
+		redis.call('HSET', KEYS[2], 'synced', string.format('%.0f', now))
 	end
 	return {'OK', rank, admitted, expires, 0}
 end

@@ -300,6 +300,47 @@ check_one_clock(fs_queue_store *q)
 	    "one clock: 2 s after the opening by Redis' clock: late, whatever the handler's clock");
 }
 
+/* The state's "synced" field (the write a WAIT after a repeat covers), -1 none. */
+static long long
+synced(const struct test_redis *srv)
+{
+	redisReply *r = test_redis_cmd(srv, "HGET fs:{7}:q:state synced");
+	long long v = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING)
+		v = strtoll(r->str, NULL, 10);
+	if (r != NULL)
+		freeReplyObject(r);
+	return v;
+}
+
+/*
+ * A WAIT that failed (issue 35): the join or pass was answered 503 and kept
+ * on the master; its retry found it and answered 200 without a write, so
+ * its WAIT (the caller's, on its own connection) covered nothing and a
+ * replica promoted next could lack what was answered 200. With sync (set by
+ * FLASHSALE_REDIS_WAIT_MS) a place or pass found again is written again.
+ * Here no replica exists: every WAIT fails, as the first one did.
+ */
+static void
+check_sync(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+
+	q->sync = 1;
+	check(join(q, "lea", 3, 1500, &p) == FS_QUEUE_V_OK && p.added == 1 &&
+		fs_queue_replicate(q, 50) == -1,
+	    "sync: a new place, its WAIT fails (no replica): the handler answers 503");
+	check(join(q, "lea", 3, 1600, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 1600 &&
+		fs_queue_replicate(q, 50) == -1,
+	    "sync: its retry writes again, so its WAIT covers the place: it fails again (503)");
+	check(pass(q, "gus", 30000, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 30000,
+	    "sync: a pass found again is written again too");
+	q->sync = 0;
+	check(join(q, "lea", 3, 1700, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 30000,
+	    "sync off (no FLASHSALE_REDIS_WAIT_MS): a repeat writes nothing");
+}
+
 /* On a cluster: sales in different slots, every script in one; WAIT 1 acknowledged. */
 static void
 check_cluster(const char *top)
@@ -377,6 +418,7 @@ main(void)
 	check_outstanding(&cfg, top);
 	check_claim(q, &srv);
 	check_one_clock(q);
+	check_sync(q, &srv);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
 	fs_queue_store_free(q);
