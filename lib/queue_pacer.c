@@ -59,6 +59,7 @@ struct paced {
 	} recent[RECENT];	/* admission steps, a ring */
 	int next;
 	int expiring;		/* its keys were given their expiry */
+	int64_t expiry_for;	/* the end that expiry followed */
 	int mult_milli;		/* the effective multiple of the last step x1000, 0 none */
 };
 
@@ -712,6 +713,7 @@ expire_keys(fs_queue_pacer *p, struct paced *s)
 		freeReplyObject(r);
 	}
 	s->expiring = 1;
+	s->expiry_for = s->ends_ms;
 }
 
 /* One step of a live sale: its lease, its journal, its admission from the opening to the end. */
@@ -733,6 +735,13 @@ step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
 		admit_step(p, s, now);
 	if (now >= s->ends_ms && copied == 1 && !s->expiring)
+		expire_keys(p, s);
+	/*
+	 * The end moved since (`sale extend`; the expiry may even have followed
+	 * an end read before the extension): the keys follow the new end, or a
+	 * sale extended by more than a day would lose its places and passes.
+	 */
+	else if (s->expiring && s->expiry_for != s->ends_ms)
 		expire_keys(p, s);
 	return 1;
 }

@@ -480,6 +480,18 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 	fs_queue_pacer_step(p3, ends + 1000);
 	check(admitted_is(sale, 6, 5) && redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") >
 		23 * 3600 * 1000L, "end: after it nobody admitted, the keys expire a day after it");
+	/*
+	 * `sale extend` by 3 days at the end (issue 35): the keys, given their
+	 * expiry a day after the old end, must follow the new end, not expire
+	 * while the sale runs (its places, passes and state lost).
+	 */
+	fs_pg_run(f.pg, "UPDATE sales SET ends_at = ends_at + interval '3 days' WHERE id = $1", 1,
+	    (const char *[]){ sql });
+	fs_queue_pacer_step(p3, ends + 1000 + FS_QUEUE_PACER_SCAN_MS);
+	check(redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") > 3 * 86400 * 1000L &&
+		redis_long("PTTL fs:{%" PRIu64 "}:q:state%s", sale, "") > 3 * 86400 * 1000L &&
+		redis_long("PTTL fs:{%" PRIu64 "}:q:steps%s", sale, "") > 3 * 86400 * 1000L,
+	    "extend: the keys' expiry follows the new end (places, state, steps)");
 }
 
 /*
