@@ -452,9 +452,14 @@ outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figure
 	return 0;
 }
 
-/* What a step decides from; 0, or -1 (logged) when a store cannot say. */
+/*
+ * What a step decides from; 0, or -1 (logged) when a store cannot say, or
+ * (quietly) when the journal was not emptied and PostgreSQL's places are
+ * not yet a prefix of the line (emptied 0 and no late place copied).
+ */
 static int
-read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
+read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, int emptied,
+    struct figures *f)
 {
 	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], high[24];
 
@@ -469,6 +474,17 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figur
 		pacer_warn(p, now, "sale %" PRIu64 ": admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
+	/*
+	 * A journal not emptied (a rush of late joins outruns a step's copy):
+	 * the places PostgreSQL has are still the first of the line once it
+	 * has a late one (the journal is copied in order, and every drawn
+	 * place was journalled before the first late one: one clock decides,
+	 * queue_join.lua), so admission goes on from them instead of stalling
+	 * until the rush ends. Before any late place, a drawn one not yet
+	 * copied could rank below the highest copied: wait.
+	 */
+	if (!emptied && (high[0] == '\0' || strtoll(high, NULL, 10) < FS_QUEUE_LATE_BASE))
+		return -1;
 	/*
 	 * The places waiting stop at the highest one PostgreSQL has (late
 	 * places are copied in the order of their numbers): one that joined
@@ -656,14 +672,14 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
  * the places paced now are recorded, then admitted.
  */
 static void
-admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
+admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 {
 	struct figures f;
 	char through[24];
 	long k = 0;
 	int soldout;
 
-	if (read_figures(p, s, now, &f) != 0)
+	if (read_figures(p, s, now, emptied, &f) != 0)
 		return;
 	soldout = f.left == 0;
 	if (f.recorded > f.admitted) {
@@ -731,9 +747,9 @@ step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 		pacer_warn(p, now, "sale %" PRIu64 ": %s", s->id, err);
 		return 1;
 	}
-	/* Admission reads the places once the journal is copied (read_figures). */
-	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
-		admit_step(p, s, now);
+	/* Admission reads the places PostgreSQL has (read_figures). */
+	if (copied >= 0 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
+		admit_step(p, s, now, copied == 1);
 	if (now >= s->ends_ms && copied == 1 && !s->expiring)
 		expire_keys(p, s);
 	/*

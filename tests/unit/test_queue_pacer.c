@@ -396,6 +396,36 @@ test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
 	    "walk-away: 8 bought, 2 left, 1 pass and 1 place out: nobody more, never over the units");
 }
 
+/*
+ * A rush of late joins (issue 35): the journal's copy gives up after 10
+ * batches of 1000 while joins keep coming, and admission waited for a copy
+ * that emptied the journal: during a rush nobody was admitted. Here 12,000
+ * late places are journalled at once: a step copies 10,000 of them and
+ * admits from those (they are the first of the line), not nobody.
+ */
+static void
+test_rush(fs_queue_pacer *p, uint64_t sale, int64_t t)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv,
+	    "EVAL %s 2 fs:{%" PRIu64 "}:q:places fs:{%" PRIu64 "}:q:journal %lld %lld",
+	    "for i = 1, 12000 do local s = string.format('%.0f', ARGV[1] + i) "
+	    "redis.call('ZADD', KEYS[1], s, 'r' .. i) "
+	    "redis.call('RPUSH', KEYS[2], 'r' .. i .. ' ' .. s .. ' ' .. ARGV[2]) end",
+	    sale, sale, (long long)FS_QUEUE_LATE_BASE, (long long)t);
+
+	if (r != NULL)
+		freeReplyObject(r);
+	fs_queue_pacer_step(p, t);
+	check(redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 2000 &&
+		sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1", sale) == 10000,
+	    "rush: a step copies 10 batches of 1000 and leaves the rest");
+	check(admitted_is(sale, 10, 1),
+	    "rush: the journal not emptied, admission goes on from the places copied");
+	fs_queue_pacer_step(p, t + 250);
+	check(redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 0 &&
+		admitted_is(sale, 10, 1), "rush: the rest copied at the next step");
+}
+
 /* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */
 static void
 admit_by_hand(uint64_t sale, const char *owner, long expected, char out[64])
@@ -537,7 +567,7 @@ int
 main(void)
 {
 	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL,
-		       *p7 = NULL;
+		       *p7 = NULL, *p8 = NULL;
 	struct fs_cfg waiting;
 	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
@@ -587,6 +617,12 @@ main(void)
 		return 1;
 	}
 	test_walkaway(p7, sale, item, fs_clock_now_ms());
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p8 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the rush\n");
+		return 1;
+	}
+	test_rush(p8, sale, fs_clock_now_ms());
 	waiting = f.cfg;
 	snprintf(waiting.value[FS_CFG_REDIS_WAIT_MS], sizeof(waiting.value[0]), "100");
 	if (queue_sale(10, 2000, &sale, &item) != 0 ||
@@ -595,6 +631,7 @@ main(void)
 		return 1;
 	}
 	test_journal_waits(p5, sale);
+	fs_queue_pacer_free(p8);
 	fs_queue_pacer_free(p7);
 	fs_queue_pacer_free(p6);
 	fs_queue_pacer_free(p5);
