@@ -68,6 +68,7 @@ print_verify_json(uint64_t sale, const struct fs_queue_verify_report *rep, json_
 	json_object_object_add(doc, "steps", json_object_new_int64(rep->steps));
 	json_object_object_add(doc, "admitted", json_object_new_int64(rep->admitted));
 	json_object_object_add(doc, "orders", json_object_new_int64(rep->orders));
+	json_object_object_add(doc, "byOperator", json_object_new_int64(rep->by_operator));
 	json_object_object_add(doc, "violations", json_object_new_int64(rep->violations));
 	json_object_object_add(doc, "found", json_object_get(list));
 	printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
@@ -101,6 +102,10 @@ admin_queue_verify(uint64_t sale, int argc, char **argv)
 	}
 	if (as_json)
 		print_verify_json(sale, &rep, list);
+	else if (rep.by_operator > 0)
+		printf("queue verify: %ld places, %ld admitted, %ld violations (%ld orders by "
+		       "operators' recorded passes)\n", rep.places, rep.admitted, rep.violations,
+		    rep.by_operator);
 	else
 		printf("queue verify: %ld places, %ld admitted, %ld violations\n", rep.places,
 		    rep.admitted, rep.violations);

@@ -394,6 +394,7 @@ struct fs_queue_verify_report {
 	long places, drawn;	/* rows of queue_places, of them drawn */
 	long steps, admitted;	/* admission steps, places admitted after the last */
 	long orders;		/* orders of the sale */
+	long by_operator;	/* of them made with an operator's recorded pass */
 	long violations;
 };
 

@@ -597,10 +597,10 @@ place_score(fs_queue_pacer *p, uint64_t sale, long n, char out[24])
  */
 static int
 record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, const char *through,
-    int64_t now)
+    int64_t now, int from_redis)
 {
 	char sale_s[24], exp_s[24], adm_s[24], now_s[24];
-	const char *params[5] = { sale_s, adm_s, through, exp_s, now_s };
+	const char *params[6] = { sale_s, adm_s, through, exp_s, now_s, from_redis ? "t" : "f" };
 	PGresult *res;
 	int rc;
 
@@ -609,12 +609,13 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
 	res = fs_pg_exec(p->pg,
-	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at) "
-	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0) "
+	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at, from_redis) "
+	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0), "
+	    "$6::boolean "
 	    "FROM queue_admissions WHERE sale_id = $1 "
 	    "HAVING coalesce((array_agg(admitted ORDER BY step DESC))[1], 0) = $4::bigint "
 	    "RETURNING step",
-	    5, params);
+	    6, params);
 	if (res == NULL)
 		return -1;
 	rc = PQntuples(res) == 1;
@@ -668,7 +669,8 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 /*
  * One admission step of a sale. A step PostgreSQL recorded that Redis has
  * not made (its pacer died in between) is made first, as it was recorded;
- * Redis ahead of PostgreSQL (a lost row) is recorded as it is. Otherwise
+ * Redis ahead of PostgreSQL (a lost row, or a count changed by hand) is
+ * recorded as it is, marked from_redis: `queue verify` reports it. Otherwise
  * the places paced now are recorded, then admitted.
  */
 static void
@@ -690,7 +692,7 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 		fs_log_error("queue pacer: sale %" PRIu64 ": Redis admitted %ld, PostgreSQL recorded "
 			     "%ld: recording Redis' count", s->id, f.admitted, f.recorded);
 		if (place_score(p, s->id, f.admitted, through) != 0 ||
-		    record_step(p, s->id, f.recorded, f.admitted, through, now) != 1)
+		    record_step(p, s->id, f.recorded, f.admitted, through, now, 1) != 1)
 			return;
 	} else if ((k = pace(p, s, &f, now)) > 0) {
 		if (place_score(p, s->id, f.admitted + k, through) != 0) {
@@ -699,7 +701,7 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 			return;
 		}
 		/* Recorded first: a pacer that dies now leaves a step the next one makes. */
-		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now) != 1) {
+		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now, 0) != 1) {
 			pacer_warn(p, now, "sale %" PRIu64 ": step not recorded (another pacer?) %s",
 			    s->id, p->pg->errstr);
 			return;

@@ -198,6 +198,46 @@ test_planted(void)
 	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
 	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'stranger'",
 	    FS_QUEUE_WRONG_ORDER, 1, "out of order: user stranger", "order: an order without a place");
+	/*
+	 * Issue 35: a step the pacer recorded from Redis' count (Redis ahead of
+	 * PostgreSQL: a lost row, or a count set by hand) was taken for a paced
+	 * one; it is now marked and reported.
+	 */
+	planted("UPDATE queue_admissions SET from_redis = true WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET from_redis = false WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 (8 admitted) was recorded from Redis' count",
+	    "step: a step recorded from Redis' count, not paced");
+}
+
+/*
+ * Issue 35: an operator's `queue pass` was indistinguishable from
+ * tampering. Recorded (who, when, why) before the order, the order of an
+ * account without a place is the operator's, not a violation; the same
+ * order without the record still is one.
+ */
+static void
+test_operator(void)
+{
+	struct fs_queue_verify_report rep;
+	const char *swap = "UPDATE orders SET user_id = 'helped' WHERE sale_id = $1 AND "
+			   "user_id IN (SELECT user_id FROM orders WHERE sale_id = $1 LIMIT 1)";
+
+	check(sql(swap) == 0 && verify(&rep) == 1 && found[FS_QUEUE_WRONG_ORDER] == 1,
+	    "operator: an order of an account without a place, no pass recorded: a violation");
+	check(sql("INSERT INTO queue_operator_passes (sale_id, user_id, issued_by, issued_at, "
+		  "expires_at, reason) VALUES ($1, 'helped', 'support-ann', "
+		  "(SELECT starts_at FROM sales WHERE id = $1), now() + interval '2 minutes', "
+		  "'ticket 4711: the page failed for her')") == 0 &&
+		verify(&rep) == 0 && rep.by_operator == 1 && rep.orders == 3,
+	    "operator: with its pass recorded before the order: clean, counted as the operator's");
+	check(sql("UPDATE queue_operator_passes SET issued_at = now() + interval '1 hour' "
+		  "WHERE sale_id = $1") == 0 && verify(&rep) == 1 && rep.by_operator == 0,
+	    "operator: a pass recorded after the order does not cover it");
+	sql("DELETE FROM queue_operator_passes WHERE sale_id = $1");
+	sql("UPDATE orders SET user_id = (SELECT user_id FROM queue_places q WHERE q.sale_id = $1 AND "
+	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
+	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'helped'");
+	check(verify(&rep) == 0, "operator: put back, clean again");
 }
 
 int
@@ -213,6 +253,7 @@ main(void)
 	}
 	test_clean();
 	test_planted();
+	test_operator();
 	check(fs_queue_verify(f.pg, sale + 1000, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no sale") != NULL,
 	    "an unknown sale is an error, not a clean queue");
