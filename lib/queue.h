@@ -406,8 +406,17 @@ typedef void (*fs_queue_violation_fn)(void *arg, enum fs_queue_violation, const 
  * queue_admissions, the seed, the orders): each violation to each (may be
  * NULL), the figures into rep. 0 (rep->violations says whether it is
  * clean), or -1 with err (no such sale, no waiting room, the database).
+ * late_issued >= 0 (fs_queue_late_issued: Redis' count of late numbers
+ * given, its journal copied): PostgreSQL must have exactly that many late
+ * places, or the last ones were deleted (the numbering alone cannot tell).
  */
-int fs_queue_verify(struct fs_pg *, uint64_t sale, fs_queue_violation_fn each, void *arg,
-    struct fs_queue_verify_report *rep, char *err, size_t errlen);
+int fs_queue_verify(struct fs_pg *, uint64_t sale, long late_issued, fs_queue_violation_fn each,
+    void *arg, struct fs_queue_verify_report *rep, char *err, size_t errlen);
+/*
+ * Redis' count of the late numbers given in sale (fs:{S}:q:late) once its
+ * journal is copied; -1 when Redis cannot say, has forgotten the sale, or
+ * still has journal entries to copy.
+ */
+long fs_queue_late_issued(struct fs_stock *, uint64_t sale);
 
 #endif

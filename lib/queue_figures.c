@@ -133,6 +133,34 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 	return fs_queue_passes_tally(st, sale, now_ms, -1, 0, &t) == 0 ? t.unused : -1;
 }
 
+long
+fs_queue_late_issued(fs_stock *st, uint64_t sale)
+{
+	char late[FS_QUEUE_KEY_LEN], journal[FS_QUEUE_KEY_LEN], state[FS_QUEUE_KEY_LEN];
+	redisReply *r;
+	long n = -1;
+
+	fs_queue_key(late, sale, "late");
+	fs_queue_key(journal, sale, "journal");
+	fs_queue_key(state, sale, "state");
+	/* A sale Redis forgot (no state) or still copying says nothing. */
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "EXISTS", state }, NULL)) == NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : -1;
+	freeReplyObject(r);
+	if (n < 0 || (r = fs_redis_argv(st->redis, 2, (const char *[]){ "LLEN", journal }, NULL)) ==
+	    NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_INTEGER && r->integer == 0 ? 0 : -1;
+	freeReplyObject(r);
+	if (n < 0 || (r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", late }, NULL)) == NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_STRING ? strtol(r->str, NULL, 10) :
+	    r->type == REDIS_REPLY_NIL ? 0 : -1;
+	freeReplyObject(r);
+	return n;
+}
+
 /* ---- the figures of a waiting room (queue status) ---- */
 
 /* A field of a hash reply of HMGET: an integer, dflt when absent. */

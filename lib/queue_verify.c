@@ -51,6 +51,7 @@ struct verify {
 	fs_queue_violation_fn each;
 	void *arg;
 	struct fs_queue_verify_report *rep;
+	long late_issued;	/* Redis' count of late numbers, -1 unknown */
 };
 
 /* Reports one violation. */
@@ -237,6 +238,9 @@ check_late(struct verify *v)
 		}
 		prev = pl;
 	}
+	if (v->late_issued >= 0 && n != v->late_issued)
+		violation(v, FS_QUEUE_WRONG_LATE, "late: Redis gave %ld late places, PostgreSQL has "
+		    "%" PRId64 " (the last ones deleted, or added by hand)", v->late_issued, n);
 }
 
 /* The steps: numbered in turn, each admitting more, each through the score of its last place. */
@@ -356,10 +360,11 @@ check_orders(struct verify *v, char *err, size_t errlen)
 }
 
 int
-fs_queue_verify(fs_pg *pg, uint64_t sale, fs_queue_violation_fn each, void *arg,
-    struct fs_queue_verify_report *rep, char *err, size_t errlen)
+fs_queue_verify(fs_pg *pg, uint64_t sale, long late_issued, fs_queue_violation_fn each,
+    void *arg, struct fs_queue_verify_report *rep, char *err, size_t errlen)
 {
-	struct verify v = { .pg = pg, .sale = sale, .each = each, .arg = arg, .rep = rep };
+	struct verify v = { .pg = pg, .sale = sale, .each = each, .arg = arg, .rep = rep,
+		.late_issued = late_issued };
 	PGresult *places = NULL;
 	int rc = -1;
 
