@@ -19,7 +19,10 @@
 
 #include <sodium.h>
 
+#include <json-c/json.h>
+
 #include "clock.h"
+#include "jsonread.h"
 #include "pg.h"
 #include "queue.h"
 
@@ -43,6 +46,7 @@ struct verify {
 	char sale_s[24];
 	unsigned char seed[FS_QUEUE_SEEDBYTES];
 	int64_t opens_ms;
+	int cap_per_s;		/* capacityPerSecond, 0 unknown */
 	struct place *places;	/* line order */
 	long nplaces;
 	struct place **by_user;	/* sorted by account */
@@ -92,7 +96,8 @@ read_sale(struct verify *v, char *err, size_t errlen)
 	int rc = -1;
 
 	res = fs_pg_exec(v->pg, "SELECT encode(queue_seed, 'hex'), "
-				"floor(extract(epoch FROM starts_at) * 1000)::bigint FROM sales WHERE id = $1",
+				"floor(extract(epoch FROM starts_at) * 1000)::bigint, queue::text "
+				"FROM sales WHERE id = $1",
 	    1, p);
 	if (res == NULL) {
 		snprintf(err, errlen, "database: %s", v->pg->errstr);
@@ -106,7 +111,16 @@ read_sale(struct verify *v, char *err, size_t errlen)
 		     (size_t)PQgetlength(res, 0, 0), NULL, NULL, NULL) != 0)
 		snprintf(err, errlen, "sale %s: its seed is not 32 bytes", v->sale_s);
 	else {
+		struct fs_queue_settings set;
+		char why[128];
+		json_object *o = fs_jsonread_object(PQgetvalue(res, 0, 2),
+		    (size_t)PQgetlength(res, 0, 2), 2, why, sizeof(why));
+
 		v->opens_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		/* Settings this build cannot read: the capacity is not checked. */
+		if (o != NULL && fs_queue_settings_parse(o, &set, why, sizeof(why)) == 0)
+			v->cap_per_s = set.cap_per_s;
+		json_object_put(o);
 		rc = 0;
 	}
 	PQclear(res);
@@ -263,6 +277,21 @@ check_steps(struct verify *v)
 		if (prev != NULL && s->at_ms < prev->at_ms)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
+		/*
+		 * The capacity: capacityPerSecond over the time since the step
+		 * before, with a second's slack (the credit a step keeps, the
+		 * first step's, a step recorded then made by the next pacer).
+		 */
+		if (v->cap_per_s > 0) {
+			int64_t dt = prev != NULL && s->at_ms > prev->at_ms ? s->at_ms - prev->at_ms : 0;
+			long inc = s->admitted - (prev != NULL ? prev->admitted : 0);
+			int64_t allowed = (int64_t)v->cap_per_s * (dt + 1000) / 1000 + 1;
+
+			if (inc > allowed)
+				violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places in %"
+				    PRId64 " ms, over capacityPerSecond %d (at most %" PRId64 ")",
+				    s->step, inc, dt, v->cap_per_s, allowed);
+		}
 		if (s->admitted > v->nplaces)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places, PostgreSQL has "
 			    "%ld", s->step, s->admitted, v->nplaces);

@@ -204,6 +204,11 @@ test_planted(void)
 	 * PostgreSQL: a lost row, or a count set by hand) was taken for a paced
 	 * one; it is now marked and reported.
 	 */
+	/* Issue 35: steps were not checked against the capacity (1 a second here). */
+	planted("UPDATE sales SET queue = '{\"capacityPerSecond\": 1}' WHERE id = $1",
+	    "UPDATE sales SET queue = '{}' WHERE id = $1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 4 places in 1000 ms, over capacityPerSecond 1",
+	    "step: a step admitting more than the capacity allows");
 	planted("UPDATE queue_admissions SET from_redis = true WHERE sale_id = $1 AND step = 2",
 	    "UPDATE queue_admissions SET from_redis = false WHERE sale_id = $1 AND step = 2",
 	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 (8 admitted) was recorded from Redis' count",
