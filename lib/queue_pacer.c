@@ -545,7 +545,13 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 	/* Read only while units are left and places wait: otherwise the last one stands. */
 	if (f->counted || s->mult_milli == 0)
 		s->mult_milli = fs_queue_pacer_multiple(s->set.mult_milli, f->used, f->resolved);
-	budget = (int64_t)s->mult_milli * f->left / 1000 - f->out;
+	/*
+	 * Rounded up: at the tail a few units are left, and with people walking
+	 * away (a multiple above 1) floor(1.2 x 2) = 2 places for 2 units would
+	 * leave a unit waiting a whole claimSeconds each time one of them walks.
+	 * At most one place more than the multiple's exact product.
+	 */
+	budget = ((int64_t)s->mult_milli * f->left + 999) / 1000 - f->out;
 
 	if (cap < 1000)
 		cap = 1000;
