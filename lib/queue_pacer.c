@@ -632,10 +632,12 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 /*
  * Moves Redis' threshold by k places from expected (lua/queue_admit.lua),
  * sets the soldout flag and the rate, renews the lease. The count admitted
- * after it, or -1 (refused: the lease is another's or the count moved).
+ * after it, or -1 (refused: the lease is another's or the count moved);
+ * *moved_ms Redis' time of the move when it admitted, else 0.
  */
 static long
-move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
+move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now,
+    int64_t *moved_ms)
 {
 	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN],
 	    steps[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24], rate_s[24], ms[24], mult_s[24];
@@ -662,14 +664,37 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 		    p->st->redis->errstr);
 		return -1;
 	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	*moved_ms = 0;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
 	    r->element[0]->type == REDIS_REPLY_INTEGER)
 		got = (long)r->element[0]->integer;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+	    r->element[2]->type == REDIS_REPLY_INTEGER)
+		*moved_ms = r->element[2]->integer;
 	freeReplyObject(r);
 	s->recent[s->next].at = now;
 	s->recent[s->next].n = k;
 	s->next = (s->next + 1) % RECENT;
 	return got;
+}
+
+/*
+ * Dates the step that admitted `admitted` by Redis' clock of its move
+ * (queue_admissions.moved_at): `queue verify` compares orders, dated by
+ * Redis, with it. A failure is only logged: `at` stands in.
+ */
+static void
+record_moved(fs_queue_pacer *p, uint64_t sale, long admitted, int64_t moved_ms, int64_t now)
+{
+	char sale_s[24], adm_s[24], ms_s[24];
+	const char *params[3] = { sale_s, adm_s, ms_s };
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
+	snprintf(ms_s, sizeof(ms_s), "%" PRId64, moved_ms);
+	if (fs_pg_run(p->pg, "UPDATE queue_admissions SET moved_at = to_timestamp($3::bigint / 1000.0) "
+			     "WHERE sale_id = $1 AND admitted = $2 AND moved_at IS NULL", 3, params) != 0)
+		pacer_warn(p, now, "sale %" PRIu64 ": the move's time: %s", sale, p->pg->errstr);
 }
 
 /*
@@ -684,7 +709,8 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 {
 	struct figures f;
 	char through[24];
-	long k = 0;
+	int64_t moved;
+	long k = 0, got;
 	int soldout;
 
 	if (read_figures(p, s, now, emptied, &f) != 0)
@@ -713,7 +739,8 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 			return;
 		}
 	}
-	(void)move(p, s, f.admitted, k, soldout, now);
+	if ((got = move(p, s, f.admitted, k, soldout, now, &moved)) > f.admitted && moved > 0)
+		record_moved(p, s->id, got, moved, now);
 }
 
 /*

@@ -38,6 +38,7 @@ struct step {
 	long step, admitted;
 	int64_t through, at_ms;
 	int from_redis;		/* recorded from Redis' count, not paced */
+	int64_t moved_ms;	/* Redis' time of its move (the orders' clock), -1 unknown */
 };
 
 struct verify {
@@ -176,7 +177,8 @@ read_steps(struct verify *v, char *err, size_t errlen)
 
 	res = fs_pg_exec(v->pg,
 	    "SELECT step, admitted, through, floor(extract(epoch FROM at) * 1000)::bigint, "
-	    "from_redis FROM queue_admissions WHERE sale_id = $1 ORDER BY step",
+	    "from_redis, floor(extract(epoch FROM moved_at) * 1000)::bigint "
+	    "FROM queue_admissions WHERE sale_id = $1 ORDER BY step",
 	    1, p);
 	if (res == NULL) {
 		snprintf(err, errlen, "database: %s", v->pg->errstr);
@@ -194,6 +196,8 @@ read_steps(struct verify *v, char *err, size_t errlen)
 		v->steps[i].through = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
 		v->steps[i].at_ms = strtoll(PQgetvalue(res, (int)i, 3), NULL, 10);
 		v->steps[i].from_redis = strcmp(PQgetvalue(res, (int)i, 4), "t") == 0;
+		v->steps[i].moved_ms = PQgetisnull(res, (int)i, 5) ? -1 :
+		    strtoll(PQgetvalue(res, (int)i, 5), NULL, 10);
 	}
 	PQclear(res);
 	return 0;
@@ -378,11 +382,16 @@ check_orders(struct verify *v, char *err, size_t errlen)
 			    "(order %s), never admitted", key.user, rank + 1, when, PQgetvalue(res, i, 0));
 			continue;
 		}
-		fs_clock_format(s->at_ms, at);
-		if (s->at_ms > reserved)
+		/*
+		 * One clock: the move's time by Redis (the orders' clock) when the
+		 * pacer wrote it; else the step's, by the pacer's clock.
+		 */
+		fs_clock_format(s->moved_ms >= 0 ? s->moved_ms : s->at_ms, at);
+		if ((s->moved_ms >= 0 ? s->moved_ms : s->at_ms) > reserved)
 			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s place %ld admitted at %s "
-			    "(step %ld) after its order at %s (order %s)", key.user, rank + 1, at, s->step,
-			    when, PQgetvalue(res, i, 0));
+			    "(step %ld%s) after its order at %s (order %s)", key.user, rank + 1, at,
+			    s->step, s->moved_ms >= 0 ? ", by Redis' clock" : "", when,
+			    PQgetvalue(res, i, 0));
 	}
 	PQclear(res);
 	return 0;

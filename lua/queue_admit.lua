@@ -13,8 +13,10 @@
 --         rate (admissions/s of the last second x1000), lease (ms it is renewed for),
 --         multiple (optional: the effective multiple the step used x1000)
 --
--- Returns {admitted, through} (through: the last admitted place's score,
--- "-1" none); errors LEASE (held by another pacer) or STALE <admitted>.
+-- Returns {admitted, through, movedMs} (through: the last admitted place's
+-- score, "-1" none; movedMs: Redis' TIME when this call admitted places,
+-- the clock orders are dated by, else 0); errors LEASE (held by another
+-- pacer) or STALE <admitted>.
 
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then
 	return redis.error_reply('LEASE held by another pacer')
@@ -41,4 +43,9 @@ if ARGV[8] then
 	redis.call('HSET', KEYS[1], 'multiple', ARGV[8])
 end
 redis.call('PEXPIRE', KEYS[3], ARGV[7])
-return {target, through}
+local moved = 0
+if target > admitted then
+	local t = redis.call('TIME')
+	moved = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+return {target, through, moved}

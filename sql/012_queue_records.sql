@@ -4,8 +4,14 @@
 -- never taken for a paced step; and every pass an operator mints
 -- (`flashsale-admin queue pass`) is recorded with who, when and why, so an
 -- order made with one is told from an order of an account never admitted.
+--
+-- moved_at: when Redis moved the threshold, by Redis' clock (TIME in
+-- queue_admit.lua, the clock reserve.lua dates orders by), so that an order
+-- is compared with its admission on one clock, not the pacer's against
+-- Redis'; NULL when the pacer stopped before writing it (`at` then).
 ALTER TABLE queue_admissions
-	ADD COLUMN from_redis boolean NOT NULL DEFAULT false;
+	ADD COLUMN from_redis boolean NOT NULL DEFAULT false,
+	ADD COLUMN moved_at timestamptz;
 
 -- No foreign key: a pass of a sale unknown here is recorded all the same
 -- (it buys nothing, but someone minted it).

@@ -375,6 +375,9 @@ test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
 	fill_n(sale, 80);
 	fs_queue_pacer_step(p, t);
 	check(admitted_is(sale, 10, 1), "walk-away: 10 units: 10 admitted");
+	check(sql_long("SELECT count(*) FROM queue_admissions WHERE sale_id = $1 AND "
+		       "abs(extract(epoch FROM moved_at - now())) < 60", sale) == 1,
+	    "one clock: the step dated by Redis' clock of its move (moved_at), for queue verify");
 	passes(sale, 1, 8, t + 120000);
 	fs_queue_pacer_step(p, t + 250);
 	check(admitted_is(sale, 10, 1), "walk-away: 8 passes out, 2 places yet to ask: nobody more");

@@ -247,6 +247,28 @@ test_operator(void)
 }
 
 /*
+ * Issue 35: orders (dated by Redis' clock) were compared with steps dated
+ * by the pacer's clock. A pacer an hour fast made every order look earlier
+ * than its admission; with the move dated by Redis (moved_at), one clock.
+ */
+static void
+test_one_clock(void)
+{
+	struct fs_queue_verify_report rep;
+
+	check(sql("UPDATE queue_admissions SET at = at + interval '1 day', moved_at = "
+		  "(SELECT starts_at FROM sales WHERE id = $1) + step * interval '1 second' "
+		  "WHERE sale_id = $1") == 0 && verify(&rep) == 0,
+	    "one clock: the pacer's clock a day fast, the moves by Redis' clock before the orders: clean");
+	check(sql("UPDATE queue_admissions SET moved_at = now() + interval '1 hour' WHERE "
+		  "sale_id = $1") == 0 && verify(&rep) == 3 && found[FS_QUEUE_WRONG_ORDER] == 3 &&
+		strstr(last_text, "by Redis' clock") != NULL,
+	    "one clock: moves after the orders by Redis' clock: each order out of order");
+	check(sql("UPDATE queue_admissions SET at = at - interval '1 day', moved_at = NULL WHERE "
+		  "sale_id = $1") == 0 && verify(&rep) == 0, "one clock: put back, clean again");
+}
+
+/*
  * Issue 35: the last late place deleted left the numbering 2^52+1, 2 intact:
  * only Redis' count of late numbers given (fs_queue_late_issued) tells.
  */
@@ -282,6 +304,7 @@ main(void)
 	test_planted();
 	test_operator();
 	test_late_deleted();
+	test_one_clock();
 	check(fs_queue_verify(f.pg, sale + 1000, -1, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no sale") != NULL,
 	    "an unknown sale is an error, not a clean queue");
