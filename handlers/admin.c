@@ -35,9 +35,10 @@ static const char usage[] =
     "  token mint --user ID [--ttl SECONDS] [--alg EdDSA|HS256] [--count N] [--age SECONDS]\n"
     "                                    shopper tokens (with --count: \"ID-i TOKEN\" lines for\n"
     "                                    i = 1..N; --age: issued that long ago, for tests)\n"
-    "  queue pass SALE_ID SHOPPER [--seconds N] [--age N]\n"
+    "  queue pass SALE_ID SHOPPER [--seconds N] [--age N] [--reason TEXT] [--by WHO]\n"
     "                                    a waiting room's pass for the shopper, valid N seconds\n"
-    "                                    (120); --age: issued that long ago, for tests\n"
+    "                                    (120); --age: issued that long ago, for tests; recorded\n"
+    "                                    in PostgreSQL with who ($USER) and why, for queue verify\n"
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1),\n"
     "                                    one copy per broker listed (3 at most; with 3,\n"
     "                                    min.insync.replicas=2)\n"
@@ -89,7 +90,7 @@ static const struct command commands[] = {
 	{ "sale", "extend", 1, 1, 1, NULL, admin_sale_extend },
 	{ "sale", "watch", 1, 0, ANY, NULL, admin_sale_watch },
 	{ "token", "mint", 0, 0, ANY, admin_token_mint, NULL },
-	{ "queue", "pass", 1, 1, 5, NULL, admin_queue_pass },
+	{ "queue", "pass", 1, 1, 9, NULL, admin_queue_pass },
 	{ "kafka", "topics", 0, 0, 0, admin_kafka_topics, NULL },
 	{ "config", NULL, 0, 0, 0, admin_config, NULL },
 	{ "reconcile", NULL, 0, 1, ANY, admin_reconcile, NULL },

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,10 @@
 #include <sodium.h>
 
 #include "admin.h"
+#include "cfg.h"
 #include "keys.h"
 #include "oidc.h"
+#include "pg.h"
 #include "queue.h"
 #include "token.h"
 #include "urlsig.h"
@@ -234,9 +237,39 @@ out:
 }
 
 /*
- * queue pass SALE SUB [--seconds N] [--age N]: a waiting room's pass for
- * SUB in SALE, valid N seconds (120) from now (or from N seconds ago, for
- * tests): support's way to let one shopper buy, and the tests'.
+ * Records an operator's pass in queue_operator_passes (who, when, why), so
+ * that `queue verify` tells an order made with it from one of an account
+ * never admitted. 0, or -1 (said): then no pass is printed.
+ */
+static int
+record_operator_pass(const struct fs_cfg *cfg, uint64_t sale, const char *sub, int64_t expires_s,
+    const char *by, const char *reason)
+{
+	char sale_s[24], exp_s[24];
+	const char *params[5] = { sale_s, sub, by, exp_s, reason };
+	fs_pg *pg = fs_pg_new(fs_cfg_get(cfg, FS_CFG_PG));
+	int rc = -1;
+
+	if (pg == NULL) {
+		admin_fail("%s", "FLASHSALE_PG is too long");
+		return -1;
+	}
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(exp_s, sizeof(exp_s), "%" PRId64, expires_s);
+	if (fs_pg_run(pg, "INSERT INTO queue_operator_passes (sale_id, user_id, issued_by, expires_at, "
+			  "reason) VALUES ($1, $2, $3, to_timestamp($4::bigint), $5)", 5, params) != 0)
+		admin_fail("the pass could not be recorded (none given): %s", pg->errstr);
+	else
+		rc = 0;
+	fs_pg_free(pg);
+	return rc;
+}
+
+/*
+ * queue pass SALE SUB [--seconds N] [--age N] [--reason TEXT] [--by WHO]: a
+ * waiting room's pass for SUB in SALE, valid N seconds (120) from now (or
+ * from N seconds ago, for tests): support's way to let one shopper buy, and
+ * the tests'. Recorded first (who: --by, else $USER; why: --reason).
  */
 int
 admin_queue_pass(uint64_t sale, int argc, char **argv)
@@ -245,11 +278,19 @@ admin_queue_pass(uint64_t sale, int argc, char **argv)
 	struct fs_cfg cfg;
 	fs_queue_keys *keys = NULL;
 	char pass[FS_QUEUE_TOKEN_MAX], err[256], *end;
+	const char *reason = "no reason given", *by = getenv("USER");
+	int64_t expires;
 	int rc = 1;
 
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			return admin_fail("%s needs a value", argv[i]);
+		if (strcmp(argv[i], "--reason") == 0 || strcmp(argv[i], "--by") == 0) {
+			if (argv[i + 1][0] == '\0' || strlen(argv[i + 1]) > 200)
+				return admin_fail("%s is 1 to 200 characters", argv[i]);
+			*(argv[i][2] == 'r' ? &reason : &by) = argv[i + 1];
+			continue;
+		}
 		if (strcmp(argv[i], "--seconds") != 0 && strcmp(argv[i], "--age") != 0)
 			return admin_fail("unknown option %s", argv[i]);
 		errno = 0;
@@ -258,19 +299,23 @@ admin_queue_pass(uint64_t sale, int argc, char **argv)
 			return admin_fail("%s must be an integer from 1 to 86400", argv[i]);
 		*(argv[i][2] == 's' ? &seconds : &age) = v;
 	}
+	if (by == NULL || by[0] == '\0')
+		by = "unknown";
 	if (!fs_token_sub_ok(argv[0], strlen(argv[0])))
 		return admin_fail("%s", "the shopper id is 1 to 64 printable characters, no space or quote");
-	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR)) != 0)
+	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KEYS_DIR) | FS_CFG_NEED(FS_CFG_PG)) != 0)
 		return 1;
 	if (fs_keys_load_queue(&cfg, &keys, err, sizeof(err)) != 0) {
 		admin_fail("%s", err);
 		goto out;
 	}
-	if (fs_queue_pass_mint(keys, sale, argv[0], (int64_t)time(NULL) - age + seconds, pass,
-		sizeof(pass)) != 0) {
+	expires = (int64_t)time(NULL) - age + seconds;
+	if (fs_queue_pass_mint(keys, sale, argv[0], expires, pass, sizeof(pass)) != 0) {
 		admin_fail("%s", "cannot mint the pass");
 		goto out;
 	}
+	if (record_operator_pass(&cfg, sale, argv[0], expires, by, reason) != 0)
+		goto out;
 	printf("%s\n", pass);
 	rc = 0;
 out:

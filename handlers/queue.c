@@ -88,7 +88,7 @@ _Static_assert(FS_QUEUE_JOIN_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fit
 struct joining {
 	fs_fcgi *fcgi;
 	uint64_t sale;
-	int64_t now, draw;
+	int64_t draw;
 	struct fs_queue_window window;	/* the sale's, as read when it was taken */
 	char sub[FS_TOKEN_SUB_MAX + 1];
 };
@@ -380,7 +380,8 @@ static void
 answer_place(struct worker *w, const struct joining *j, const struct fs_queue_place *p)
 {
 	char ticket[FS_QUEUE_TOKEN_MAX];
-	int opened = j->now >= j->window.opens_ms;
+	/* The script's clock decides (rank -1 before the opening), not this handler's. */
+	int opened = p->rank >= 0;
 	json_object *doc;
 
 	if (fs_queue_ticket_mint(w->app->qkeys, j->sale, j->sub, ticket, sizeof(ticket)) != 0) {
@@ -409,7 +410,7 @@ joined(struct worker *w, const struct joining *j, const struct fs_queue_join_ask
 {
 	switch (a->verdict) {
 	case FS_QUEUE_V_OK:
-		if (a->place.added && !replicated)
+		if (!replicated)
 			fs_fcgi_error(j->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		else
 			answer_place(w, j, &a->place);
@@ -436,12 +437,12 @@ static void
 joined_all(void *ctx, void *const *items, size_t n)
 {
 	struct worker *w = ctx;
-	int replicated = 1, added = 0;
+	int replicated = 1, answered = 0;
 
 	fs_queue_join_end(w->store);
 	for (size_t i = 0; i < n; i++)
-		added |= w->asks[i].verdict == FS_QUEUE_V_OK && w->asks[i].place.added;
-	if (added && w->app->redis_wait_ms > 0 &&
+		answered |= w->asks[i].verdict == FS_QUEUE_V_OK; /* new or again: fs_queue_store.sync */
+	if (answered && w->app->redis_wait_ms > 0 &&
 	    fs_queue_replicate(w->store, w->app->redis_wait_ms) != 0) {
 		fs_log_warn("queue: %s; new places answered 503", w->store->errstr);
 		replicated = 0;
@@ -467,7 +468,7 @@ join_all(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64_t 
 		const struct joining *j = items[i];
 
 		w->asks[i] = (struct fs_queue_join_ask){ .sale = j->sale, .window = j->window,
-			.sub = j->sub, .draw = j->draw, .now_ms = j->now };
+			.sub = j->sub, .draw = j->draw, .now_ms = FS_QUEUE_NOW_REDIS };
 	}
 	fs_queue_join_begin(w->store, w->asks, n);
 	*deadline_ms = fs_queue_join_deadline(w->store);
@@ -509,7 +510,7 @@ join(struct worker *w, struct request *rq)
 		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
-	*j = (struct joining){ .fcgi = rq->fcgi, .sale = rq->sale, .now = rq->now,
+	*j = (struct joining){ .fcgi = rq->fcgi, .sale = rq->sale,
 		.draw = fs_queue_draw(c->seed, sub, strlen(sub)), .window = c->window };
 	memcpy(j->sub, sub, sizeof(j->sub));
 	fs_fcgi_batch_add(&w->batch, j);
@@ -579,7 +580,7 @@ pass(struct worker *w, struct request *rq)
 		    p.rank, p.admitted);
 	switch (v) {
 	case FS_QUEUE_V_OK:
-		if (replicated(w, rq, p.added) == 0)
+		if (replicated(w, rq, 1) == 0) /* issued now or again: see fs_queue_store.sync */
 			answer_pass(w, rq, sub, &p);
 		break;
 	case FS_QUEUE_V_NOT_IN_QUEUE:

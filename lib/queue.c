@@ -366,6 +366,7 @@ static const struct {
 	{ "admitMultiple", offsetof(struct fs_queue_settings, mult_milli), 1000, 10000, 1500, 1 },
 	{ "capacityPerSecond", offsetof(struct fs_queue_settings, cap_per_s), 1, 100000, 2000,
 	    0 },
+	{ "claimSeconds", offsetof(struct fs_queue_settings, claim_s), 5, 120, FS_QUEUE_CLAIM_S, 0 },
 };
 #define QUEUE_NMEMBERS	(sizeof(queue_members) / sizeof(queue_members[0]))
 
@@ -458,8 +459,8 @@ fs_queue_settings_json(const struct fs_queue_settings *s, char *out, size_t outm
 		mult[n - 1] = '\0';
 	n = snprintf(out, outmax,
 	    "{\"preQueueSeconds\":%d,\"passSeconds\":%d,\"powBits\":%d,\"admitMultiple\":%s,"
-	    "\"capacityPerSecond\":%d}",
-	    s->pre_s, s->pass_s, s->pow_bits, mult, s->cap_per_s);
+	    "\"capacityPerSecond\":%d,\"claimSeconds\":%d}",
+	    s->pre_s, s->pass_s, s->pow_bits, mult, s->cap_per_s, s->claim_s);
 	if (n < 0 || (size_t)n >= outmax) {
 		if (outmax > 0)
 			out[0] = '\0';

@@ -19,6 +19,7 @@
 #define FS_QUEUE_TOKEN_MAX	256	/* a pass or a ticket, NUL included */
 #define FS_QUEUE_NONCE_MAX	32	/* a proof of work's nonce, characters */
 #define FS_QUEUE_POW_BITS_MAX	28
+#define FS_QUEUE_CLAIM_S	15	/* claimSeconds by default */
 #define FS_QUEUE_SETTINGS_JSON_MAX	160	/* fs_queue_settings_json's output, NUL included */
 
 struct json_object;
@@ -81,6 +82,8 @@ struct fs_queue_settings {
 	int pow_bits;		/* powBits, 0..28, 14: about 1 s in a phone's browser */
 	int mult_milli;		/* admitMultiple x 1000, 1000..10000, 1500 */
 	int cap_per_s;		/* capacityPerSecond, 1..100000, 2000 */
+	int claim_s;		/* claimSeconds, 5..120, 15: an admitted place asks for its pass
+				 * within this long, or its turn passes to the next place */
 };
 
 void fs_queue_settings_default(struct fs_queue_settings *);
@@ -123,6 +126,13 @@ typedef struct fs_queue_store {
 	struct fs_redis_call *calls;	/* owned: a join batch's calls */
 	struct fs_queue_join_ask *batch; /* the batch of fs_queue_join_begin until its end */
 	size_t nbatch;
+	/*
+	 * 1 when replicas must have what is answered (FLASHSALE_REDIS_WAIT_MS):
+	 * a place or pass found again is written again (one HSET of the state),
+	 * so that the caller's WAIT covers it: the answer before may have been
+	 * a 503 whose WAIT failed.
+	 */
+	int sync;
 } fs_queue_store;
 
 /*
@@ -136,6 +146,7 @@ struct fs_queue_window {
 	int64_t opens_ms;	/* startsAt: the draw's end */
 	int64_t ends_ms;	/* endsAt: no join, no pass from then on */
 	int pass_s;		/* passSeconds */
+	int claim_s;		/* claimSeconds */
 };
 
 enum fs_queue_verdict {
@@ -177,8 +188,13 @@ fs_queue_store *fs_queue_store_new(const struct fs_cfg *, const char *datadir, c
 void fs_queue_store_free(fs_queue_store *);
 /*
  * Joins sub to the sale's queue at now_ms: the place it has, or a new one
- * (draw before w->opens_ms, 2^52 + n after), journalled when new.
+ * (draw before w->opens_ms, 2^52 + n after), journalled when new. now_ms
+ * FS_QUEUE_NOW_REDIS (what the handler passes): Redis' clock (TIME in the
+ * script) decides, the one clock every origin shares, so a handler whose
+ * clock is slow, or read before a wait, never gives a drawn place after
+ * the opening; another value is a test's clock.
  */
+#define FS_QUEUE_NOW_REDIS 0
 enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t draw, int64_t now_ms,
     struct fs_queue_place *out);
@@ -187,7 +203,7 @@ enum fs_queue_verdict fs_queue_join(fs_queue_store *, uint64_t sale,
 #define FS_QUEUE_KEY_LEN 64
 /* Joins in one pipeline: at most this many (an event loop's round). */
 #define FS_QUEUE_JOIN_BATCH_MAX 64
-#define FS_QUEUE_JOIN_ARGS 11
+#define FS_QUEUE_JOIN_ARGS 12
 
 /* One join of a batch (fs_queue_join_begin), and what came of it. */
 struct fs_queue_join_ask {
@@ -200,7 +216,7 @@ struct fs_queue_join_ask {
 	struct fs_queue_place place;
 	char errstr[160];
 	/* the store's own: the script call's arguments */
-	char keys[5][FS_QUEUE_KEY_LEN], nums[5][24];
+	char keys[5][FS_QUEUE_KEY_LEN], nums[6][24];
 	const char *argv[FS_QUEUE_JOIN_ARGS];
 };
 /*
@@ -374,6 +390,7 @@ struct fs_queue_verify_report {
 	long places, drawn;	/* rows of queue_places, of them drawn */
 	long steps, admitted;	/* admission steps, places admitted after the last */
 	long orders;		/* orders of the sale */
+	long by_operator;	/* of them made with an operator's recorded pass */
 	long violations;
 };
 
@@ -385,8 +402,17 @@ typedef void (*fs_queue_violation_fn)(void *arg, enum fs_queue_violation, const 
  * queue_admissions, the seed, the orders): each violation to each (may be
  * NULL), the figures into rep. 0 (rep->violations says whether it is
  * clean), or -1 with err (no such sale, no waiting room, the database).
+ * late_issued >= 0 (fs_queue_late_issued: Redis' count of late numbers
+ * given, its journal copied): PostgreSQL must have exactly that many late
+ * places, or the last ones were deleted (the numbering alone cannot tell).
  */
-int fs_queue_verify(struct fs_pg *, uint64_t sale, fs_queue_violation_fn each, void *arg,
-    struct fs_queue_verify_report *rep, char *err, size_t errlen);
+int fs_queue_verify(struct fs_pg *, uint64_t sale, long late_issued, fs_queue_violation_fn each,
+    void *arg, struct fs_queue_verify_report *rep, char *err, size_t errlen);
+/*
+ * Redis' count of the late numbers given in sale (fs:{S}:q:late) once its
+ * journal is copied; -1 when Redis cannot say, has forgotten the sale, or
+ * still has journal entries to copy.
+ */
+long fs_queue_late_issued(struct fs_stock *, uint64_t sale);
 
 #endif

@@ -71,6 +71,7 @@ take_queue(PGresult *res, struct fs_queue_conf *c, char *err, size_t errlen)
 	fs_queue_seed_commit(c->seed, c->seed_commit);
 	c->window.pre_ms = c->window.opens_ms - (int64_t)c->settings.pre_s * 1000;
 	c->window.pass_s = c->settings.pass_s;
+	c->window.claim_s = c->settings.claim_s;
 	c->has_queue = 1;
 	return 0;
 }

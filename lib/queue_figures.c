@@ -28,11 +28,50 @@ fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name)
  * ZRANGE of every pass with its expiry, then which shoppers hold a unit.
  * 0, or -1 with the stock's err.
  */
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * How many of the n subs (sorted) hold the places ranked from..to-1 (one
+ * ZRANGE of those places); -1 Redis failed.
+ */
+static long
+passes_of_places(fs_stock *st, uint64_t sale, const char **sorted, size_t n, long from, long to)
+{
+	char k[FS_QUEUE_KEY_LEN], a[24], b[24];
+	redisReply *r;
+	long c = 0;
+
+	if (n == 0 || to <= from)
+		return 0;
+	fs_queue_key(k, sale, "places");
+	snprintf(a, sizeof(a), "%ld", from);
+	snprintf(b, sizeof(b), "%ld", to - 1);
+	r = fs_redis_argv(st->redis, 4, (const char *[]){ "ZRANGE", k, a, b }, NULL);
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+		snprintf(st->errstr, sizeof(st->errstr), "places: %s", st->redis->errstr);
+		if (r != NULL)
+			freeReplyObject(r);
+		return -1;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		const char *sub = r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
+
+		c += bsearch(&sub, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+	}
+	freeReplyObject(r);
+	return c;
+}
+
 int
-fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, struct fs_queue_tally *t)
+fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, long from, long to,
+    struct fs_queue_tally *t)
 {
 	char k[FS_QUEUE_KEY_LEN];
-	const char **subs = NULL;
+	const char **subs = NULL, **sorted = NULL;
 	int *held = NULL, rc = -1;
 	size_t n = 0;
 	redisReply *r;
@@ -56,6 +95,16 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, struct fs_que
 	if (fs_stock_holding(st, sale, subs, n, held) != 0)
 		goto out;
 	memset(t, 0, sizeof(*t));
+	if (from >= 0) {
+		if ((sorted = calloc(n + 1, sizeof(*sorted))) == NULL) {
+			snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
+			goto out;
+		}
+		memcpy(sorted, subs, n * sizeof(*subs));
+		qsort(sorted, n, sizeof(*sorted), cmp_str);
+		if ((t->after = passes_of_places(st, sale, sorted, n, from, to)) < 0)
+			goto out;
+	}
 	t->all = (long)n;
 	for (size_t i = 0; i < n; i++) {
 		const redisReply *e = r->element[2 * i + 1];
@@ -68,6 +117,7 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, struct fs_que
 	}
 	rc = 0;
 out:
+	free(sorted);
 	free(subs);
 	free(held);
 	if (r != NULL)
@@ -80,7 +130,35 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 {
 	struct fs_queue_tally t;
 
-	return fs_queue_passes_tally(st, sale, now_ms, &t) == 0 ? t.unused : -1;
+	return fs_queue_passes_tally(st, sale, now_ms, -1, 0, &t) == 0 ? t.unused : -1;
+}
+
+long
+fs_queue_late_issued(fs_stock *st, uint64_t sale)
+{
+	char late[FS_QUEUE_KEY_LEN], journal[FS_QUEUE_KEY_LEN], state[FS_QUEUE_KEY_LEN];
+	redisReply *r;
+	long n = -1;
+
+	fs_queue_key(late, sale, "late");
+	fs_queue_key(journal, sale, "journal");
+	fs_queue_key(state, sale, "state");
+	/* A sale Redis forgot (no state) or still copying says nothing. */
+	if ((r = fs_redis_argv(st->redis, 2, (const char *[]){ "EXISTS", state }, NULL)) == NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : -1;
+	freeReplyObject(r);
+	if (n < 0 || (r = fs_redis_argv(st->redis, 2, (const char *[]){ "LLEN", journal }, NULL)) ==
+	    NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_INTEGER && r->integer == 0 ? 0 : -1;
+	freeReplyObject(r);
+	if (n < 0 || (r = fs_redis_argv(st->redis, 2, (const char *[]){ "GET", late }, NULL)) == NULL)
+		return -1;
+	n = r->type == REDIS_REPLY_STRING ? strtol(r->str, NULL, 10) :
+	    r->type == REDIS_REPLY_NIL ? 0 : -1;
+	freeReplyObject(r);
+	return n;
 }
 
 /* ---- the figures of a waiting room (queue status) ---- */

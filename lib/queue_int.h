@@ -24,10 +24,16 @@ struct fs_queue_tally {
 	long used;		/* shopper holds a unit, expired or not */
 	long lapsed;		/* expired, shopper holds no unit */
 	long all;		/* every pass issued */
+	long after;		/* issued to the places ranked from..to-1 of the caller */
 };
 
-/* 0, or -1 with the stock's err. */
-int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, struct fs_queue_tally *);
+/*
+ * 0, or -1 with the stock's err. from >= 0: also counts the passes of the
+ * places ranked from..to-1 (one ZRANGE of those places; the ranks of places
+ * admitted never move: later joins go behind), else from < 0.
+ */
+int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, long from, long to,
+    struct fs_queue_tally *);
 
 /*
  * The join journal's copy (queue_journal.c), as the pacer holding a sale's

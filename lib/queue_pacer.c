@@ -60,6 +60,7 @@ struct paced {
 	} recent[RECENT];	/* admission steps, a ring */
 	int next;
 	int expiring;		/* its keys were given their expiry */
+	int64_t expiry_for;	/* the end that expiry followed */
 	int mult_milli;		/* the effective multiple of the last step x1000, 0 none */
 };
 
@@ -418,42 +419,49 @@ admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 
 /*
  * What is outstanding: the passes not used nor expired, and the places
- * admitted within the last passSeconds that have not asked for theirs yet
- * (admitted then, fewer passes issued since): a shopper needs a moment
- * between admission and pass, and admitting more meanwhile would run away.
- * A pass is issued after its admission and lives passSeconds, so a place
- * admitted earlier than that has either had its pass or let its turn go.
+ * admitted within the last claimSeconds that have not asked for theirs yet
+ * (admitted then, fewer the passes issued to those very places, found by
+ * their ranks: a pass of a place admitted earlier says nothing of them). A place admitted earlier
+ * than that has had its pass or let its turn go: the pass script refuses
+ * it one after claimSeconds (lua/queue_pass.lua), so its turn passes to the
+ * next place in claimSeconds, not passSeconds.
  */
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
 	struct fs_queue_tally t;
-	long then, recent;
+	long then, recent, before;
 
-	if (fs_queue_passes_tally(p->st, s->id, now, &t) != 0) {
-		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
-		return -1;
-	}
-	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.pass_s * 1000)) < 0) {
+	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.claim_s * 1000)) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
 	recent = f->recorded > then ? f->recorded - then : 0;
-	f->out = t.unused + (recent > t.live ? recent - t.live : 0);
+	if (fs_queue_passes_tally(p->st, s->id, now, then, then + recent, &t) != 0) {
+		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
+		return -1;
+	}
+	f->out = t.unused + (recent > t.after ? recent - t.after : 0);
 	/*
 	 * Turns ended: passes used, passes lapsed, and the places admitted
-	 * before the window that never asked for a pass (at least those beyond
-	 * every pass issued: a lower bound, so the multiple errs towards 1).
+	 * before the window that never asked for a pass (admitted then, fewer
+	 * the passes of those places).
 	 */
+	before = t.all - t.after;
 	f->used = t.used;
-	f->resolved = t.used + t.lapsed + (then > t.all ? then - t.all : 0);
+	f->resolved = t.used + t.lapsed + (then > before ? then - before : 0);
 	f->counted = 1;
 	return 0;
 }
 
-/* What a step decides from; 0, or -1 (logged) when a store cannot say. */
+/*
+ * What a step decides from; 0, or -1 (logged) when a store cannot say, or
+ * (quietly) when the journal was not emptied and PostgreSQL's places are
+ * not yet a prefix of the line (emptied 0 and no late place copied).
+ */
 static int
-read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
+read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, int emptied,
+    struct figures *f)
 {
 	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], high[24];
 
@@ -468,6 +476,17 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figur
 		pacer_warn(p, now, "sale %" PRIu64 ": admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
+	/*
+	 * A journal not emptied (a rush of late joins outruns a step's copy):
+	 * the places PostgreSQL has are still the first of the line once it
+	 * has a late one (the journal is copied in order, and every drawn
+	 * place was journalled before the first late one: one clock decides,
+	 * queue_join.lua), so admission goes on from them instead of stalling
+	 * until the rush ends. Before any late place, a drawn one not yet
+	 * copied could rank below the highest copied: wait.
+	 */
+	if (!emptied && (high[0] == '\0' || strtoll(high, NULL, 10) < FS_QUEUE_LATE_BASE))
+		return -1;
 	/*
 	 * The places waiting stop at the highest one PostgreSQL has (late
 	 * places are copied in the order of their numbers): one that joined
@@ -528,7 +547,13 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 	/* Read only while units are left and places wait: otherwise the last one stands. */
 	if (f->counted || s->mult_milli == 0)
 		s->mult_milli = fs_queue_pacer_multiple(s->set.mult_milli, f->used, f->resolved);
-	budget = (int64_t)s->mult_milli * f->left / 1000 - f->out;
+	/*
+	 * Rounded up: at the tail a few units are left, and with people walking
+	 * away (a multiple above 1) floor(1.2 x 2) = 2 places for 2 units would
+	 * leave a unit waiting a whole claimSeconds each time one of them walks.
+	 * At most one place more than the multiple's exact product.
+	 */
+	budget = ((int64_t)s->mult_milli * f->left + 999) / 1000 - f->out;
 
 	if (cap < 1000)
 		cap = 1000;
@@ -580,10 +605,10 @@ place_score(fs_queue_pacer *p, uint64_t sale, long n, char out[24])
  */
 static int
 record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, const char *through,
-    int64_t now)
+    int64_t now, int from_redis)
 {
 	char sale_s[24], exp_s[24], adm_s[24], now_s[24];
-	const char *params[5] = { sale_s, adm_s, through, exp_s, now_s };
+	const char *params[6] = { sale_s, adm_s, through, exp_s, now_s, from_redis ? "t" : "f" };
 	PGresult *res;
 	int rc;
 
@@ -592,12 +617,13 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
 	res = fs_pg_exec(p->pg,
-	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at) "
-	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0) "
+	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at, from_redis) "
+	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0), "
+	    "$6::boolean "
 	    "FROM queue_admissions WHERE sale_id = $1 "
 	    "HAVING coalesce((array_agg(admitted ORDER BY step DESC))[1], 0) = $4::bigint "
 	    "RETURNING step",
-	    5, params);
+	    6, params);
 	if (res == NULL)
 		return -1;
 	rc = PQntuples(res) == 1;
@@ -608,14 +634,16 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 /*
  * Moves Redis' threshold by k places from expected (lua/queue_admit.lua),
  * sets the soldout flag and the rate, renews the lease. The count admitted
- * after it, or -1 (refused: the lease is another's or the count moved).
+ * after it, or -1 (refused: the lease is another's or the count moved);
+ * *moved_ms Redis' time of the move when it admitted, else 0.
  */
 static long
-move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now)
+move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int64_t now,
+    int64_t *moved_ms)
 {
-	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24],
-	    rate_s[24], ms[24], mult_s[24];
-	const char *argv[11] = { state, places, lease, p->owner, exp_s, k_s, now_s,
+	char state[FS_QUEUE_KEY_LEN], places[FS_QUEUE_KEY_LEN], lease[FS_QUEUE_KEY_LEN],
+	    steps[FS_QUEUE_KEY_LEN], exp_s[24], k_s[24], now_s[24], rate_s[24], ms[24], mult_s[24];
+	const char *argv[12] = { state, places, lease, steps, p->owner, exp_s, k_s, now_s,
 		soldout ? "1" : "0", rate_s, ms, mult_s };
 	long rate = k, got = -1;
 	redisReply *r;
@@ -626,20 +654,25 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 	fs_queue_key(state, s->id, "state");
 	fs_queue_key(places, s->id, "places");
 	fs_queue_key(lease, s->id, "lease");
+	fs_queue_key(steps, s->id, "steps");
 	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
 	snprintf(k_s, sizeof(k_s), "%ld", k);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
 	snprintf(rate_s, sizeof(rate_s), "%ld", rate * 1000);
 	snprintf(ms, sizeof(ms), "%d", FS_QUEUE_LEASE_MS);
 	snprintf(mult_s, sizeof(mult_s), "%d", s->mult_milli > 0 ? s->mult_milli : 1000);
-	if ((r = fs_redis_eval(p->st->redis, p->admit, 3, 11, argv)) == NULL) {
+	if ((r = fs_redis_eval(p->st->redis, p->admit, 4, 12, argv)) == NULL) {
 		fs_log_info("queue pacer: sale %" PRIu64 ": admission not made: %s", s->id,
 		    p->st->redis->errstr);
 		return -1;
 	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	*moved_ms = 0;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
 	    r->element[0]->type == REDIS_REPLY_INTEGER)
 		got = (long)r->element[0]->integer;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+	    r->element[2]->type == REDIS_REPLY_INTEGER)
+		*moved_ms = r->element[2]->integer;
 	freeReplyObject(r);
 	s->recent[s->next].at = now;
 	s->recent[s->next].n = k;
@@ -648,20 +681,41 @@ move(fs_queue_pacer *p, struct paced *s, long expected, long k, int soldout, int
 }
 
 /*
+ * Dates the step that admitted `admitted` by Redis' clock of its move
+ * (queue_admissions.moved_at): `queue verify` compares orders, dated by
+ * Redis, with it. A failure is only logged: `at` stands in.
+ */
+static void
+record_moved(fs_queue_pacer *p, uint64_t sale, long admitted, int64_t moved_ms, int64_t now)
+{
+	char sale_s[24], adm_s[24], ms_s[24];
+	const char *params[3] = { sale_s, adm_s, ms_s };
+
+	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
+	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
+	snprintf(ms_s, sizeof(ms_s), "%" PRId64, moved_ms);
+	if (fs_pg_run(p->pg, "UPDATE queue_admissions SET moved_at = to_timestamp($3::bigint / 1000.0) "
+			     "WHERE sale_id = $1 AND admitted = $2 AND moved_at IS NULL", 3, params) != 0)
+		pacer_warn(p, now, "sale %" PRIu64 ": the move's time: %s", sale, p->pg->errstr);
+}
+
+/*
  * One admission step of a sale. A step PostgreSQL recorded that Redis has
  * not made (its pacer died in between) is made first, as it was recorded;
- * Redis ahead of PostgreSQL (a lost row) is recorded as it is. Otherwise
+ * Redis ahead of PostgreSQL (a lost row, or a count changed by hand) is
+ * recorded as it is, marked from_redis: `queue verify` reports it. Otherwise
  * the places paced now are recorded, then admitted.
  */
 static void
-admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
+admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 {
 	struct figures f;
 	char through[24];
-	long k = 0;
+	int64_t moved;
+	long k = 0, got;
 	int soldout;
 
-	if (read_figures(p, s, now, &f) != 0)
+	if (read_figures(p, s, now, emptied, &f) != 0)
 		return;
 	soldout = f.left == 0;
 	if (f.recorded > f.admitted) {
@@ -672,7 +726,7 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
 		fs_log_error("queue pacer: sale %" PRIu64 ": Redis admitted %ld, PostgreSQL recorded "
 			     "%ld: recording Redis' count", s->id, f.admitted, f.recorded);
 		if (place_score(p, s->id, f.admitted, through) != 0 ||
-		    record_step(p, s->id, f.recorded, f.admitted, through, now) != 1)
+		    record_step(p, s->id, f.recorded, f.admitted, through, now, 1) != 1)
 			return;
 	} else if ((k = pace(p, s, &f, now)) > 0) {
 		if (place_score(p, s->id, f.admitted + k, through) != 0) {
@@ -681,13 +735,14 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now)
 			return;
 		}
 		/* Recorded first: a pacer that dies now leaves a step the next one makes. */
-		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now) != 1) {
+		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now, 0) != 1) {
 			pacer_warn(p, now, "sale %" PRIu64 ": step not recorded (another pacer?) %s",
 			    s->id, p->pg->errstr);
 			return;
 		}
 	}
-	(void)move(p, s, f.admitted, k, soldout, now);
+	if ((got = move(p, s, f.admitted, k, soldout, now, &moved)) > f.admitted && moved > 0)
+		record_moved(p, s->id, got, moved, now);
 }
 
 /*
@@ -698,7 +753,7 @@ static void
 expire_keys(fs_queue_pacer *p, struct paced *s)
 {
 	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
-		NULL };
+		"steps", NULL };
 	char k[FS_QUEUE_KEY_LEN], at[24];
 	redisReply *r;
 
@@ -711,6 +766,7 @@ expire_keys(fs_queue_pacer *p, struct paced *s)
 		freeReplyObject(r);
 	}
 	s->expiring = 1;
+	s->expiry_for = s->ends_ms;
 }
 
 /* One step of a live sale: its lease, its journal, its admission from the opening to the end. */
@@ -728,10 +784,17 @@ step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 		pacer_warn(p, now, "sale %" PRIu64 ": %s", s->id, err);
 		return 1;
 	}
-	/* Admission reads the places once the journal is copied (read_figures). */
-	if (copied == 1 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
-		admit_step(p, s, now);
+	/* Admission reads the places PostgreSQL has (read_figures). */
+	if (copied >= 0 && now >= s->opens_ms + FS_QUEUE_PACER_GRACE_MS && now < s->ends_ms)
+		admit_step(p, s, now, copied == 1);
 	if (now >= s->ends_ms && copied == 1 && !s->expiring)
+		expire_keys(p, s);
+	/*
+	 * The end moved since (`sale extend`; the expiry may even have followed
+	 * an end read before the extension): the keys follow the new end, or a
+	 * sale extended by more than a day would lose its places and passes.
+	 */
+	else if (s->expiring && s->expiry_for != s->ends_ms)
 		expire_keys(p, s);
 	return 1;
 }

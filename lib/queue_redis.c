@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg.h"
 #include "queue.h"
 #include "queue_int.h"
 #include "redis.h"
 
-enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY__MAX };
+enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY_STEPS, QKEY__MAX };
 
 static const char *const qkey_names[QKEY__MAX] = {
 	[QKEY_PLACES] = "places",
@@ -23,6 +24,7 @@ static const char *const qkey_names[QKEY__MAX] = {
 	[QKEY_JOURNAL] = "journal",
 	[QKEY_STATE] = "state",
 	[QKEY_PASSES] = "passes",
+	[QKEY_STEPS] = "steps",
 };
 
 static const char *const verdict_names[FS_QUEUE_V__MAX] = {
@@ -82,6 +84,7 @@ fs_queue_store_new(const struct fs_cfg *cfg, const char *datadir, char *err, siz
 		snprintf(err, errlen, "queue store: out of memory");
 		goto fail;
 	}
+	q->sync = fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS) > 0;
 	if ((q->redis = fs_redis_open(cfg, err, errlen)) == NULL)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
@@ -146,7 +149,11 @@ join_call(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *
 		snprintf(a->nums[i], sizeof(a->nums[i]), "%" PRId64, nums[i]);
 	}
 	a->argv[5] = a->sub;
-	for (int i = 0; i < 5; i++)
+	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
+	if (a->now_ms == FS_QUEUE_NOW_REDIS)
+		a->nums[0][0] = '\0';
+	snprintf(a->nums[5], sizeof(a->nums[5]), "%d", q->sync);
+	for (int i = 0; i < 6; i++)
 		a->argv[6 + i] = a->nums[i];
 	*call = (struct fs_redis_call){ .script = q->join, .nkeys = 5, .argc = FS_QUEUE_JOIN_ARGS,
 		.argv = a->argv };
@@ -243,8 +250,9 @@ enum fs_queue_verdict
 fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
     const char *sub, int64_t now_ms, struct fs_queue_place *out)
 {
-	char keys[3][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24];
-	const char *argv[7] = { keys[0], keys[1], keys[2], sub, now_s, pass_s, ends_s };
+	char keys[4][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24], claim_s[24];
+	const char *argv[10] = { keys[0], keys[1], keys[2], keys[3], sub, now_s, pass_s, ends_s,
+		claim_s, q->sync ? "1" : "0" };
 	enum fs_queue_verdict v;
 	redisReply *r;
 
@@ -254,10 +262,13 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 	qkey(keys[0], sale, QKEY_PLACES);
 	qkey(keys[1], sale, QKEY_STATE);
 	qkey(keys[2], sale, QKEY_PASSES);
+	qkey(keys[3], sale, QKEY_STEPS);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
 	snprintf(pass_s, sizeof(pass_s), "%" PRId64, (int64_t)w->pass_s * 1000);
 	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
-	if ((r = fs_redis_eval(q->redis, q->pass, 3, 7, argv)) == NULL) {
+	snprintf(claim_s, sizeof(claim_s), "%" PRId64,
+	    (int64_t)(w->claim_s > 0 ? w->claim_s : FS_QUEUE_CLAIM_S) * 1000);
+	if ((r = fs_redis_eval(q->redis, q->pass, 4, 10, argv)) == NULL) {
 		store_err(q, "pass");
 		return FS_QUEUE_V_ERROR;
 	}

@@ -4,8 +4,9 @@
  * the seed; the late places are 2^52 + 1, 2, ... in the order they joined;
  * the pacer's steps are numbered in turn, admit more each time, and each
  * one's `through` is the score of the last place it admitted in the order
- * (score, then account bytewise); every order of the sale belongs to an
- * account whose place was admitted at or before the order was reserved;
+ * (score, then account bytewise), none recorded from Redis' count; every
+ * order of the sale belongs to an account whose place was admitted at or
+ * before the order was reserved, or that an operator gave a recorded pass;
  * one place per account.
  */
 #include "config.h"
@@ -18,7 +19,10 @@
 
 #include <sodium.h>
 
+#include <json-c/json.h>
+
 #include "clock.h"
+#include "jsonread.h"
 #include "pg.h"
 #include "queue.h"
 
@@ -33,6 +37,8 @@ struct place {
 struct step {
 	long step, admitted;
 	int64_t through, at_ms;
+	int from_redis;		/* recorded from Redis' count, not paced */
+	int64_t moved_ms;	/* Redis' time of its move (the orders' clock), -1 unknown */
 };
 
 struct verify {
@@ -41,6 +47,7 @@ struct verify {
 	char sale_s[24];
 	unsigned char seed[FS_QUEUE_SEEDBYTES];
 	int64_t opens_ms;
+	int cap_per_s;		/* capacityPerSecond, 0 unknown */
 	struct place *places;	/* line order */
 	long nplaces;
 	struct place **by_user;	/* sorted by account */
@@ -49,6 +56,7 @@ struct verify {
 	fs_queue_violation_fn each;
 	void *arg;
 	struct fs_queue_verify_report *rep;
+	long late_issued;	/* Redis' count of late numbers, -1 unknown */
 };
 
 /* Reports one violation. */
@@ -89,7 +97,8 @@ read_sale(struct verify *v, char *err, size_t errlen)
 	int rc = -1;
 
 	res = fs_pg_exec(v->pg, "SELECT encode(queue_seed, 'hex'), "
-				"floor(extract(epoch FROM starts_at) * 1000)::bigint FROM sales WHERE id = $1",
+				"floor(extract(epoch FROM starts_at) * 1000)::bigint, queue::text "
+				"FROM sales WHERE id = $1",
 	    1, p);
 	if (res == NULL) {
 		snprintf(err, errlen, "database: %s", v->pg->errstr);
@@ -103,7 +112,16 @@ read_sale(struct verify *v, char *err, size_t errlen)
 		     (size_t)PQgetlength(res, 0, 0), NULL, NULL, NULL) != 0)
 		snprintf(err, errlen, "sale %s: its seed is not 32 bytes", v->sale_s);
 	else {
+		struct fs_queue_settings set;
+		char why[128];
+		json_object *o = fs_jsonread_object(PQgetvalue(res, 0, 2),
+		    (size_t)PQgetlength(res, 0, 2), 2, why, sizeof(why));
+
 		v->opens_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		/* Settings this build cannot read: the capacity is not checked. */
+		if (o != NULL && fs_queue_settings_parse(o, &set, why, sizeof(why)) == 0)
+			v->cap_per_s = set.cap_per_s;
+		json_object_put(o);
 		rc = 0;
 	}
 	PQclear(res);
@@ -158,7 +176,8 @@ read_steps(struct verify *v, char *err, size_t errlen)
 	PGresult *res;
 
 	res = fs_pg_exec(v->pg,
-	    "SELECT step, admitted, through, floor(extract(epoch FROM at) * 1000)::bigint "
+	    "SELECT step, admitted, through, floor(extract(epoch FROM at) * 1000)::bigint, "
+	    "from_redis, floor(extract(epoch FROM moved_at) * 1000)::bigint "
 	    "FROM queue_admissions WHERE sale_id = $1 ORDER BY step",
 	    1, p);
 	if (res == NULL) {
@@ -176,6 +195,9 @@ read_steps(struct verify *v, char *err, size_t errlen)
 		v->steps[i].admitted = strtol(PQgetvalue(res, (int)i, 1), NULL, 10);
 		v->steps[i].through = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
 		v->steps[i].at_ms = strtoll(PQgetvalue(res, (int)i, 3), NULL, 10);
+		v->steps[i].from_redis = strcmp(PQgetvalue(res, (int)i, 4), "t") == 0;
+		v->steps[i].moved_ms = PQgetisnull(res, (int)i, 5) ? -1 :
+		    strtoll(PQgetvalue(res, (int)i, 5), NULL, 10);
 	}
 	PQclear(res);
 	return 0;
@@ -234,6 +256,9 @@ check_late(struct verify *v)
 		}
 		prev = pl;
 	}
+	if (v->late_issued >= 0 && n != v->late_issued)
+		violation(v, FS_QUEUE_WRONG_LATE, "late: Redis gave %ld late places, PostgreSQL has "
+		    "%" PRId64 " (the last ones deleted, or added by hand)", v->late_issued, n);
 }
 
 /* The steps: numbered in turn, each admitting more, each through the score of its last place. */
@@ -243,6 +268,10 @@ check_steps(struct verify *v)
 	for (long i = 0; i < v->nsteps; i++) {
 		const struct step *s = &v->steps[i], *prev = i > 0 ? &v->steps[i - 1] : NULL;
 
+		if (s->from_redis)
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld (%ld admitted) was recorded from "
+			    "Redis' count, not paced: Redis was ahead of PostgreSQL (a lost row, or a "
+			    "count changed by hand)", s->step, s->admitted);
 		if (s->step != i + 1)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld comes where step %ld should",
 			    s->step, i + 1);
@@ -252,6 +281,21 @@ check_steps(struct verify *v)
 		if (prev != NULL && s->at_ms < prev->at_ms)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
+		/*
+		 * The capacity: capacityPerSecond over the time since the step
+		 * before, with a second's slack (the credit a step keeps, the
+		 * first step's, a step recorded then made by the next pacer).
+		 */
+		if (v->cap_per_s > 0) {
+			int64_t dt = prev != NULL && s->at_ms > prev->at_ms ? s->at_ms - prev->at_ms : 0;
+			long inc = s->admitted - (prev != NULL ? prev->admitted : 0);
+			int64_t allowed = (int64_t)v->cap_per_s * (dt + 1000) / 1000 + 1;
+
+			if (inc > allowed)
+				violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places in %"
+				    PRId64 " ms, over capacityPerSecond %d (at most %" PRId64 ")",
+				    s->step, inc, dt, v->cap_per_s, allowed);
+		}
 		if (s->admitted > v->nplaces)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places, PostgreSQL has "
 			    "%ld", s->step, s->admitted, v->nplaces);
@@ -291,15 +335,22 @@ step_admitting(const struct verify *v, long rank)
 	return lo < v->nsteps ? &v->steps[lo] : NULL;
 }
 
-/* Each order of the sale: its account's place admitted at or before the order was reserved. */
+/*
+ * Each order of the sale: its account's place admitted at or before the
+ * order was reserved, or else a pass an operator minted for it (recorded by
+ * `flashsale-admin queue pass`: who, when, why) before the order.
+ */
 static int
 check_orders(struct verify *v, char *err, size_t errlen)
 {
 	const char *p[1] = { v->sale_s };
 	char at[FS_CLOCK_TIME_LEN], when[FS_CLOCK_TIME_LEN];
-	PGresult *res = fs_pg_exec(v->pg, "SELECT id, user_id, "
-					  "floor(extract(epoch FROM reserved_at) * 1000)::bigint "
-					  "FROM orders WHERE sale_id = $1 ORDER BY reserved_at, id",
+	PGresult *res = fs_pg_exec(v->pg, "SELECT o.id, o.user_id, "
+					  "floor(extract(epoch FROM o.reserved_at) * 1000)::bigint, "
+					  "EXISTS (SELECT 1 FROM queue_operator_passes q WHERE "
+					  "q.sale_id = o.sale_id AND q.user_id = o.user_id AND "
+					  "q.issued_at <= o.reserved_at) "
+					  "FROM orders o WHERE o.sale_id = $1 ORDER BY o.reserved_at, o.id",
 	    1, p);
 
 	if (res == NULL) {
@@ -314,6 +365,11 @@ check_orders(struct verify *v, char *err, size_t errlen)
 		long rank;
 
 		fs_clock_format(reserved, when);
+		if (strcmp(PQgetvalue(res, i, 3), "t") == 0) {
+			/* Let in by an operator, on the record: not the line's doing. */
+			v->rep->by_operator++;
+			continue;
+		}
 		found = bsearch(&kp, v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
 		if (found == NULL) {
 			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s ordered at %s (order %s) "
@@ -326,21 +382,27 @@ check_orders(struct verify *v, char *err, size_t errlen)
 			    "(order %s), never admitted", key.user, rank + 1, when, PQgetvalue(res, i, 0));
 			continue;
 		}
-		fs_clock_format(s->at_ms, at);
-		if (s->at_ms > reserved)
+		/*
+		 * One clock: the move's time by Redis (the orders' clock) when the
+		 * pacer wrote it; else the step's, by the pacer's clock.
+		 */
+		fs_clock_format(s->moved_ms >= 0 ? s->moved_ms : s->at_ms, at);
+		if ((s->moved_ms >= 0 ? s->moved_ms : s->at_ms) > reserved)
 			violation(v, FS_QUEUE_WRONG_ORDER, "out of order: user %s place %ld admitted at %s "
-			    "(step %ld) after its order at %s (order %s)", key.user, rank + 1, at, s->step,
-			    when, PQgetvalue(res, i, 0));
+			    "(step %ld%s) after its order at %s (order %s)", key.user, rank + 1, at,
+			    s->step, s->moved_ms >= 0 ? ", by Redis' clock" : "", when,
+			    PQgetvalue(res, i, 0));
 	}
 	PQclear(res);
 	return 0;
 }
 
 int
-fs_queue_verify(fs_pg *pg, uint64_t sale, fs_queue_violation_fn each, void *arg,
-    struct fs_queue_verify_report *rep, char *err, size_t errlen)
+fs_queue_verify(fs_pg *pg, uint64_t sale, long late_issued, fs_queue_violation_fn each,
+    void *arg, struct fs_queue_verify_report *rep, char *err, size_t errlen)
 {
-	struct verify v = { .pg = pg, .sale = sale, .each = each, .arg = arg, .rep = rep };
+	struct verify v = { .pg = pg, .sale = sale, .each = each, .arg = arg, .rep = rep,
+		.late_issued = late_issued };
 	PGresult *places = NULL;
 	int rc = -1;
 

@@ -88,26 +88,41 @@ fs_sales_item_left(const struct fs_sale_item *it)
 	return left > it->quantity ? it->quantity : left;
 }
 
-/* The waiting room of a sale row (columns 10, 11): 1 read into s, 0 none (or unreadable). */
+/*
+ * The waiting room of a sale row (columns 10, 11): 1 read into s, 0 none,
+ * -1 with err when the row has one that cannot be read (a member this build
+ * does not know, a hand edit, no seed). The caller must then fail closed: a
+ * sale read as if it had no room would be sold without passes (issue 35).
+ */
 static int
-read_queue(const PGresult *res, struct fs_sale *s)
+read_queue(const PGresult *res, struct fs_sale *s, char *err, size_t errlen)
 {
 	const char *text = PQgetvalue(res, 0, 10);
 	json_object *o;
-	char err[128];
+	char why[128];
+	size_t seedlen = 0;
 	int ok;
 
-	if (PQgetisnull(res, 0, 10) || PQgetisnull(res, 0, 11))
+	if (PQgetisnull(res, 0, 10))
 		return 0;
-	if ((o = fs_jsonread_object(text, strlen(text), 2, err, sizeof(err))) == NULL)
-		return 0;
-	ok = fs_queue_settings_parse(o, &s->queue, err, sizeof(err)) == 0 &&
-	    sodium_hex2bin(s->seed, sizeof(s->seed), PQgetvalue(res, 0, 11),
-		(size_t)PQgetlength(res, 0, 11), NULL, NULL, NULL) == 0;
+	if ((o = fs_jsonread_object(text, strlen(text), 2, why, sizeof(why))) == NULL) {
+		ERR("its waiting room's settings are not JSON (%s)", why);
+		return -1;
+	}
+	ok = fs_queue_settings_parse(o, &s->queue, why, sizeof(why)) == 0;
 	json_object_put(o);
-	if (!ok)
-		fs_log_error("sale %" PRIu64 ": its queue settings cannot be read", s->id);
-	return ok;
+	if (!ok) {
+		ERR("its waiting room's settings cannot be read (%s)", why);
+		return -1;
+	}
+	if (PQgetisnull(res, 0, 11) ||
+	    sodium_hex2bin(s->seed, sizeof(s->seed), PQgetvalue(res, 0, 11),
+		(size_t)PQgetlength(res, 0, 11), NULL, &seedlen, NULL) != 0 ||
+	    seedlen != sizeof(s->seed)) {
+		ERR("its waiting room has no readable seed");
+		return -1;
+	}
+	return 1;
 }
 
 int
@@ -147,7 +162,12 @@ fs_sales_read(fs_pg *pg, fs_stock *r, uint64_t sale, struct fs_sale *s, char *er
 		s->starts_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 		s->ends_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
 		s->window_s = strtol(PQgetvalue(res, 0, 3), NULL, 10);
-		s->has_queue = read_queue(res, s);
+		if ((s->has_queue = read_queue(res, s, err, errlen)) < 0) {
+			/* Never "no room": nothing of this sale is answered until it is fixed. */
+			s->has_queue = 1;
+			PQclear(res);
+			return -1;
+		}
 	}
 	for (int i = 0; i < rows && !PQgetisnull(res, i, 4); i++) {
 		struct fs_sale_item *it = &s->items[s->nitems++];

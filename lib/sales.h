@@ -123,7 +123,9 @@ int fs_sales_figures(fs_pg *, fs_stock *, uint64_t sale, struct fs_sales_figures
  * Reads the sale and its items from PostgreSQL into s (found = 0 for an
  * unknown sale) and, when r is not NULL, the units left from Redis; an
  * item's left stays -1 when Redis does not know it or cannot answer.
- * 0, or -1 with err set when PostgreSQL cannot answer.
+ * 0, or -1 with err set when PostgreSQL cannot answer, or when the sale has
+ * a waiting room whose settings cannot be read (fail closed: its purchase
+ * URLs must never be signed as a sale without one).
  */
 int fs_sales_read(fs_pg *, fs_stock *, uint64_t sale, struct fs_sale *s, char *err,
     size_t errlen);

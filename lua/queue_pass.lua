@@ -5,12 +5,20 @@
 -- KEYS[1] fs:{S}:q:places  zset: sub -> place score
 -- KEYS[2] fs:{S}:q:state   hash: admitted, soldout ... (the pacer's)
 -- KEYS[3] fs:{S}:q:passes  zset: sub -> pass expiry (ms)
--- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end)
+-- KEYS[4] fs:{S}:q:steps   zset: "<admitted>:<atMs>" -> admitted, one per
+--                          admission step (lua/queue_admit.lua)
+-- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end),
+--         claimMs (how long an admitted place has to ask for its pass),
+--         sync ("1": the caller WAITs for a replica after: a pass found
+--         again is written again, HSET state synced, so that the WAIT covers
+--         it; the answer before may have been a 503 whose WAIT failed)
 --
 -- Returns {"OK", rank, admitted, expiresMs, issuedNow 1/0}; {"NOT_IN_QUEUE"};
 -- {"NOT_YET", rank, admitted} (rank >= admitted); {"SOLD_OUT", rank,
 -- admitted} (sold out and no pass issued); {"LAPSED", rank, admitted}
--- (the pass issued has expired); {"ENDED"} from endsMs on.
+-- (the pass issued has expired, or the place was admitted more than
+-- claimMs ago and never asked: its turn passed to the next place);
+-- {"ENDED"} from endsMs on.
 
 local sub, now = ARGV[1], tonumber(ARGV[2])
 
@@ -30,6 +38,9 @@ if expires then
 	if expires <= now then
 		return {'LAPSED', rank, admitted}
 	end
+	if ARGV[6] == '1' then
+		redis.call('HSET', KEYS[2], 'synced', string.format('%.0f', now))
+	end
 	return {'OK', rank, admitted, expires, 0}
 end
 if rank >= admitted then
@@ -37,6 +48,15 @@ if rank >= admitted then
 end
 if st[2] == '1' then
 	return {'SOLD_OUT', rank, admitted}
+end
+-- The step that admitted this place: the first whose count passed its rank.
+local claim = tonumber(ARGV[5])
+if claim and KEYS[4] then
+	local step = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. rank, '+inf', 'LIMIT', 0, 1)[1]
+	local at = step and tonumber(string.match(step, ':(%d+)$'))
+	if at and now > at + claim then
+		return {'LAPSED', rank, admitted}
+	end
 end
 expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', expires), sub)

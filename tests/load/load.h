@@ -182,6 +182,7 @@ struct ld_opts {
 	int64_t		 page_poll_ms;	/* a person's page asks this often */
 	int		 join_only;	/* the journey stops once joined */
 	int		 other_items;	/* a pass told 410 buys another item */
+	int64_t		 walk_away_permille;	/* people who join, then never come back */
 	int64_t		 source_ips;	/* 0: the kernel's choice */
 	int		 get;		/* GET instead of POST */
 	int		 pass_header;	/* tokens are passes (Flashsale-Pass) */
@@ -312,6 +313,7 @@ enum ld_prs ld_rsp_eof(struct ld_rsp *);
 uint64_t ld_rand(struct ld_run *);
 int64_t	 ld_rand_below(struct ld_run *, int64_t);
 int	 ld_is_bot(const struct ld_run *, size_t);
+int	 ld_walks_away(const struct ld_run *, size_t);
 int64_t	 ld_react_us(struct ld_run *);
 void	 ld_schedule(struct ld_run *, int64_t, uint32_t);
 void	 ld_record(struct ld_run *, const struct ld_conn *, int, int, int64_t);

@@ -47,6 +47,8 @@ ld_usage(FILE *f)
 	    "                      pass buys another item of the file's\n"
 	    "                      paths not yet seen sold out, as the sale\n"
 	    "                      page offers (off: the journey ends)\n"
+	    "  --walk-away-permille N  this share of the people (0) join,\n"
+	    "                      then never come back (the tab closed)\n"
 	    "  --queue-csv FILE    t_ms,state,joined,admitted,through,\n"
 	    "                      units_left,passes_out a status read\n"
 	    "  --self-test         check the response parser, then exit\n"
@@ -104,6 +106,8 @@ static const struct ld_opt {
 	{ "join-only", LD_OPT_FLAG, offsetof(struct ld_opts, join_only), 0, 0 },
 	{ "other-items", LD_OPT_FLAG, offsetof(struct ld_opts, other_items), 0,
 	    0 },
+	{ "walk-away-permille", LD_OPT_INT, offsetof(struct ld_opts,
+	    walk_away_permille), 0, 1000 },
 	{ "get", LD_OPT_FLAG, offsetof(struct ld_opts, get), 0, 0 },
 	{ "pass-header", LD_OPT_FLAG, offsetof(struct ld_opts, pass_header), 0,
 	    0 },

@@ -39,12 +39,13 @@ enum ld_qend {
 	LD_QE_REFUSED,		/* 403 or another refusal of a step */
 	LD_QE_FAILED,		/* no answer after its retries */
 	LD_QE_JOINED,		/* --join-only: joined, nothing more */
+	LD_QE_WALKED,		/* --walk-away-permille: admitted, never came back */
 	LD_QE__MAX
 };
 
 static const char *const ld_qend_names[LD_QE__MAX] = {
 	"unfinished", "bought", "holds", "sold-out", "waiting-at-sold-out",
-	"refused", "failed", "joined"
+	"refused", "failed", "joined", "walked-away"
 };
 
 static const char *const ld_kind_names[LD_K__MAX] = {
@@ -518,12 +519,18 @@ ld_notice(struct ld_run *run, uint32_t s, int64_t now)
 
 	if (q->state[s] != LD_Q_JOINED)
 		return;
+	q->seen_us[s] = now;
+	if (ld_walks_away(run, s)) {
+		/* Its tab closed long ago: nobody asks for the pass. */
+		ld_qend(run, s, LD_QE_WALKED, LD_CAT_OTHER);
+		ld_queue_maybe_end(run);
+		return;
+	}
 	q->state[s] = LD_Q_ADMITTED;
 	q->active++;
 	run->attempts[s] = 0;
 	d = ld_is_bot(run, s) ? ld_rand_below(run, LD_BOT_NOTICE_US) :
 	    ld_rand_below(run, run->o.page_poll_ms * 1000);
-	q->seen_us[s] = now;
 	ld_schedule(run, now + d, LD_JOB(s, LD_K_PASS));
 }
 

@@ -319,14 +319,27 @@ ld_print_line(const struct ld_run *run, const struct ld_figures *f)
  * accounts (a fair sale gives a ratio near 1).
  */
 static void
-ld_print_fairness(const struct ld_figures *f, size_t nshoppers)
+ld_print_fairness(const struct ld_run *run, const struct ld_figures *f)
 {
+	size_t nshoppers = run->nshoppers, stayed = 0, k;
 	double acc = 100.0 * (double)f->bots / (double)nshoppers;
 	double won = f->won > 0 ? 100.0 * (double)f->bots_won /
 	    (double)f->won : 0.0;
 
 	printf("fairness: bots %.1f%% of accounts won %.1f%% of units "
 	    "(ratio %.2f)\n", acc, won, acc > 0 ? won / acc : 0.0);
+	if (run->o.walk_away_permille == 0)
+		return;
+	/*
+	 * With people walking away the units go to the accounts that stayed
+	 * (bots never walk away): their share there is the fair one.
+	 */
+	for (k = 0; k < nshoppers; k++)
+		stayed += (size_t)!ld_walks_away(run, k);
+	acc = stayed > 0 ? 100.0 * (double)f->bots / (double)stayed : 0.0;
+	printf("fairness-stayed: bots %.1f%% of the %zu accounts that stayed "
+	    "won %.1f%% of units (ratio %.2f)\n", acc, stayed, won,
+	    acc > 0 ? won / acc : 0.0);
 }
 
 int
@@ -340,7 +353,7 @@ ld_summary(struct ld_run *run)
 	}
 	ld_print_text(run, &f);
 	if (run->o.bots_permille > 0)
-		ld_print_fairness(&f, run->nshoppers);
+		ld_print_fairness(run, &f);
 	if (run->q != NULL)
 		ld_queue_summary(run);
 	ld_print_line(run, &f);

@@ -103,6 +103,20 @@ ld_is_bot(const struct ld_run *run, size_t shopper)
 	return (int64_t)(h % 1000) < run->o.bots_permille;
 }
 
+/*
+ * --walk-away-permille: a person (never a bot) who joins the waiting room
+ * and never comes back: another hash of the line than the bots', so the
+ * walkers are a share of the people.
+ */
+int
+ld_walks_away(const struct ld_run *run, size_t shopper)
+{
+	uint32_t h = (uint32_t)shopper * 2246822519U;
+
+	h ^= h >> 15;
+	return !ld_is_bot(run, shopper) && (int64_t)(h % 1000) < run->o.walk_away_permille;
+}
+
 /* A person's reaction: from seeing the button live to pressing it. */
 int64_t
 ld_react_us(struct ld_run *run)

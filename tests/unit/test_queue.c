@@ -304,6 +304,8 @@ test_settings(void)
 		{ "{\"capacityPerSecond\":0}", "\"capacityPerSecond\" must be an integer from 1 to 100000" },
 		{ "{\"capacityPerSecond\":99999999999999999999}", "\"capacityPerSecond\" must be an integer from 1 to 100000" },
 		{ "{\"powbits\":4}", "unknown member \"powbits\"" },
+		{ "{\"claimSeconds\":4}", "\"claimSeconds\" must be an integer from 5 to 120" },
+		{ "{\"claimSeconds\":121}", "\"claimSeconds\" must be an integer from 5 to 120" },
 	};
 	struct fs_queue_settings s, d;
 	char err[160], json[FS_QUEUE_SETTINGS_JSON_MAX];
@@ -312,7 +314,7 @@ test_settings(void)
 
 	fs_queue_settings_default(&d);
 	check(d.pre_s == 900 && d.pass_s == 120 && d.pow_bits == 14 && d.mult_milli == 1500 &&
-		d.cap_per_s == 2000,
+		d.cap_per_s == 2000 && d.claim_s == 15,
 	    "settings: the defaults of docs/QUEUE.md");
 	check(parse("{}", &s, err, sizeof(err)) == 0 && memcmp(&s, &d, sizeof(s)) == 0,
 	    "settings: {} is every default");
@@ -344,7 +346,8 @@ test_settings(void)
 	s = d;
 	check(fs_queue_settings_json(&s, json, sizeof(json)) > 0 &&
 		strcmp(json, "{\"preQueueSeconds\":900,\"passSeconds\":120,\"powBits\":14,"
-			     "\"admitMultiple\":1.5,\"capacityPerSecond\":2000}") == 0,
+			     "\"admitMultiple\":1.5,\"capacityPerSecond\":2000,"
+			     "\"claimSeconds\":15}") == 0,
 	    "settings json: canonical, every member");
 	s.mult_milli = 1000;
 	check(fs_queue_settings_json(&s, json, sizeof(json)) > 0 &&

@@ -352,10 +352,81 @@ test_lapses(fs_queue_pacer *p, uint64_t sale, uint64_t item, uint64_t sale2, uin
 	passes(sale2, 1, 30, t + 120000);
 	bought = buy_range(sale, item, 1, 24) + buy_range(sale2, item2, 1, 12);
 	fs_queue_pacer_step(p, t + 121000);
-	check(bought == 36 && admitted_is(sale, 37, 2) && state(sale, "multiple") == 1250,
-	    "lapses: 24 used, 6 lapsed: multiple 30/24 = 1.25: 6 left x 1.25 = 7 more");
+	check(bought == 36 && admitted_is(sale, 38, 2) && state(sale, "multiple") == 1250,
+	    "lapses: 24 used, 6 lapsed: multiple 30/24 = 1.25: 6 left x 1.25 = 7.5, 8 more (rounded up)");
 	check(admitted_is(sale2, 57, 2) && state(sale2, "multiple") == 1500,
 	    "lapses: 12 used, 18 lapsed: 2.5 capped at admitMultiple 1.5: 18 left x 1.5 = 27 more");
+}
+
+/*
+ * People who walk away (issue 35): 2 of the 10 places admitted never ask
+ * for their pass. Their turns pass to the next places once claimSeconds
+ * (15 s) are over, not passSeconds (120 s); and the places admitted in
+ * their stead count as outstanding though the earlier places' passes are
+ * live (counted as "admitted in the window less every pass live", they
+ * looked covered, and every step admitted the budget again).
+ */
+static void
+test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
+{
+	char sub[80];
+	int bought;
+
+	fill_n(sale, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 10, 1), "walk-away: 10 units: 10 admitted");
+	check(sql_long("SELECT count(*) FROM queue_admissions WHERE sale_id = $1 AND "
+		       "abs(extract(epoch FROM moved_at - now())) < 60", sale) == 1,
+	    "one clock: the step dated by Redis' clock of its move (moved_at), for queue verify");
+	passes(sale, 1, 8, t + 120000);
+	fs_queue_pacer_step(p, t + 250);
+	check(admitted_is(sale, 10, 1), "walk-away: 8 passes out, 2 places yet to ask: nobody more");
+	fs_queue_pacer_step(p, t + 14000);
+	check(admitted_is(sale, 10, 1), "walk-away: within their 15 s to ask: nobody more");
+	fs_queue_pacer_step(p, t + 16000);
+	check(admitted_is(sale, 12, 2),
+	    "walk-away: 15 s on, the 2 who never asked let their turn go: the next 2 admitted");
+	fs_queue_pacer_step(p, t + 16250);
+	check(admitted_is(sale, 12, 2),
+	    "walk-away: the 2 just admitted count though the 8 earlier passes are live");
+	nth_sub(sale, 11, sub);
+	pass(sale, sub, t + 136000);
+	fs_queue_pacer_step(p, t + 16500);
+	check(admitted_is(sale, 12, 2), "walk-away: 9 passes out, 1 place yet to ask: nobody more");
+	bought = buy_range(sale, item, 1, 8);
+	fs_queue_pacer_step(p, t + 17000);
+	check(bought == 8 && admitted_is(sale, 12, 2) && state(sale, "multiple") == 1000,
+	    "walk-away: 8 bought, 2 left, 1 pass and 1 place out: nobody more, never over the units");
+}
+
+/*
+ * A rush of late joins (issue 35): the journal's copy gives up after 10
+ * batches of 1000 while joins keep coming, and admission waited for a copy
+ * that emptied the journal: during a rush nobody was admitted. Here 12,000
+ * late places are journalled at once: a step copies 10,000 of them and
+ * admits from those (they are the first of the line), not nobody.
+ */
+static void
+test_rush(fs_queue_pacer *p, uint64_t sale, int64_t t)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv,
+	    "EVAL %s 2 fs:{%" PRIu64 "}:q:places fs:{%" PRIu64 "}:q:journal %lld %lld",
+	    "for i = 1, 12000 do local s = string.format('%.0f', ARGV[1] + i) "
+	    "redis.call('ZADD', KEYS[1], s, 'r' .. i) "
+	    "redis.call('RPUSH', KEYS[2], 'r' .. i .. ' ' .. s .. ' ' .. ARGV[2]) end",
+	    sale, sale, (long long)FS_QUEUE_LATE_BASE, (long long)t);
+
+	if (r != NULL)
+		freeReplyObject(r);
+	fs_queue_pacer_step(p, t);
+	check(redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 2000 &&
+		sql_long("SELECT count(*) FROM queue_places WHERE sale_id = $1", sale) == 10000,
+	    "rush: a step copies 10 batches of 1000 and leaves the rest");
+	check(admitted_is(sale, 10, 1),
+	    "rush: the journal not emptied, admission goes on from the places copied");
+	fs_queue_pacer_step(p, t + 250);
+	check(redis_long("LLEN fs:{%" PRIu64 "}:q:journal%s", sale, "") == 0 &&
+		admitted_is(sale, 10, 1), "rush: the rest copied at the next step");
 }
 
 /* queue_admit.lua run by hand with owner and expected count; the reply's text ("" none). */
@@ -442,6 +513,18 @@ test_resume(fs_queue_pacer *p3, uint64_t sale)
 	fs_queue_pacer_step(p3, ends + 1000);
 	check(admitted_is(sale, 6, 5) && redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") >
 		23 * 3600 * 1000L, "end: after it nobody admitted, the keys expire a day after it");
+	/*
+	 * `sale extend` by 3 days at the end (issue 35): the keys, given their
+	 * expiry a day after the old end, must follow the new end, not expire
+	 * while the sale runs (its places, passes and state lost).
+	 */
+	fs_pg_run(f.pg, "UPDATE sales SET ends_at = ends_at + interval '3 days' WHERE id = $1", 1,
+	    (const char *[]){ sql });
+	fs_queue_pacer_step(p3, ends + 1000 + FS_QUEUE_PACER_SCAN_MS);
+	check(redis_long("PTTL fs:{%" PRIu64 "}:q:places%s", sale, "") > 3 * 86400 * 1000L &&
+		redis_long("PTTL fs:{%" PRIu64 "}:q:state%s", sale, "") > 3 * 86400 * 1000L &&
+		redis_long("PTTL fs:{%" PRIu64 "}:q:steps%s", sale, "") > 3 * 86400 * 1000L,
+	    "extend: the keys' expiry follows the new end (places, state, steps)");
 }
 
 /*
@@ -486,7 +569,8 @@ test_journal_waits(fs_queue_pacer *p, uint64_t sale)
 int
 main(void)
 {
-	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL;
+	fs_queue_pacer *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL, *p6 = NULL,
+		       *p7 = NULL, *p8 = NULL;
 	struct fs_cfg waiting;
 	uint64_t sale, item, sale2, item2, sale3, item3;
 	const char *top = getenv("top_srcdir");
@@ -530,6 +614,18 @@ main(void)
 		return 1;
 	}
 	test_copied_only(p6, sale, fs_clock_now_ms());
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p7 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the walk-aways\n");
+		return 1;
+	}
+	test_walkaway(p7, sale, item, fs_clock_now_ms());
+	if (queue_sale(10, 2000, &sale, &item) != 0 ||
+	    (p8 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
+		printf("Bail out! the sale of the rush\n");
+		return 1;
+	}
+	test_rush(p8, sale, fs_clock_now_ms());
 	waiting = f.cfg;
 	snprintf(waiting.value[FS_CFG_REDIS_WAIT_MS], sizeof(waiting.value[0]), "100");
 	if (queue_sale(10, 2000, &sale, &item) != 0 ||
@@ -538,6 +634,8 @@ main(void)
 		return 1;
 	}
 	test_journal_waits(p5, sale);
+	fs_queue_pacer_free(p8);
+	fs_queue_pacer_free(p7);
 	fs_queue_pacer_free(p6);
 	fs_queue_pacer_free(p5);
 	fs_queue_pacer_free(p4);

@@ -33,7 +33,7 @@
 #define PASS_MS 120000
 
 /* Joining opens at 1 s, the sale at 2 s, ends at 1000 s (ms since the epoch: any clock). */
-static const struct fs_queue_window win = { 1000, 2000, 1000000, PASS_MS / 1000 };
+static const struct fs_queue_window win = { 1000, 2000, 1000000, PASS_MS / 1000, 15 };
 
 static enum fs_queue_verdict
 join(fs_queue_store *q, const char *sub, int64_t draw, int64_t now, struct fs_queue_place *p)
@@ -250,6 +250,97 @@ check_outstanding(const struct fs_cfg *cfg, const char *top)
 	fs_stock_free(st);
 }
 
+/*
+ * The claim window (issue 35): a place admitted more than claimSeconds ago
+ * (15 s by default; its step in fs:{S}:q:steps) that never asked has let its
+ * turn go: LAPSED, never a pass; within the window its pass is issued.
+ * Without it a walk-away's turn held the line for passSeconds.
+ */
+static void
+check_claim(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+	redisReply *r;
+
+	set_state(srv, "soldout", "0");
+	set_state(srv, "admitted", "6");
+	/* Ranks 2 and 3 (cat, dan) admitted at 3000, 4 and 5 (gus, fay) at 10000. */
+	if ((r = test_redis_cmd(srv, "ZADD fs:{7}:q:steps 4 4:3000 6 6:10000")) != NULL)
+		freeReplyObject(r);
+	check(pass(q, "dan", 3000 + 15000 + 1, &p) == FS_QUEUE_V_LAPSED && p.rank == 3,
+	    "claim: admitted at 3 s, asking 15.001 s later: its turn passed (LAPSED)");
+	check(pass(q, "gus", 10000 + 15000, &p) == FS_QUEUE_V_OK && p.added == 1,
+	    "claim: admitted at 10 s, asking 15 s later: its pass");
+	check(pass(q, "dan", 60000, &p) == FS_QUEUE_V_LAPSED,
+	    "claim: a turn that passed never comes back");
+	check(pass(q, "fay", 200000, &p) == FS_QUEUE_V_LAPSED && p.rank == 5,
+	    "claim: the window of the step that admitted the place, not of the last step");
+}
+
+/*
+ * The opening decided by one clock (issue 35): a handler passes no time
+ * (FS_QUEUE_NOW_REDIS) and the script reads Redis' TIME. A handler whose
+ * clock was 3 s slow (or read before a 3 s settings wait) would have said
+ * "before the opening" for a join made 2 s after it, and given a drawn
+ * place to an account chosen once the seed was published.
+ */
+static void
+check_one_clock(fs_queue_store *q)
+{
+	int64_t real = fs_clock_now_ms();
+	struct fs_queue_window opened = { real - 600000, real - 2000, real + 600000, 120, 15 };
+	struct fs_queue_window soon = { real - 600000, real + 600000, real + 1200000, 120, 15 };
+	struct fs_queue_place p;
+
+	check(fs_queue_join(q, 12, &soon, "ivy", 4242, FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_OK &&
+		p.score == 4242 && p.rank == -1,
+	    "one clock: before the opening by Redis' clock: the draw, no rank yet");
+	check(fs_queue_join(q, 13, &opened, "jon", 4242, FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_OK &&
+		p.score == LATE + 1 && p.rank == 0,
+	    "one clock: 2 s after the opening by Redis' clock: late, whatever the handler's clock");
+}
+
+/* The state's "synced" field (the write a WAIT after a repeat covers), -1 none. */
+static long long
+synced(const struct test_redis *srv)
+{
+	redisReply *r = test_redis_cmd(srv, "HGET fs:{7}:q:state synced");
+	long long v = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING)
+		v = strtoll(r->str, NULL, 10);
+	if (r != NULL)
+		freeReplyObject(r);
+	return v;
+}
+
+/*
+ * A WAIT that failed (issue 35): the join or pass was answered 503 and kept
+ * on the master; its retry found it and answered 200 without a write, so
+ * its WAIT (the caller's, on its own connection) covered nothing and a
+ * replica promoted next could lack what was answered 200. With sync (set by
+ * FLASHSALE_REDIS_WAIT_MS) a place or pass found again is written again.
+ * Here no replica exists: every WAIT fails, as the first one did.
+ */
+static void
+check_sync(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+
+	q->sync = 1;
+	check(join(q, "lea", 3, 1500, &p) == FS_QUEUE_V_OK && p.added == 1 &&
+		fs_queue_replicate(q, 50) == -1,
+	    "sync: a new place, its WAIT fails (no replica): the handler answers 503");
+	check(join(q, "lea", 3, 1600, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 1600 &&
+		fs_queue_replicate(q, 50) == -1,
+	    "sync: its retry writes again, so its WAIT covers the place: it fails again (503)");
+	check(pass(q, "gus", 30000, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 30000,
+	    "sync: a pass found again is written again too");
+	q->sync = 0;
+	check(join(q, "lea", 3, 1700, &p) == FS_QUEUE_V_OK && p.added == 0 && synced(srv) == 30000,
+	    "sync off (no FLASHSALE_REDIS_WAIT_MS): a repeat writes nothing");
+}
+
 /* On a cluster: sales in different slots, every script in one; WAIT 1 acknowledged. */
 static void
 check_cluster(const char *top)
@@ -325,6 +416,9 @@ main(void)
 	check_state(q, &srv);
 	check_batch(q);
 	check_outstanding(&cfg, top);
+	check_claim(q, &srv);
+	check_one_clock(q);
+	check_sync(q, &srv);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");
 	fs_queue_store_free(q);

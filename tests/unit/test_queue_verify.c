@@ -27,6 +27,7 @@ static char sale_s[24];
 static unsigned char seed[FS_QUEUE_SEEDBYTES];
 static int found[FS_QUEUE_WRONG__MAX];
 static char last_text[512];
+static long late_issued = -1;	/* Redis' count of late numbers given, as the caller says */
 
 static void
 count(void *arg, enum fs_queue_violation kind, const char *text)
@@ -44,7 +45,7 @@ verify(struct fs_queue_verify_report *rep)
 
 	memset(found, 0, sizeof(found));
 	last_text[0] = '\0';
-	if (fs_queue_verify(f.pg, sale, count, NULL, rep, err, sizeof(err)) != 0) {
+	if (fs_queue_verify(f.pg, sale, late_issued, count, NULL, rep, err, sizeof(err)) != 0) {
 		printf("# verify: %s\n", err);
 		return -1;
 	}
@@ -198,6 +199,94 @@ test_planted(void)
 	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
 	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'stranger'",
 	    FS_QUEUE_WRONG_ORDER, 1, "out of order: user stranger", "order: an order without a place");
+	/*
+	 * Issue 35: a step the pacer recorded from Redis' count (Redis ahead of
+	 * PostgreSQL: a lost row, or a count set by hand) was taken for a paced
+	 * one; it is now marked and reported.
+	 */
+	/* Issue 35: steps were not checked against the capacity (1 a second here). */
+	planted("UPDATE sales SET queue = '{\"capacityPerSecond\": 1}' WHERE id = $1",
+	    "UPDATE sales SET queue = '{}' WHERE id = $1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 4 places in 1000 ms, over capacityPerSecond 1",
+	    "step: a step admitting more than the capacity allows");
+	planted("UPDATE queue_admissions SET from_redis = true WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET from_redis = false WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 (8 admitted) was recorded from Redis' count",
+	    "step: a step recorded from Redis' count, not paced");
+}
+
+/*
+ * Issue 35: an operator's `queue pass` was indistinguishable from
+ * tampering. Recorded (who, when, why) before the order, the order of an
+ * account without a place is the operator's, not a violation; the same
+ * order without the record still is one.
+ */
+static void
+test_operator(void)
+{
+	struct fs_queue_verify_report rep;
+	const char *swap = "UPDATE orders SET user_id = 'helped' WHERE sale_id = $1 AND "
+			   "user_id IN (SELECT user_id FROM orders WHERE sale_id = $1 LIMIT 1)";
+
+	check(sql(swap) == 0 && verify(&rep) == 1 && found[FS_QUEUE_WRONG_ORDER] == 1,
+	    "operator: an order of an account without a place, no pass recorded: a violation");
+	check(sql("INSERT INTO queue_operator_passes (sale_id, user_id, issued_by, issued_at, "
+		  "expires_at, reason) VALUES ($1, 'helped', 'support-ann', "
+		  "(SELECT starts_at FROM sales WHERE id = $1), now() + interval '2 minutes', "
+		  "'ticket 4711: the page failed for her')") == 0 &&
+		verify(&rep) == 0 && rep.by_operator == 1 && rep.orders == 3,
+	    "operator: with its pass recorded before the order: clean, counted as the operator's");
+	check(sql("UPDATE queue_operator_passes SET issued_at = now() + interval '1 hour' "
+		  "WHERE sale_id = $1") == 0 && verify(&rep) == 1 && rep.by_operator == 0,
+	    "operator: a pass recorded after the order does not cover it");
+	sql("DELETE FROM queue_operator_passes WHERE sale_id = $1");
+	sql("UPDATE orders SET user_id = (SELECT user_id FROM queue_places q WHERE q.sale_id = $1 AND "
+	    "NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = q.user_id) "
+	    "ORDER BY score, user_id COLLATE \"C\" LIMIT 1) WHERE sale_id = $1 AND user_id = 'helped'");
+	check(verify(&rep) == 0, "operator: put back, clean again");
+}
+
+/*
+ * Issue 35: orders (dated by Redis' clock) were compared with steps dated
+ * by the pacer's clock. A pacer an hour fast made every order look earlier
+ * than its admission; with the move dated by Redis (moved_at), one clock.
+ */
+static void
+test_one_clock(void)
+{
+	struct fs_queue_verify_report rep;
+
+	check(sql("UPDATE queue_admissions SET at = at + interval '1 day', moved_at = "
+		  "(SELECT starts_at FROM sales WHERE id = $1) + step * interval '1 second' "
+		  "WHERE sale_id = $1") == 0 && verify(&rep) == 0,
+	    "one clock: the pacer's clock a day fast, the moves by Redis' clock before the orders: clean");
+	check(sql("UPDATE queue_admissions SET moved_at = now() + interval '1 hour' WHERE "
+		  "sale_id = $1") == 0 && verify(&rep) == 3 && found[FS_QUEUE_WRONG_ORDER] == 3 &&
+		strstr(last_text, "by Redis' clock") != NULL,
+	    "one clock: moves after the orders by Redis' clock: each order out of order");
+	check(sql("UPDATE queue_admissions SET at = at - interval '1 day', moved_at = NULL WHERE "
+		  "sale_id = $1") == 0 && verify(&rep) == 0, "one clock: put back, clean again");
+}
+
+/*
+ * Issue 35: the last late place deleted left the numbering 2^52+1, 2 intact:
+ * only Redis' count of late numbers given (fs_queue_late_issued) tells.
+ */
+static void
+test_late_deleted(void)
+{
+	struct fs_queue_verify_report rep;
+
+	late_issued = 3;
+	check(verify(&rep) == 0, "late count: Redis gave 3 late places, PostgreSQL has 3: clean");
+	check(sql("DELETE FROM queue_places WHERE sale_id = $1 AND user_id = 'late3'") == 0 &&
+		verify(&rep) == 1 && found[FS_QUEUE_WRONG_LATE] == 1 &&
+		strstr(last_text, "Redis gave 3 late places, PostgreSQL has 2") != NULL,
+	    "late count: the last late place deleted is found");
+	late_issued = -1;
+	check(verify(&rep) == 0, "late count: unknown (Redis forgot the sale): not checked");
+	check(place("late3", FS_QUEUE_LATE_BASE + 3, 300) == 0 && verify(&rep) == 0,
+	    "late count: put back, clean again");
 }
 
 int
@@ -213,11 +302,14 @@ main(void)
 	}
 	test_clean();
 	test_planted();
-	check(fs_queue_verify(f.pg, sale + 1000, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
+	test_operator();
+	test_late_deleted();
+	test_one_clock();
+	check(fs_queue_verify(f.pg, sale + 1000, -1, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no sale") != NULL,
 	    "an unknown sale is an error, not a clean queue");
 	check(sql("UPDATE sales SET queue = NULL, queue_seed = NULL WHERE id = $1") == 0 &&
-		fs_queue_verify(f.pg, sale, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
+		fs_queue_verify(f.pg, sale, -1, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no waiting room") != NULL,
 	    "so is a sale without a waiting room");
 	fixture_finish(&f);

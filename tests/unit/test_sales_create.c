@@ -67,7 +67,7 @@ test_with_queue(void)
 
 	check(a != 0 && b != 0, "a sale with a queue is created");
 	check(strcmp(value("SELECT queue::text FROM sales WHERE id = $1", a),
-		  "{\"powBits\": 12, \"passSeconds\": 120, \"admitMultiple\": 2.5, "
+		  "{\"powBits\": 12, \"passSeconds\": 120, \"claimSeconds\": 15, \"admitMultiple\": 2.5, "
 		  "\"preQueueSeconds\": 900, \"capacityPerSecond\": 2000}") == 0,
 	    "its settings stored whole, the defaults filled in");
 	snprintf(seed1, sizeof(seed1), "%s", value("SELECT encode(queue_seed, 'hex') FROM sales "

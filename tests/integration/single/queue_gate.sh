@@ -132,3 +132,32 @@ qg_expect "no waiting room: q=1 added to its URL" 403 BAD_PURCHASE_URL "$added" 
 frank_tok=$(admin token mint --user "qg-frank-$plain_sale")
 ans=$(qg_buy "$plain" "$plain_pass" "$frank_tok")
 is "${ans%% *}" "202" "no waiting room: the token buys, the pass is ignored"
+
+# --- Fail closed (issue 35): a waiting room whose settings this build
+# cannot read (a member it does not know: a rolling upgrade, a hand edit)
+# is never read as a sale without one. Before, the reveal signed its URLs
+# without q=1 and a token alone bought; now nothing of the sale is answered
+# (503 and an error line) and no URL is signed.
+psql_q "UPDATE sales SET queue = queue || '{\"memberOfTomorrow\": 1}' WHERE id = $sale" >/dev/null
+qg_wait=$(($(date +%s) + 10))
+while :; do
+	qg_rev=$(curl -s -o "$FLASHSALE_STATE/qg-rev" -w '%{http_code}' \
+		"$FLASHSALE_ORIGIN_URL/api/flash-sales/sales/$sale/reveal")
+	[ "$qg_rev" = 503 ] || [ "$(date +%s)" -ge "$qg_wait" ] && break
+	sleep 0.2
+done
+is "$qg_rev $(json_get "$(cat "$FLASHSALE_STATE/qg-rev")" error)" "503 TRY_AGAIN" \
+    "unreadable queue settings: the reveal is refused (503), never a URL without q=1"
+check "unreadable queue settings: an error line names the sale" \
+    grep -q "sale $sale: its waiting room's settings cannot be read (unknown member .*memberOfTomorrow" \
+    "$FLASHSALE_STATE/log/flashsale-sale.log"
+if admin sale urls "$sale" >"$FLASHSALE_STATE/qg-urls" 2>&1; then
+	not_ok "unreadable queue settings: flashsale-admin signs no URL" "got: $(cat "$FLASHSALE_STATE/qg-urls")"
+else
+	ok "unreadable queue settings: flashsale-admin signs no URL"
+fi
+qg_q=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" -d '{}' \
+	"$FLASHSALE_ORIGIN_URL/api/flash-sales/sales/$sale/queue")
+is "$qg_q" 503 "unreadable queue settings: the queue's join answers 503"
+qg_expect "unreadable queue settings: a token alone still buys nothing" 403 NOT_ADMITTED "$path" "" "$tok"
+psql_q "UPDATE sales SET queue = queue - 'memberOfTomorrow' WHERE id = $sale" >/dev/null

@@ -136,3 +136,23 @@ is "$qv_rc $(printf '%s\n' "$qv_out" | grep -c '^out of order: user qv[0-9]-') $
     "an order planted before its admission: named, exit 1"
 psql_q "UPDATE orders SET reserved_at = reserved_at + interval '1 hour' WHERE sale_id = $qv AND
     id = (SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1)" >/dev/null
+
+# --- Issue 35: an operator's pass is recorded (who, when, why) before it is
+# printed, and queue verify counts an order made with it as the operator's,
+# not as an order of an account never admitted.
+qv_op=$(admin queue pass "$qv" "qv-helped-$qv" --reason "ticket 4711" --by support-ann)
+is "$? $(printf '%s' "$qv_op" | cut -c1-4) $(psql_q "SELECT issued_by || '|' || reason || '|' || (expires_at > now()) FROM queue_operator_passes WHERE sale_id = $qv AND user_id = 'qv-helped-$qv'")" \
+    "0 cDF8 support-ann|ticket 4711|true" "queue pass: printed, and recorded with who, why and its expiry"
+# The sale is sold out: one of its orders stands for the one the pass made.
+qv_oid=$(psql_q "SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1")
+qv_was=$(psql_q "SELECT user_id || ' ' || reserved_at FROM orders WHERE id = '$qv_oid'")
+psql_q "UPDATE orders SET user_id = 'qv-helped-$qv', reserved_at = now() WHERE id = '$qv_oid'" >/dev/null
+is "$(admin queue verify "$qv")" \
+    "queue verify: 6 places, 3 admitted, 0 violations (1 orders by operators' recorded passes)" \
+    "queue verify: the order by the operator's recorded pass is no violation, and is counted"
+psql_q "DELETE FROM queue_operator_passes WHERE sale_id = $qv" >/dev/null
+qv_out=$(admin queue verify "$qv")
+is "$? $(printf '%s\n' "$qv_out" | grep -c "^out of order: user qv-helped-$qv ")" "1 1" \
+    "the same order without the record: a violation"
+psql_q "UPDATE orders SET user_id = '${qv_was%% *}', reserved_at = '${qv_was#* }' WHERE id = '$qv_oid'" >/dev/null
+is "$(admin queue verify "$qv")" "queue verify: 6 places, 3 admitted, 0 violations" "put back: clean"
