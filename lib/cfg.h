@@ -13,6 +13,7 @@ enum fs_cfg_key {
 	FS_CFG_REDIS_USER,
 	FS_CFG_REDIS_PASSWORD_FILE,
 	FS_CFG_REDIS_WAIT_MS,
+	FS_CFG_REDIS_TIMEOUT_MS,
 	FS_CFG_PG,
 	FS_CFG_KAFKA_BROKERS,
 	FS_CFG_KAFKA_TOPIC,
@@ -57,6 +58,8 @@ struct fs_cfg {
  * must wait at least this much longer before it calls it a ghost.
  */
 #define FS_CFG_HOLD_MARGIN_MS 10000
+/* FLASHSALE_REDIS_WAIT_MS stays this far below FLASHSALE_REDIS_TIMEOUT_MS (lib/redis's WAIT margin). */
+#define FS_CFG_REDIS_WAIT_MARGIN_MS 100
 
 /*
  * Reads every variable (or its default) and checks each value, then each
