@@ -12,6 +12,9 @@
 #define FS_PKGDATADIR "/usr/local/share/flashsale"
 #endif
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const struct {
 	const char *name;
 	const char *def;
@@ -87,6 +90,14 @@ static const struct {
 	[FS_CFG_QUEUE_THREADS] = { "FLASHSALE_QUEUE_THREADS", "2",
 	    "event loops per flashsale-queue process (the joins of a loop's round share one "
 	    "Redis pipeline)" },
+	[FS_CFG_FCGI_READ_TIMEOUT_MS] = { "FLASHSALE_FCGI_READ_TIMEOUT_MS",
+	    STR(FS_CFG_FCGI_READ_TIMEOUT_MS_DEFAULT),
+	    "a FastCGI request whose first byte came must be whole within this many ms, and an "
+	    "answer must be taken within it, or the handler closes the connection (100 to 60000)" },
+	[FS_CFG_FCGI_IDLE_TIMEOUT_MS] = { "FLASHSALE_FCGI_IDLE_TIMEOUT_MS",
+	    STR(FS_CFG_FCGI_IDLE_TIMEOUT_MS_DEFAULT),
+	    "a FastCGI connection with nothing of a request on it closes after this many ms "
+	    "(1000 to 3600000; longer than nginx's upstream keepalive_timeout, 400 ms)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -106,6 +117,8 @@ static const struct {
 	[FS_CFG_QUEUE_PACER] = { 0, 1 },
 	[FS_CFG_QUEUE_STEP_MS] = { 50, 5000 },
 	[FS_CFG_QUEUE_THREADS] = { 1, 64 },
+	[FS_CFG_FCGI_READ_TIMEOUT_MS] = { 100, 60000 },
+	[FS_CFG_FCGI_IDLE_TIMEOUT_MS] = { 1000, 3600000 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */
