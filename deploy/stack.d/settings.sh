@@ -79,6 +79,10 @@ RATE_WEBHOOK=${FLASHSALE_RATE_WEBHOOK:-50r/s}
 BURST_WEBHOOK=${FLASHSALE_BURST_WEBHOOK:-}
 BURST_PER_IP=${FLASHSALE_BURST_PER_IP:-}
 BURST_PER_USER=${FLASHSALE_BURST_PER_USER:-}
+# The push server's memory (nchan_max_reserved_memory) and how long it keeps
+# an order's latest status (nchan_message_timeout): deploy/push.conf.in.
+PUSH_MEMORY=${FLASHSALE_PUSH_MEMORY:-512M}
+PUSH_KEEP=${FLASHSALE_PUSH_KEEP:-60s}
 
 PORT_EDGE=$BASE
 PORT_ORIGIN=$((BASE + 1))
@@ -188,6 +192,10 @@ check_settings() {
 	done
 	{ [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65528 ]; } ||
 		die "FLASHSALE_PORT_BASE must be within 1024..65528"
+	printf '%s\n' "$PUSH_MEMORY" | grep -Eqx '[1-9][0-9]{0,6}[KM]' ||
+		die "FLASHSALE_PUSH_MEMORY=$PUSH_MEMORY: want a size like 512M (K or M)"
+	printf '%s\n' "$PUSH_KEEP" | grep -Eqx '[1-9][0-9]{0,4}s' ||
+		die "FLASHSALE_PUSH_KEEP=$PUSH_KEEP: want seconds like 60s"
 	# The paths go unquoted into nginx, Redis and libpq configuration.
 	case $STATE$SOLDOUT_DIR$DATADIR$BINDIR in
 	*[!A-Za-z0-9/._+-]*) die "state, data and program paths must be made of [A-Za-z0-9/._+-]" ;;
