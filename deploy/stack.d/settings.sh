@@ -83,6 +83,10 @@ BURST_PER_USER=${FLASHSALE_BURST_PER_USER:-}
 # an order's latest status (nchan_message_timeout): deploy/push.conf.in.
 PUSH_MEMORY=${FLASHSALE_PUSH_MEMORY:-512M}
 PUSH_KEEP=${FLASHSALE_PUSH_KEEP:-60s}
+# The logs' rotation (stack.d/logkeeper.sh): the size of a log that is
+# copied aside and truncated, and how often they are looked at.
+LOG_MAX_MB=${FLASHSALE_LOG_MAX_MB:-64}
+LOG_CHECK_S=${FLASHSALE_LOG_CHECK_S:-30}
 
 PORT_EDGE=$BASE
 PORT_ORIGIN=$((BASE + 1))
@@ -101,6 +105,8 @@ BENCH=${FLASHSALE_BENCH:-0}
 CONF=$STATE/conf
 RUN=$STATE/run
 LOG=$STATE/log
+# What the logkeeper rotates (stack.d/cluster.sh adds the origin hosts').
+LOG_DIRS=$LOG
 METRICS_DIR=$STATE/metrics
 PGDATA=$STATE/postgres
 SECRETS=$STATE/secrets
@@ -149,7 +155,7 @@ esac
 ORIGIN_A=127.0.0.2
 ORIGIN_B=127.0.0.3
 
-PARTS="redis postgres kafka consumer provider handlers nginx varnish"
+PARTS="redis postgres kafka consumer provider handlers nginx varnish logkeeper"
 # Started only when asked for (deploy/stack start prometheus).
 OPTIONAL_PARTS="prometheus"
 PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-127.0.0.1:$PORT_ORIGIN}
@@ -185,7 +191,8 @@ check_settings() {
 		check_rate FLASHSALE_RATE_WEBHOOK "$RATE_WEBHOOK"
 		BURST_WEBHOOK=${BURST_WEBHOOK:-$((10 * ${RATE_WEBHOOK%r/?}))}
 	fi
-	for number in "$BASE" "$BURST_PER_IP" "$BURST_PER_USER" "$BURST_WEBHOOK"; do
+	for number in "$BASE" "$BURST_PER_IP" "$BURST_PER_USER" "$BURST_WEBHOOK" "$LOG_MAX_MB" \
+		"$LOG_CHECK_S"; do
 		case $number in
 		'' | *[!0-9]*) die "bad number '$number' in the FLASHSALE_ settings" ;;
 		esac
