@@ -15,6 +15,7 @@
 
 #include "admin.h"
 #include "clock.h"
+#include "jsonread.h"
 #include "keys.h"
 #include "pg.h"
 #include "salectl.h"
@@ -29,11 +30,11 @@
 static json_object *
 created_queue(const struct fs_sale *s)
 {
-	char text[FS_QUEUE_SETTINGS_JSON_MAX], commit[65];
+	char text[FS_QUEUE_SETTINGS_JSON_MAX], commit[65], why[64];
 	json_object *q;
 
 	if (fs_queue_settings_json(&s->queue, text, sizeof(text)) < 0 ||
-	    (q = json_tokener_parse(text)) == NULL)
+	    (q = fs_jsonread_object(text, strlen(text), 2, why, sizeof(why))) == NULL)
 		return NULL;
 	fs_queue_seed_commit(s->seed, commit);
 	json_object_object_add(q, "seedCommit", json_object_new_string(commit));

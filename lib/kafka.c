@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "clock.h"
+#include "jsonread.h"
 #include "kafka_int.h"
 #include "lock.h"
 #include "log.h"
@@ -118,13 +119,12 @@ static int
 on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 {
 	fs_kafka_producer *p = opaque;
-	struct json_tokener *tok = json_tokener_new();
-	json_object *doc = NULL, *brokers, *req, *n;
+	json_object *doc, *brokers, *req, *n;
+	char why[64];
 	long long sum = 0;
 
 	(void)rk;
-	if (tok != NULL && len <= INT32_MAX)
-		doc = json_tokener_parse_ex(tok, json, (int)len);
+	doc = fs_jsonread_object(json, len, JSON_TOKENER_DEFAULT_DEPTH, why, sizeof(why));
 	if (doc != NULL && json_object_object_get_ex(doc, "brokers", &brokers) &&
 	    json_object_is_type(brokers, json_type_object)) {
 		json_object_object_foreach(brokers, name, b) {
@@ -140,8 +140,6 @@ on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 		p->produce_seen = sum;
 	}
 	json_object_put(doc);
-	if (tok != NULL)
-		json_tokener_free(tok);
 	return 0; /* librdkafka frees json */
 }
 

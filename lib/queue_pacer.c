@@ -26,6 +26,7 @@
 
 #include "cfg.h"
 #include "clock.h"
+#include "jsonread.h"
 #include "log.h"
 #include "pg.h"
 #include "queue.h"
@@ -179,7 +180,8 @@ fs_queue_pacer_owner(const fs_queue_pacer *p)
 static int
 settings_of(const char *text, struct fs_queue_settings *set, char *err, size_t errlen)
 {
-	json_object *o = json_tokener_parse(text);
+	char why[64];
+	json_object *o = fs_jsonread_object(text, strlen(text), 2, why, sizeof(why));
 	int rc;
 
 	if (o == NULL) {

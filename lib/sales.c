@@ -92,13 +92,14 @@ fs_sales_item_left(const struct fs_sale_item *it)
 static int
 read_queue(const PGresult *res, struct fs_sale *s)
 {
+	const char *text = PQgetvalue(res, 0, 10);
 	json_object *o;
 	char err[128];
 	int ok;
 
 	if (PQgetisnull(res, 0, 10) || PQgetisnull(res, 0, 11))
 		return 0;
-	if ((o = json_tokener_parse(PQgetvalue(res, 0, 10))) == NULL)
+	if ((o = fs_jsonread_object(text, strlen(text), 2, err, sizeof(err))) == NULL)
 		return 0;
 	ok = fs_queue_settings_parse(o, &s->queue, err, sizeof(err)) == 0 &&
 	    sodium_hex2bin(s->seed, sizeof(s->seed), PQgetvalue(res, 0, 11),

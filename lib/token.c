@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "b64url.h"
+#include "jsonread.h"
 #include "keyfile.h"
 #include "token_int.h"
 
@@ -254,59 +255,6 @@ fs_token_keys_set_claims(fs_token_keys *keys, const char *issuer,
 	return 0;
 }
 
-/* HMAC-SHA256 with a key of any length (RFC 7518 wants at least 32). */
-static void
-token_hs256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
-    unsigned char mac[crypto_auth_hmacsha256_BYTES])
-{
-	crypto_auth_hmacsha256_state st;
-
-	crypto_auth_hmacsha256_init(&st, key, keylen);
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, mac);
-	sodium_memzero(&st, sizeof(st));
-}
-
-struct json_object *
-fs_token_json(const void *buf, size_t len, int depth)
-{
-	struct json_tokener *tok;
-	struct json_object *obj;
-	const char *s = buf;
-	size_t end;
-
-	/* json-c stops at a NUL; it has no place in a token's JSON. */
-	if (len > INT_MAX || memchr(s, '\0', len) != NULL)
-		return NULL;
-	if ((tok = json_tokener_new_ex(depth)) == NULL)
-		return NULL;
-	json_tokener_set_flags(tok,
-	    JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-	    JSON_TOKENER_VALIDATE_UTF8);
-	obj = json_tokener_parse_ex(tok, s, (int)len);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	while (end < len && (s[end] == ' ' || s[end] == '\t' ||
-	    s[end] == '\r' || s[end] == '\n'))
-		end++;
-	if (obj != NULL && (end != len ||
-	    !json_object_is_type(obj, json_type_object))) {
-		json_object_put(obj);
-		obj = NULL;
-	}
-	return obj;
-}
-
-int
-fs_token_string_is(struct json_object *v, const char *s)
-{
-	size_t len = strlen(s);
-
-	return json_object_is_type(v, json_type_string) &&
-	    (size_t)json_object_get_string_len(v) == len &&
-	    memcmp(json_object_get_string(v), s, len) == 0;
-}
-
 /* Copies a configured key into *key for alg. */
 static void
 token_vkey(enum fs_token_alg alg, const unsigned char *bytes, size_t len, struct fs_token_vkey *key)
@@ -314,6 +262,7 @@ token_vkey(enum fs_token_alg alg, const unsigned char *bytes, size_t len, struct
 	key->alg = alg;
 	memcpy(key->key, bytes, len);
 	key->len = len;
+	key->pkey = NULL;
 }
 
 /*
@@ -328,8 +277,8 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 	const char *s = json_object_get_string(kid);
 	size_t len = (size_t)json_object_get_string_len(kid);
 
-	if (fs_token_string_is(kid, FS_TOKEN_DEMO_KID) && keys->has_demo_pk) {
-		if (!fs_token_string_is(alg, "EdDSA"))
+	if (fs_jsonread_is(kid, FS_TOKEN_DEMO_KID) && keys->has_demo_pk) {
+		if (!fs_jsonread_is(alg, "EdDSA"))
 			return FS_TOKEN_BAD_ALG;
 		token_vkey(FS_TOKEN_ALG_EDDSA_DEMO, keys->demo_pk, sizeof(keys->demo_pk), key);
 		return FS_TOKEN_OK;
@@ -338,20 +287,23 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 		fs_token_log_unknown_kid(s, len);
 		return FS_TOKEN_UNKNOWN_KEY;
 	}
-	if (!fs_token_string_is(alg, key->alg == FS_TOKEN_ALG_HS256 ? "HS256" : "EdDSA"))
+	if (!fs_jsonread_is(alg, fs_token_alg_name(key->alg))) {
+		fs_token_vkey_release(key);
 		return FS_TOKEN_BAD_ALG;
+	}
 	return FS_TOKEN_OK;
 }
 
 /* Picks the key from the protected header; the keys must allow its alg. */
 static enum fs_token_status
-token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
+token_header_key(const fs_token_keys *keys, const char *hdr, size_t len,
     struct fs_token_vkey *key)
 {
 	struct json_object *obj, *v, *kid;
 	enum fs_token_status st = FS_TOKEN_BAD_ALG;
+	char why[64];
 
-	if ((obj = fs_token_json(hdr, len, TOKEN_JSON_DEPTH)) == NULL)
+	if ((obj = fs_jsonread_object_strict(hdr, len, TOKEN_JSON_DEPTH, why, sizeof(why))) == NULL)
 		return FS_TOKEN_MALFORMED;
 	/* We understand no extension, so a "crit" header must be refused. */
 	if (!json_object_object_get_ex(obj, "alg", &v) ||
@@ -360,10 +312,10 @@ token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
 	else if (json_object_object_get_ex(obj, "kid", &kid))
 		st = json_object_is_type(kid, json_type_string) ?
 		    token_header_kid(keys, v, kid, key) : FS_TOKEN_MALFORMED;
-	else if (fs_token_string_is(v, "EdDSA") && keys->has_ed_pk) {
+	else if (fs_jsonread_is(v, "EdDSA") && keys->has_ed_pk) {
 		token_vkey(FS_TOKEN_ALG_EDDSA, keys->ed_pk, sizeof(keys->ed_pk), key);
 		st = FS_TOKEN_OK;
-	} else if (fs_token_string_is(v, "HS256") && keys->hs_keylen > 0) {
+	} else if (fs_jsonread_is(v, "HS256") && keys->hs_keylen > 0) {
 		token_vkey(FS_TOKEN_ALG_HS256, keys->hs_key, keys->hs_keylen, key);
 		st = FS_TOKEN_OK;
 	}
@@ -377,10 +329,9 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 {
 	/* Holds the header, then the signature: any part of a token fits. */
 	unsigned char buf[FS_TOKEN_MAX];
-	unsigned char mac[crypto_auth_hmacsha256_BYTES];
 	const char *dot1, *dot2, *end;
 	size_t n;
-	struct fs_token_vkey key;
+	struct fs_token_vkey key = { .pkey = NULL };
 	enum fs_token_status st;
 	int ok;
 
@@ -398,7 +349,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	if (fs_b64url_decode(buf, sizeof(buf), jws, (size_t)(dot1 - jws),
 	    &n) != FS_B64URL_OK)
 		return FS_TOKEN_MALFORMED;
-	if ((st = token_header_key(keys, buf, n, &key)) != FS_TOKEN_OK)
+	if ((st = token_header_key(keys, (const char *)buf, n, &key)) != FS_TOKEN_OK)
 		goto fail;
 
 	st = FS_TOKEN_MALFORMED;
@@ -406,15 +357,8 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
 		goto fail;
 	/* The signing input is the header and payload as sent, dot included. */
-	if (key.alg == FS_TOKEN_ALG_HS256) {
-		token_hs256(key.key, key.len, jws, (size_t)(dot2 - jws), mac);
-		ok = n == sizeof(mac) &&
-		    sodium_memcmp(mac, buf, sizeof(mac)) == 0;
-	} else
-		ok = n == crypto_sign_BYTES &&
-		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
-		    (size_t)(dot2 - jws), key.key) == 0;
-	sodium_memzero(&key, sizeof(key));
+	ok = fs_token_signature_ok(&key, (const unsigned char *)jws, (size_t)(dot2 - jws), buf, n);
+	fs_token_vkey_release(&key);
 	if (!ok)
 		return FS_TOKEN_BAD_SIGNATURE;
 
@@ -428,7 +372,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 		return FS_TOKEN_MALFORMED;
 	}
 fail:
-	sodium_memzero(&key, sizeof(key));
+	fs_token_vkey_release(&key);
 	return st;
 }
 
@@ -461,23 +405,6 @@ token_date(struct json_object *claims, const char *name, int64_t *out)
 }
 
 int
-fs_token_name_ok(const char *s, size_t len, size_t max)
-{
-	size_t i;
-
-	if (len == 0 || len > max)
-		return 0;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' ||
-		    c == '\\')
-			return 0;
-	}
-	return 1;
-}
-
-int
 fs_token_sub_ok(const char *sub, size_t len)
 {
 	return fs_token_name_ok(sub, len, FS_TOKEN_SUB_MAX);
@@ -495,10 +422,10 @@ token_audience_ok(const fs_token_keys *keys, struct json_object *claims)
 	if (keys->audience == NULL)
 		return 0;
 	if (!json_object_is_type(aud, json_type_array))
-		return fs_token_string_is(aud, keys->audience);
+		return fs_jsonread_is(aud, keys->audience);
 	n = json_object_array_length(aud);
 	for (i = 0; i < n; i++)
-		if (fs_token_string_is(json_object_array_get_idx(aud, i),
+		if (fs_jsonread_is(json_object_array_get_idx(aud, i),
 		    keys->audience))
 			return 1;
 	return 0;
@@ -544,7 +471,7 @@ token_claims(const fs_token_keys *keys, struct json_object *claims,
 
 	if (keys->issuer != NULL &&
 	    (!json_object_object_get_ex(claims, "iss", &v) ||
-	    !fs_token_string_is(v, keys->issuer)))
+	    !fs_jsonread_is(v, keys->issuer)))
 		return FS_TOKEN_BAD_ISSUER;
 	if (!token_audience_ok(keys, claims))
 		return FS_TOKEN_BAD_AUDIENCE;
@@ -568,6 +495,7 @@ fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
 	unsigned char payload[FS_TOKEN_MAX];
 	struct json_object *claims;
 	enum fs_token_status st;
+	char why[64];
 	size_t plen;
 
 	if (submax > 0)
@@ -576,7 +504,8 @@ fs_token_verify(const fs_token_keys *keys, const char *jwt, size_t len,
 	    &plen);
 	if (st != FS_TOKEN_OK)
 		return st;
-	if ((claims = fs_token_json(payload, plen, TOKEN_JSON_DEPTH)) == NULL)
+	if ((claims = fs_jsonread_object_strict((const char *)payload, plen, TOKEN_JSON_DEPTH, why,
+	    sizeof(why))) == NULL)
 		return FS_TOKEN_MALFORMED;
 	st = token_claims(keys, claims, now, sub, submax);
 	json_object_put(claims);
@@ -623,7 +552,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 
 	if (outmax > 0)
 		out[0] = '\0';
-	if ((unsigned)alg >= FS_TOKEN_ALG__MAX ||
+	if ((unsigned)alg >= FS_TOKEN_ALG__MAX || token_headers[alg] == NULL ||
 	    (alg == FS_TOKEN_ALG_EDDSA && !keys->has_ed_sk) ||
 	    (alg == FS_TOKEN_ALG_EDDSA_DEMO && !keys->has_demo_sk) ||
 	    (alg == FS_TOKEN_ALG_HS256 && keys->hs_keylen == 0))
@@ -668,7 +597,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 		crypto_sign_detached(sig, NULL, (const unsigned char *)out, pos,
 		    alg == FS_TOKEN_ALG_EDDSA_DEMO ? keys->demo_sk : keys->ed_sk);
 	else
-		token_hs256(keys->hs_key, keys->hs_keylen, out, pos, sig);
+		fs_token_hs256(keys->hs_key, keys->hs_keylen, out, pos, sig);
 	out[pos++] = '.';
 	(void)fs_b64url_encode(out + pos, outmax - pos, sig, siglen, NULL);
 	st = FS_TOKEN_OK;

@@ -51,6 +51,12 @@ cmd_up() {
 	start_kafka
 	start_consumer
 	start_provider
+	if [ -n "$OIDC_FLAG" ]; then
+		start_oidc
+		start_jwks
+	else
+		oidc_disable
+	fi
 	start_handlers
 	start_nginx
 	ready_handlers
@@ -65,6 +71,12 @@ cmd_down() {
 	stop_varnish
 	stop_nginx
 	stop_handlers
+	if [ -f "$RUN/jwks.pid" ]; then
+		stop_jwks
+	fi
+	if [ -f "$RUN/oidc.pid" ]; then
+		stop_oidc
+	fi
 	stop_provider
 	stop_consumer
 	stop_kafka

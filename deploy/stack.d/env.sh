@@ -35,6 +35,7 @@ FLASHSALE_PAYMENT_URL=http://127.0.0.1:$PORT_PROVIDER
 FLASHSALE_PAYMENT_API_KEY=$(cat "$STATE/payment/api.key" 2>/dev/null || true)
 FLASHSALE_PAYMENT_WEBHOOK_SECRET=$(cat "$STATE/payment/webhook.secret" 2>/dev/null || true)
 EOF
+	oidc_env_lines
 }
 
 # Points the functions at the parts whose environment "env" prints: this

@@ -38,8 +38,10 @@ ensure_keys() {
 
 # The stack's own token keys as a JWK Set (FLASHSALE_JWKS_FILE): tokens that
 # name them by kid, as an identity provider's do, pass like those without.
-# Rewritten from the key files at every start, by a rename that running
-# handlers never see half done; the demo key keeps its own kid "demo".
+# Rewritten from the key files at every start into $OWN_JWKS_FILE, then
+# into FLASHSALE_JWKS_FILE with the OpenID provider's keys when its part
+# runs (merge_jwks, stack.d/oidc.sh), by a rename that running handlers
+# never see half done; the demo key keeps its own kid "demo".
 write_jwks() {
 	[ -f "$STATE/keys/jwt-ed25519.pub" ] && [ -f "$STATE/keys/jwt-hs256.key" ] || return 0
 	x=$(basenc --base64url -w0 <"$STATE/keys/jwt-ed25519.pub" | tr -d =)
@@ -47,8 +49,9 @@ write_jwks() {
 	{ (
 		umask 077
 		printf '{"keys":[\n{"kty":"OKP","crv":"Ed25519","kid":"%s","use":"sig","alg":"EdDSA","x":"%s"},\n{"kty":"oct","kid":"%s","use":"sig","alg":"HS256","k":"%s"}\n]}\n' \
-			stack-ed25519 "$x" stack-hs256 "$k" >"$JWKS_FILE.new"
-	) && mv -f "$JWKS_FILE.new" "$JWKS_FILE"; } || die "cannot write $JWKS_FILE"
+			stack-ed25519 "$x" stack-hs256 "$k" >"$OWN_JWKS_FILE.new"
+	) && mv -f "$OWN_JWKS_FILE.new" "$OWN_JWKS_FILE"; } || die "cannot write $OWN_JWKS_FILE"
+	merge_jwks
 }
 
 # spawn-fcgi -F N forks N processes on one socket and writes all N PIDs to

@@ -80,6 +80,8 @@ part_pids() {
 	nginx) live_pids "$CONF/nginx.conf" $(pids_in "$RUN/nginx.pid") ;;
 	varnish) live_pids "$STATE/varnish" $(pids_in "$RUN/varnish.pid") ;;
 	prometheus) live_pids "$CONF/prometheus.yml" $(pids_in "$RUN/prometheus.pid") ;;
+	oidc) live_pids /oidc-provider.mjs $(pids_in "$RUN/oidc.pid") ;;
+	jwks) live_pids refresh-jwks $(pids_in "$RUN/jwks.pid") ;;
 	*) live_pids "/$1" $(pids_in "$RUN/$1.pid") ;;
 	esac
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # prog: the name of the sourcing script
 # Shared by tests/bench/purchase and tests/load/rehearse (sourced, POSIX sh;
 # tests/bench/consumer takes its readings and Redis clients): a stack of
 # their own on loopback with the benchmarks' server block, the ceiling
@@ -49,6 +50,82 @@ ratio() {
 # fs_json ARGS: the JSON on standard input read with tests/tools/fs-json
 # (the value at a path: fs_json .saleId).
 fs_json() { "${BINDIR:-$FLASHSALE_BINDIR}/tests/tools/fs-json" "$@"; }
+
+# --- token algorithms (issue 34) ---------------------------------------------
+#
+# EdDSA and HS256 tokens come from flashsale-admin token mint with the
+# stack's keys; RS256 and ES256 ones, as an identity provider's, from jose
+# (tests/browser/mint-token.mjs) with keys made by openssl and listed in the
+# stack's JWK Set under the kids bench-rs256 and bench-es256.
+
+BENCH_MINT=$repo/tests/browser/mint-token.mjs
+
+# bench_alg_check ALG: dies unless the benchmarks can mint ALG tokens here.
+bench_alg_check() {
+	case $1 in
+	EdDSA | HS256) ;;
+	RS256 | ES256) bench_pkeys_possible || die "--alg $1 needs node, openssl and jose in tests/browser (deploy/install-deps)" ;;
+	*) die "--alg EdDSA, HS256, RS256 or ES256 (got '$1')" ;;
+	esac
+}
+
+# bench_pkeys_possible: whether RS256 and ES256 tokens can be made here.
+bench_pkeys_possible() {
+	command -v node >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1 &&
+		[ -f "$repo/tests/browser/node_modules/jose/package.json" ]
+}
+
+# bench_pkeys: after bench_stack_up, an RSA (2048 bits) and a P-256 key in
+# $STATE/keys, added to the stack's JWK Set (the handlers re-read it within
+# a second of their next token with a kid: bench_token_wait).
+bench_pkeys() {
+	if ! openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$STATE/keys/bench-rs256.pem" 2>/dev/null ||
+		! openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$STATE/keys/bench-es256.pem" 2>/dev/null; then
+		die "openssl genpkey failed"
+	fi
+	if ! jwk_rs=$(node "$BENCH_MINT" --jwk "$STATE/keys/bench-rs256.pem" bench-rs256) ||
+		! jwk_es=$(node "$BENCH_MINT" --jwk "$STATE/keys/bench-es256.pem" bench-es256) ||
+		! set=$(cat "$FLASHSALE_JWKS_FILE"); then
+		die "cannot read the keys for $FLASHSALE_JWKS_FILE"
+	fi
+	# The stack's set ends with its keys array: the two keys go at its end.
+	printf '%s,%s,%s]}\n' "${set%]*}" "$jwk_rs" "$jwk_es" >"$FLASHSALE_JWKS_FILE.bench" ||
+		die "cannot write $FLASHSALE_JWKS_FILE"
+	mv -f "$FLASHSALE_JWKS_FILE.bench" "$FLASHSALE_JWKS_FILE" || die "cannot write $FLASHSALE_JWKS_FILE"
+}
+
+# bench_mint ALG USER [COUNT]: one token for USER, or COUNT lines
+# "USER-i TOKEN" (valid two hours).
+bench_mint() {
+	case $1 in
+	EdDSA | HS256) "$BINDIR/flashsale-admin" token mint --user "$2" --alg "$1" --ttl 7200 ${3:+--count "$3"} ;;
+	RS256) node "$BENCH_MINT" ${3:+--count "$3"} "$STATE/keys/bench-rs256.pem" RS256 bench-rs256 "$2" ;;
+	ES256) node "$BENCH_MINT" ${3:+--count "$3"} "$STATE/keys/bench-es256.pem" ES256 bench-es256 "$2" ;;
+	esac
+}
+
+# bench_token_wait TOKEN URL: POSTs to URL with the token until the answer
+# is not 401 (its key is loaded), 10 s at most.
+bench_token_wait() {
+	n=0
+	while [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $1" "$2")" = 401 ]; do
+		n=$((n + 1))
+		[ $n -lt 50 ] || die "a token of the new key is still refused (401) after 10 s"
+		sleep 0.2
+	done
+}
+
+# bench_token_cost N: one line, the CPU microseconds of one verification by
+# algorithm, with the handlers' keys (tests/tools/fs-token-cost, N each).
+bench_token_cost() {
+	set -- "$1" "EdDSA=$(bench_mint EdDSA cost)" "HS256=$(bench_mint HS256 cost)"
+	if [ -f "$STATE/keys/bench-rs256.pem" ]; then
+		set -- "$@" "RS256=$(bench_mint RS256 cost)" "ES256=$(bench_mint ES256 cost)"
+	fi
+	"$BINDIR/tests/tools/fs-token-cost" "$@" |
+		awk -v n="$1" '{ s = s sprintf("%s%s %s us", NR > 1 ? ", " : "", $1, $2) }
+			END { printf "one token verification (fs_token_verify, one core, %d each): %s\n", n, s }'
+}
 
 # --- setup and teardown ----------------------------------------------------
 
@@ -103,7 +180,9 @@ bench_init() {
 	RUN=$STATE/run
 	LOG=$STATE/log
 	TICK_US=$((1000000 / $(getconf CLK_TCK)))
+	# shellcheck disable=SC2034 # read by the sourcing scripts
 	PORT_EDGE=$BASE
+	# shellcheck disable=SC2034 # read by the sourcing scripts
 	PORT_ORIGIN=$((BASE + 1))
 	PORT_BENCH=$((BASE + 7))
 	STACK_UP=0
@@ -131,7 +210,7 @@ $busy"
 	STACK_UP=1
 	stack up >>"$STATE/stack.log" 2>&1 || die "deploy/stack up failed; see $STATE/stack.log"
 	eval "$(stack env)"
-	export FLASHSALE_DATADIR=$repo
+	export FLASHSALE_DATADIR="$repo"
 	# The origin host: 127.0.0.1, or the cluster topology's first (origin-a).
 	BENCH_HOST=127.0.0.1
 	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && BENCH_HOST=127.0.0.2
@@ -216,10 +295,12 @@ redis_pipe() {
 bench_spawn() {
 	pidfile=$RUN/$1.pid
 	rm -f "$pidfile" "$RUN/$1.sock"
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 	spawn-fcgi -s "$RUN/$1.sock" -M 0660 -F "$2" -P "$pidfile" -- \
 		/bin/sh -c 'exec "$0" >>"$1" 2>&1' "$3" "$LOG/$1.log" \
 		>>"$LOG/spawn-fcgi.log" 2>&1 || die "spawn-fcgi $1 failed; see $LOG/spawn-fcgi.log"
 	# spawn-fcgi leaves the last PID without its newline.
+	# shellcheck disable=SC2046 # one word per PID
 	printf '%s\n' $(cat "$pidfile") >"$pidfile.tmp" && mv "$pidfile.tmp" "$pidfile"
 }
 
@@ -231,13 +312,14 @@ bench_track() {
 # Stops the processes of NAME that still run its program, by PID.
 bench_unspawn() {
 	pids=
+	# shellcheck disable=SC2013 # one PID a line
 	for pid in $(cat "$RUN/$1.pid" 2>/dev/null); do
 		case $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) in
 		*trivial-fcgi* | *flashsale-*) pids="$pids $pid" ;;
 		esac
 	done
 	if [ -n "$pids" ]; then
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		kill -TERM $pids 2>/dev/null
 		n=0
 		while [ $n -lt 50 ]; do
@@ -249,7 +331,7 @@ bench_unspawn() {
 			sleep 0.2
 			n=$((n + 1))
 		done
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		[ -z "$alive" ] || kill -KILL $alive 2>/dev/null
 	fi
 	rm -f "$RUN/$1.pid" "$RUN/$1.sock"
@@ -281,6 +363,7 @@ component_pids() {
 			;;
 		edge-nginx)
 			# The edge's nginx, in front of Varnish.
+			# shellcheck disable=SC2013 # one PID a line
 			for master in $(cat "$run/nginx-edge.pid" 2>/dev/null); do
 				echo "$master" && pgrep -P "$master"
 			done
@@ -333,11 +416,11 @@ cpu_snapshot() {
 	: >"$file"
 	for comp in "$@"; do
 		if [ "$comp" = kafka-jit ]; then
-			# shellcheck disable=SC2046
+			# shellcheck disable=SC2046 # one word per PID
 			echo "$comp $(jit_ticks $(component_pids kafka))" >>"$file"
 			continue
 		fi
-		# shellcheck disable=SC2046
+		# shellcheck disable=SC2046 # one word per PID
 		echo "$comp $(proc_ticks $(component_pids "$comp"))" >>"$file"
 	done
 }

@@ -1,4 +1,4 @@
-/* Unit test of lib/jsonread: whole objects, bounded members. */
+/* Unit test of lib/jsonread: whole objects, strict ones, bounded members, exact strings. */
 #include "config.h"
 
 #include <stdio.h>
@@ -18,9 +18,37 @@ refused(const char *text, int depth)
 	return o == NULL && why[0] != '\0';
 }
 
+/* True when the len bytes at text are refused by the strict reader. */
+static int
+strict_refused(const char *text, size_t len)
+{
+	char why[64] = "";
+	json_object *o = fs_jsonread_object_strict(text, len, 4, why, sizeof(why));
+
+	json_object_put(o);
+	return o == NULL && why[0] != '\0';
+}
+
+/* The strict reader (tokens, JWK Sets): RFC 8259, nothing json-c lets pass besides. */
+static void
+test_strict(void)
+{
+	static const char nul[] = "{\"a\":1}\0";
+
+	check(!strict_refused("{\"a\":[1,\"x\"]} \r\n\t", 17), "strict: an object, white space after it");
+	check(strict_refused("{\"a\":'x'}", 9) && !refused("{\"a\":'x'}", 4),
+	    "strict: a single-quoted string is refused (the lenient reader takes it)");
+	check(strict_refused("{\"a\":1} x", 9), "strict: trailing characters are refused");
+	check(strict_refused(nul, sizeof(nul) - 1), "strict: a NUL byte is refused");
+	check(strict_refused("{\"a\":\"\xff\"}", 8), "strict: bytes that are not UTF-8 are refused");
+	check(strict_refused("[1]", 3) && strict_refused("{\"a\":", 5),
+	    "strict: only a whole object will do");
+}
+
 int
 main(void)
 {
+	static const char nul[] = "{\"s\":\"abc\\u0000x\"}";
 	static const char doc[] = "{\"n\":7,\"big\":9223372036854775807,\"s\":\"abc\",\"e\":\"\",\"f\":1.5}";
 	char why[64] = "";
 	json_object *o = fs_jsonread_object(doc, strlen(doc), 4, why, sizeof(why));
@@ -44,6 +72,14 @@ main(void)
 	check(fs_jsonread_string(o, "s", 2) == NULL, "a string too long is refused");
 	check(fs_jsonread_string(o, "e", 10) == NULL, "an empty string is refused");
 	check(fs_jsonread_string(o, "n", 10) == NULL, "a number is not a string");
+	check(fs_jsonread_string_is(o, "s", "abc") && !fs_jsonread_string_is(o, "s", "ab") &&
+	    !fs_jsonread_string_is(o, "s", "abcd") && !fs_jsonread_string_is(o, "n", "7") &&
+	    !fs_jsonread_string_is(o, "missing", "abc"), "a string member equal to a text, exactly");
 	json_object_put(o);
+	o = fs_jsonread_object(nul, strlen(nul), 4, why, sizeof(why));
+	check(o != NULL && !fs_jsonread_string_is(o, "s", "abc"),
+	    "a string with an embedded NUL is not the text before it");
+	json_object_put(o);
+	test_strict();
 	return failures == 0 ? 0 : 1;
 }
