@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (stack)
 # Hostile FastCGI records sent straight to the handlers' own sockets (what
 # anything that can open them could send; nginx never does): a name-value
 # pair whose declared lengths sum past INT_MAX, which aborted a libfcgi
@@ -49,50 +49,54 @@ fr_order=$FLASHSALE_STATE/run/flashsale-order.sock
 fr_purchase=$FLASHSALE_STATE/run/flashsale-purchase.sock
 for fr_i in 1 2; do
 	"$fr_abuse" fcgi-half "$fr_order" 20 >"$FLASHSALE_STATE/fr-half-$fr_i.out" &
-	eval "fr_half_$fr_i=\$!"
 done
 "$fr_abuse" fcgi-half "$fr_purchase" 20 >"$FLASHSALE_STATE/fr-half-3.out" &
-fr_half_3=$!
 is "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-purchase")" "200" \
     "flashsale-purchase: answers while a peer holds half a record"
 is "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-order")" "200" \
     "flashsale-order: answers while two peers hold half a record each (once the read timeout frees a worker)"
+wait # the three peers (each bounded: 20 s)
 for fr_i in 1 2 3; do
-	eval "wait \$fr_half_$fr_i"
 	fr_out=$(cat "$FLASHSALE_STATE/fr-half-$fr_i.out")
 	fr_ms=${fr_out#fcgi-half: closed after }
 	fr_ms=${fr_ms% ms}
 	case $fr_ms in
 	'' | *[!0-9]*) not_ok "half-record peer $fr_i is closed by the handler" "$fr_out" ;;
-	*) [ "$fr_ms" -ge 1400 ] && [ "$fr_ms" -le 4000 ] &&
-		ok "half-record peer $fr_i is closed after the 1.5 s read timeout ($fr_ms ms)" ||
-		not_ok "half-record peer $fr_i is closed after the 1.5 s read timeout ($fr_ms ms)" ;;
+	*) if [ "$fr_ms" -ge 1400 ] && [ "$fr_ms" -le 4000 ]; then
+		ok "half-record peer $fr_i is closed after the 1.5 s read timeout ($fr_ms ms)"
+	else
+		not_ok "half-record peer $fr_i is closed after the 1.5 s read timeout ($fr_ms ms)"
+	fi ;;
 	esac
 done
 
 FLASHSALE_FCGI_READ_TIMEOUT_MS=60000 "$stack" restart handlers >/dev/null
 for fr_i in 1 2; do
 	"$fr_abuse" fcgi-half "$fr_order" 20 >"$FLASHSALE_STATE/fr-half-$fr_i.out" &
-	eval "fr_half_$fr_i=\$!"
 done
 # Both workers hold a peer: a request through nginx waits (what the stop must not).
 is "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/healthz/flashsale-order")" "000" \
     "flashsale-order: two half-record peers hold both workers under a one-minute read timeout"
-fr_pids=$(cat "$FLASHSALE_STATE/run/flashsale-order.pid")
+fr_pidfile=$FLASHSALE_STATE/run/flashsale-order.pid
+fr_pids=$(cat "$fr_pidfile")
 fr_t0=$(date +%s%N)
+# shellcheck disable=SC2086 # one word per PID
 kill -TERM $fr_pids
 fr_n=0
-while [ "$(fr_alive "$FLASHSALE_STATE/run/flashsale-order.pid")" -gt 0 ] && [ $fr_n -lt 200 ]; do
+while [ "$(fr_alive "$fr_pidfile")" -gt 0 ] && [ $fr_n -lt 200 ]; do
 	fr_n=$((fr_n + 1))
 	sleep 0.05
 done
 fr_ms=$(( ($(date +%s%N) - fr_t0) / 1000000 ))
-[ "$(fr_alive "$FLASHSALE_STATE/run/flashsale-order.pid")" -eq 0 ] && [ "$fr_ms" -le 3000 ] &&
-	ok "SIGTERM ends both order processes despite the stuck peers ($fr_ms ms; bound 1.5 s)" ||
+if [ "$(fr_alive "$fr_pidfile")" -eq 0 ] && [ "$fr_ms" -le 3000 ]; then
+	ok "SIGTERM ends both order processes despite the stuck peers ($fr_ms ms; bound 1.5 s)"
+else
 	not_ok "SIGTERM ends both order processes despite the stuck peers ($fr_ms ms; bound 1.5 s)"
-[ "$(fr_alive "$FLASHSALE_STATE/run/flashsale-order.pid")" -eq 0 ] || kill -KILL $fr_pids 2>/dev/null
+	# shellcheck disable=SC2086 # one word per PID
+	kill -KILL $fr_pids 2>/dev/null
+fi
+wait # the two peers (each bounded: 20 s)
 for fr_i in 1 2; do
-	eval "wait \$fr_half_$fr_i"
 	case $(cat "$FLASHSALE_STATE/fr-half-$fr_i.out") in
 	"fcgi-half: closed after"*) ok "the stopping handler closed half-record peer $fr_i" ;;
 	*) not_ok "the stopping handler closed half-record peer $fr_i" "$(cat "$FLASHSALE_STATE/fr-half-$fr_i.out")" ;;

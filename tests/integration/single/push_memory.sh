@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (stack)
 # The push server under a burst larger than its memory (issue 36, item 5:
 # nchan ran out of shared memory, refused every status push from then on
 # and wrote 2.5 million lines to its log). With FLASHSALE_PUSH_MEMORY=256K
@@ -34,21 +35,29 @@ pm_path=$(purchase_path "$pm_sale")
 admin token mint --user "pm$pm_sale" --count 1000 >"$pm_dir/tokens"
 fire_all "$pm_path" "$pm_dir/tokens" "$pm_dir/out"
 is "$(count_of 202 "$pm_dir/out")" 1000 "a burst of 1,000 purchases, more than the push server holds: 202 each"
-consumer_caught_up 90 && ok "the consumer records and pushes the burst" ||
+if consumer_caught_up 90; then
+	ok "the consumer records and pushes the burst"
+else
 	not_ok "the consumer records and pushes the burst"
+fi
 is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $pm_sale")" 1000 "every order is in PostgreSQL"
 pm_s=$(($(pm_count sent) - pm_sent))
 pm_r=$(($(pm_count refused) - pm_refused))
 pm_f=$(($(pm_count failed) - pm_failed))
 diag "status pushes: $pm_s sent, $pm_r refused, $pm_f failed"
 is "$((pm_s + pm_r)) $pm_f" "1000 0" "each order's status is published once: sent or refused, none lost unanswered"
-[ "$pm_r" -ge 500 ] && [ "$pm_s" -le 500 ] &&
-	ok "nchan refuses what does not fit in 256K, and each refusal is counted ($pm_r)" ||
+if [ "$pm_r" -ge 500 ] && [ "$pm_s" -le 500 ]; then
+	ok "nchan refuses what does not fit in 256K, and each refusal is counted ($pm_r)"
+else
 	not_ok "nchan refuses what does not fit in 256K, and each refusal is counted ($pm_r)"
+fi
 is "$(wc -l <"$pm_log")" "$pm_lines" "the push server's log does not grow with the refusals"
 pm_c=$(($(wc -l <"$pm_clog") - pm_clines))
-[ "$pm_c" -le 60 ] && ok "the consumer's log grows by $pm_c lines for $pm_r refusals (a line per batch at most)" ||
+if [ "$pm_c" -le 60 ]; then
+	ok "the consumer's log grows by $pm_c lines for $pm_r refusals (a line per batch at most)"
+else
 	not_ok "the consumer's log grows by $pm_c lines for $pm_r refusals (a line per batch at most)"
+fi
 
 # After the burst: once the kept statuses expire (10 s, and nchan's 5 s
 # for an empty channel), a new order's status is pushed (bounded: 20 tries,
@@ -61,8 +70,13 @@ while [ $pm_ok = 0 ] && [ $pm_n -lt 20 ]; do
 	sleep 3
 	pm_sent=$(pm_count sent)
 	ans=$(http POST "$pm_path" "$(sed -n "${pm_n}p" "$pm_dir/after" | cut -d' ' -f2)")
-	[ "${ans%% *}" = 202 ] && consumer_caught_up 30 && [ "$(pm_count sent)" -gt "$pm_sent" ] && pm_ok=1
+	if [ "${ans%% *}" = 202 ] && consumer_caught_up 30 && [ "$(pm_count sent)" -gt "$pm_sent" ]; then
+		pm_ok=1
+	fi
 done
-[ $pm_ok = 1 ] && ok "after the burst a new order's status is pushed again (try $pm_n, 3 s apart)" ||
+if [ $pm_ok = 1 ]; then
+	ok "after the burst a new order's status is pushed again (try $pm_n, 3 s apart)"
+else
 	not_ok "after the burst a new order's status is pushed again" "$pm_n tries"
+fi
 "$stack" restart nginx >/dev/null 2>&1 || not_ok "the push server restarts with its usual memory"

@@ -44,9 +44,11 @@ rs_stalled() {
 	is "$(cat "$FLASHSALE_STATE/slow.status") $(json_get "$(cat "$FLASHSALE_STATE/slow.body")" error)" \
 	    "503 TRY_AGAIN" "a reservation Redis answers too late: 503"
 	# The handler waited the timeout it was given, not the default second.
-	[ "$rs_ms" -ge $((rs_timeout_ms - 500)) ] &&
-		ok "... after FLASHSALE_REDIS_TIMEOUT_MS ($rs_ms ms)" ||
+	if [ "$rs_ms" -ge $((rs_timeout_ms - 500)) ]; then
+		ok "... after FLASHSALE_REDIS_TIMEOUT_MS ($rs_ms ms)"
+	else
 		not_ok "... after FLASHSALE_REDIS_TIMEOUT_MS ($rs_ms ms)"
+	fi
 }
 
 set -- $(new_sale -5 5)
