@@ -12,6 +12,9 @@
 #define FS_PKGDATADIR "/usr/local/share/flashsale"
 #endif
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const struct {
 	const char *name;
 	const char *def;
@@ -27,6 +30,10 @@ static const struct {
 	[FS_CFG_REDIS_WAIT_MS] = { "FLASHSALE_REDIS_WAIT_MS", "0",
 	    "a purchase (a waiting room's new place or pass too) waits this long for a replica "
 	    "of its Redis to have the hold (WAIT 1), else answers 503 (0: no wait)" },
+	[FS_CFG_REDIS_TIMEOUT_MS] = { "FLASHSALE_REDIS_TIMEOUT_MS", "1000",
+	    "how long one Redis command (a reservation's pipeline, its connect and retries "
+	    "included) may take before the program gives up on it (a purchase answers 503); "
+	    "200 to 10000, and above FLASHSALE_REDIS_WAIT_MS by 100" },
 	[FS_CFG_PG] = { "FLASHSALE_PG", NULL, "PostgreSQL libpq connection string (the password in a passfile= it names)" },
 	[FS_CFG_KAFKA_BROKERS] = { "FLASHSALE_KAFKA_BROKERS", NULL,
 	    "Kafka bootstrap servers, host:port[,host:port]" },
@@ -83,6 +90,14 @@ static const struct {
 	[FS_CFG_QUEUE_THREADS] = { "FLASHSALE_QUEUE_THREADS", "2",
 	    "event loops per flashsale-queue process (the joins of a loop's round share one "
 	    "Redis pipeline)" },
+	[FS_CFG_FCGI_READ_TIMEOUT_MS] = { "FLASHSALE_FCGI_READ_TIMEOUT_MS",
+	    STR(FS_CFG_FCGI_READ_TIMEOUT_MS_DEFAULT),
+	    "a FastCGI request whose first byte came must be whole within this many ms, and an "
+	    "answer must be taken within it, or the handler closes the connection (100 to 60000)" },
+	[FS_CFG_FCGI_IDLE_TIMEOUT_MS] = { "FLASHSALE_FCGI_IDLE_TIMEOUT_MS",
+	    STR(FS_CFG_FCGI_IDLE_TIMEOUT_MS_DEFAULT),
+	    "a FastCGI connection with nothing of a request on it closes after this many ms "
+	    "(1000 to 3600000; longer than nginx's upstream keepalive_timeout, 400 ms)" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -91,6 +106,7 @@ static const struct {
 } cfg_range[FS_CFG__MAX] = {
 	[FS_CFG_DEMO_SIGNIN] = { 0, 1 },
 	[FS_CFG_REDIS_WAIT_MS] = { 0, 900 },
+	[FS_CFG_REDIS_TIMEOUT_MS] = { 200, 10000 },
 	[FS_CFG_SOLDOUT_RECHECK_MS] = { 100, 10000 },
 	[FS_CFG_KAFKA_TIMEOUT_MS] = { 100, 300000 },
 	[FS_CFG_KAFKA_LINGER_MS] = { 0, 1000 },
@@ -101,6 +117,8 @@ static const struct {
 	[FS_CFG_QUEUE_PACER] = { 0, 1 },
 	[FS_CFG_QUEUE_STEP_MS] = { 50, 5000 },
 	[FS_CFG_QUEUE_THREADS] = { 1, 64 },
+	[FS_CFG_FCGI_READ_TIMEOUT_MS] = { 100, 60000 },
+	[FS_CFG_FCGI_IDLE_TIMEOUT_MS] = { 1000, 3600000 },
 };
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */
@@ -217,6 +235,17 @@ check_dependencies(struct fs_cfg *cfg)
 		    "FLASHSALE_KAFKA_LINGER_MS (%ld ms) by %d s: an order may be on its way to the "
 		    "broker that long, and the sweeper would fail it as a ghost",
 		    age_ms / 1000, in_flight_ms, FS_CFG_HOLD_MARGIN_MS / 1000);
+		return -1;
+	}
+	/* A WAIT's answer must come before the connection's own timeout (lib/redis). */
+	if (fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS) + FS_CFG_REDIS_WAIT_MARGIN_MS >
+	    fs_cfg_long(cfg, FS_CFG_REDIS_TIMEOUT_MS)) {
+		cfg->err = 1;
+		snprintf(cfg->errstr, sizeof(cfg->errstr),
+		    "FLASHSALE_REDIS_WAIT_MS (%ld) must stay %d ms below FLASHSALE_REDIS_TIMEOUT_MS "
+		    "(%ld): the answer of a WAIT comes within the command's timeout",
+		    fs_cfg_long(cfg, FS_CFG_REDIS_WAIT_MS), FS_CFG_REDIS_WAIT_MARGIN_MS,
+		    fs_cfg_long(cfg, FS_CFG_REDIS_TIMEOUT_MS));
 		return -1;
 	}
 	return 0;

@@ -13,6 +13,7 @@ enum fs_cfg_key {
 	FS_CFG_REDIS_USER,
 	FS_CFG_REDIS_PASSWORD_FILE,
 	FS_CFG_REDIS_WAIT_MS,
+	FS_CFG_REDIS_TIMEOUT_MS,
 	FS_CFG_PG,
 	FS_CFG_KAFKA_BROKERS,
 	FS_CFG_KAFKA_TOPIC,
@@ -39,6 +40,8 @@ enum fs_cfg_key {
 	FS_CFG_QUEUE_PACER,
 	FS_CFG_QUEUE_STEP_MS,
 	FS_CFG_QUEUE_THREADS,
+	FS_CFG_FCGI_READ_TIMEOUT_MS,
+	FS_CFG_FCGI_IDLE_TIMEOUT_MS,
 	FS_CFG__MAX
 };
 
@@ -57,6 +60,18 @@ struct fs_cfg {
  * must wait at least this much longer before it calls it a ghost.
  */
 #define FS_CFG_HOLD_MARGIN_MS 10000
+/*
+ * The FastCGI connections' limits (lib/fcgi): a request begun must be
+ * whole, and an answer taken, within the read timeout; a connection with
+ * nothing of a request on it closes after the idle timeout, which must
+ * outlast nginx's upstream keepalive_timeout (400 ms in
+ * deploy/nginx.conf.in), so that nginx, not the handler, closes an idle
+ * kept connection and never sends a request on one being closed.
+ */
+#define FS_CFG_FCGI_READ_TIMEOUT_MS_DEFAULT 10000
+#define FS_CFG_FCGI_IDLE_TIMEOUT_MS_DEFAULT 60000
+/* FLASHSALE_REDIS_WAIT_MS stays this far below FLASHSALE_REDIS_TIMEOUT_MS (lib/redis's WAIT margin). */
+#define FS_CFG_REDIS_WAIT_MARGIN_MS 100
 
 /*
  * Reads every variable (or its default) and checks each value, then each

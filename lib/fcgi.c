@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "cfg.h"
 #include "clock.h"
 #include "fcgi_int.h"
 #include "log.h"
@@ -32,11 +33,61 @@
 #define HEAD_MAX 1024
 
 static atomic_int fcgi_stop;
+static _Atomic int64_t fcgi_stop_at;
+static struct fs_fcgi_limits fcgi_limits = { FS_CFG_FCGI_READ_TIMEOUT_MS_DEFAULT,
+	FS_CFG_FCGI_IDLE_TIMEOUT_MS_DEFAULT };
 
 int
 fs_fcgi_stopping(void)
 {
 	return atomic_load(&fcgi_stop) != 0;
+}
+
+int64_t
+fs_fcgi_stop_ms(void)
+{
+	return atomic_load(&fcgi_stop_at);
+}
+
+/* Stops serving: the workers see the flag within FS_FCGI_WAKE_MS. */
+static void
+stop_now(void)
+{
+	atomic_store(&fcgi_stop_at, fs_clock_mono_ms());
+	atomic_store(&fcgi_stop, 1);
+}
+
+const struct fs_fcgi_limits *
+fs_fcgi_limits(void)
+{
+	return &fcgi_limits;
+}
+
+int64_t
+fs_fcgi_conn_deadline(int quiet, int64_t since)
+{
+	int64_t stop = fs_fcgi_stop_ms(),
+		at = since + (quiet ? fcgi_limits.idle_ms : fcgi_limits.read_ms);
+
+	/* nginx may be sending a request on a quiet one right now: served in the grace too. */
+	if (stop != 0 && stop + FS_FCGI_STOP_GRACE_MS < at)
+		at = stop + FS_FCGI_STOP_GRACE_MS;
+	return at;
+}
+
+/* The limits from the settings (checked there); -1 with the reason logged. */
+static int
+limits_load(void)
+{
+	static struct fs_cfg cfg;
+
+	if (fs_cfg_load(&cfg, 0) != 0) {
+		fs_log_error("%s", cfg.errstr);
+		return -1;
+	}
+	fcgi_limits.read_ms = (int)fs_cfg_long(&cfg, FS_CFG_FCGI_READ_TIMEOUT_MS);
+	fcgi_limits.idle_ms = (int)fs_cfg_long(&cfg, FS_CFG_FCGI_IDLE_TIMEOUT_MS);
+	return 0;
 }
 
 /* The REQUEST_ID parameter when it is 1-64 hex digits, else NULL. */
@@ -184,6 +235,8 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
+	if (limits_load() != 0)
+		goto out;
 	if (getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 || !listening) {
 		fs_log_error("fastcgi: standard input is not a FastCGI socket (run under spawn-fcgi)");
 		goto out;
@@ -199,13 +252,13 @@ fs_fcgi_serve(const struct fs_fcgi_service *svc, void *app)
 	if ((w = calloc((size_t)n, sizeof(*w))) == NULL ||
 	    (started = workers_start(svc, w, app, n)) != n) {
 		fs_log_error("fastcgi: started %d of %d workers", started, n);
-		atomic_store(&fcgi_stop, 1);
+		stop_now();
 		goto out;
 	}
 	fs_metrics_gauge_set(FS_M_WORKERS, n);
 	while (sigwait(&stops, &sig) != 0)
 		;
-	atomic_store(&fcgi_stop, 1);
+	stop_now();
 	fs_log_info("stopping: finishing the requests in hand");
 	rc = 0;
 out:

@@ -3,7 +3,11 @@
  * workers that each accept their own connections (no hand-off from an
  * acceptor), reads parameters and bounded bodies, writes JSON answers, and
  * on SIGTERM/SIGINT stops accepting, lets every request in hand finish,
- * then returns. A worker is either a thread that answers one request at a
+ * then returns. No peer holds a worker: a request begun must be whole,
+ * and an answer taken, within the read timeout, and a connection with
+ * nothing of a request on it closes after the idle timeout (struct
+ * fs_fcgi_limits); a stop closes every connection that carries no request
+ * in the service's hands within FS_FCGI_STOP_GRACE_MS. A worker is either a thread that answers one request at a
  * time, or an event loop that holds any number of requests at once and
  * answers each when its work is done: the purchase handler's, whose
  * requests wait for the broker without holding a thread. Both parse with
@@ -19,6 +23,25 @@
 
 /* The largest request body any endpoint reads. */
 #define FS_FCGI_BODY_MAX 4096
+
+/*
+ * How long a peer may take, the same for both kinds of worker; from
+ * FLASHSALE_FCGI_READ_TIMEOUT_MS and FLASHSALE_FCGI_IDLE_TIMEOUT_MS
+ * (lib/cfg: their defaults, ranges, and why idle outlasts nginx's
+ * keep-alive). A connection is closed at most FS_FCGI_WAKE_MS after its
+ * limit passed.
+ */
+struct fs_fcgi_limits {
+	int read_ms;	/* from a request's first byte until it is whole; an answer's writes */
+	int idle_ms;	/* a connection with nothing of a request on it */
+};
+/*
+ * A stop (SIGTERM) gives a connection that is still receiving a request
+ * this long to finish it; then it is closed. So a stopping process ends
+ * within FS_FCGI_STOP_GRACE_MS + FS_FCGI_WAKE_MS (lib/fcgi_int.h) plus the
+ * time its service takes with the requests in hand, whatever its peers do.
+ */
+#define FS_FCGI_STOP_GRACE_MS 1000
 
 typedef struct fs_fcgi fs_fcgi;
 

@@ -43,6 +43,18 @@ struct fs_fcgi {
 
 struct fs_fcgi_loop;
 
+/* fcgi.c: the limits in force (the settings once fs_fcgi_serve read them, else the defaults). */
+const struct fs_fcgi_limits *fs_fcgi_limits(void);
+/* fcgi.c: when the stop came (fs_clock_mono_ms), 0 while serving. */
+int64_t fs_fcgi_stop_ms(void);
+/*
+ * When a connection in this state must be closed (fs_clock_mono_ms):
+ * quiet (nothing of a request on it) since `since`, or receiving a
+ * request (or writing an answer) since `since`; a stop shortens both to
+ * FS_FCGI_STOP_GRACE_MS after it.
+ */
+int64_t fs_fcgi_conn_deadline(int quiet, int64_t since);
+
 /* One worker: a thread that accepts its own connections, no hand-off. */
 struct fs_fcgi_worker {
 	pthread_t tid;

@@ -3,7 +3,10 @@
  * own connections, the listening socket (one waiter woken per connection)
  * and an eventfd for the tasks other threads post; any number of requests
  * are in hand at once, each answered when its work is done (the purchase
- * handler's). The bytes go through lib/fcgiproto.
+ * handler's). The bytes go through lib/fcgiproto. Every SWEEP_MS a loop
+ * closes the connections past their limits (fs_fcgi_conn_deadline): a
+ * request not whole in time, an answer not taken, idle too long; those
+ * whose request is in the service's hands wait for its answer.
  */
 #include "config.h"
 
@@ -28,8 +31,8 @@
 #define READS_MAX 8
 /* The most connections one loop holds; beyond, the kernel's backlog waits. */
 #define CONNS_MAX 4096
-/* How long a stopping loop still serves the connections nginx keeps open. */
-#define STOP_GRACE_MS 1000
+/* How often a loop looks for connections past their limits. */
+#define SWEEP_MS 100
 
 /* One FastCGI connection of a loop; multiplexing is off: one request at a time. */
 struct conn {
@@ -41,12 +44,19 @@ struct conn {
 	char *out;		/* records not written yet */
 	size_t out_off, out_len, out_cap;
 	int writing;		/* EPOLLOUT is asked for */
+	int phase;		/* PHASE_*: what its clock counts */
+	int64_t since_ms;	/* when it entered that phase (fs_clock_mono_ms) */
 	fs_fcgi fcgi;		/* the request in hand */
 	struct fs_fcgiproto proto;
 };
 
+/* A connection is quiet (nothing of a request on it), receiving or writing, or its request is handed over. */
+enum { PHASE_QUIET, PHASE_MOVING, PHASE_HANDED };
+
 struct fs_fcgi_loop {
 	struct fs_fcgi_worker *w;
+	int64_t now_ms;		/* read once per round */
+	int64_t next_sweep_ms;
 	int epfd;
 	int wakefd;		/* an eventfd: tasks posted, or stop */
 	int listening;
@@ -148,6 +158,26 @@ conn_close(struct conn *c)
 	conn_free_if_done(c);
 }
 
+/* Starts the connection's clock again when its phase changed. */
+static void
+conn_mark(struct conn *c)
+{
+	int phase;
+
+	if (c->fd < 0)
+		return;
+	if (c->busy)
+		phase = PHASE_HANDED;
+	else if (c->out_off < c->out_len || !fs_fcgiproto_quiet(&c->proto))
+		phase = PHASE_MOVING;
+	else
+		phase = PHASE_QUIET;
+	if (phase != c->phase) {
+		c->phase = phase;
+		c->since_ms = c->loop->now_ms;
+	}
+}
+
 /* Writes what it can; 0, or -1 when the connection was closed. */
 static int
 conn_flush(struct conn *c)
@@ -179,6 +209,7 @@ conn_flush(struct conn *c)
 		conn_close(c);
 		return -1;
 	}
+	conn_mark(c);
 	return 0;
 }
 
@@ -237,8 +268,8 @@ conn_send(fs_fcgi *f, const char *head, size_t hlen, const char *body, size_t bl
 	fs_fcgi_request_end(&c->fcgi);
 	if (c->fd < 0)
 		conn_free_if_done(c);
-	else
-		conn_flush(c);
+	else if (conn_flush(c) == 0)
+		conn_mark(c);
 }
 
 /* Ends a request that was aborted before it was handed over; -1 when it cannot. */
@@ -322,6 +353,7 @@ conn_readable(struct conn *c)
 	}
 	if (c->fd >= 0 && c->out_len > c->out_off && !c->writing)
 		conn_flush(c);
+	conn_mark(c);
 }
 
 static void
@@ -349,6 +381,8 @@ loop_accept(struct fs_fcgi_loop *l)
 		}
 		c->fd = fd;
 		c->loop = l;
+		c->phase = PHASE_QUIET;
+		c->since_ms = l->now_ms;
 		fs_fcgiproto_init(&c->proto);
 		if ((c->next = l->conns) != NULL)
 			l->conns->prev = c;
@@ -485,11 +519,33 @@ loop_tasks(struct fs_fcgi_loop *l)
 	}
 }
 
+/* Closes the connections past their limits; those whose request is handed over wait for it. */
+static void
+loop_sweep(struct fs_fcgi_loop *l)
+{
+	struct conn *c, *next;
+
+	if (l->now_ms < l->next_sweep_ms)
+		return;
+	l->next_sweep_ms = l->now_ms + SWEEP_MS;
+	for (c = l->conns; c != NULL; c = next) {
+		next = c->next; /* conn_close unlinks c */
+		if (c->phase == PHASE_HANDED ||
+		    l->now_ms < fs_fcgi_conn_deadline(c->phase == PHASE_QUIET, c->since_ms))
+			continue;
+		if (c->phase == PHASE_MOVING && l->listening)
+			fs_log_warn("fastcgi: a request not whole, or an answer not taken, after %d ms; "
+			    "closing the connection", fs_fcgi_limits()->read_ms);
+		conn_close(c);
+	}
+}
+
 /*
  * Stopping: no new connections. The open ones are still served, since
  * nginx may be sending a request on one right now, until nginx closes them
- * (it closes an idle one after 400 ms) or STOP_GRACE_MS passed with no
- * request in hand.
+ * (it closes an idle one after 400 ms) or FS_FCGI_STOP_GRACE_MS passed
+ * with no request in hand; one still receiving a request is closed then
+ * even while other requests are in hand (loop_sweep).
  */
 static void
 loop_stop_accepting(struct fs_fcgi_loop *l)
@@ -507,7 +563,8 @@ loop_running(struct fs_fcgi_loop *l)
 {
 	if (l->listening || l->busy > 0)
 		return 1;
-	return l->conns != NULL && fs_clock_mono_ns() - l->stop_ns < (uint64_t)STOP_GRACE_MS * 1000000u;
+	return l->conns != NULL &&
+	    fs_clock_mono_ns() - l->stop_ns < (uint64_t)FS_FCGI_STOP_GRACE_MS * 1000000u;
 }
 
 void *
@@ -527,6 +584,7 @@ fs_fcgi_loop_main(void *arg)
 			fs_log_error("fastcgi: epoll_wait: %s", strerror(errno));
 			break;
 		}
+		l->now_ms = fs_clock_mono_ms();
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &listen_tag) {
 				loop_accept(l);
@@ -546,6 +604,7 @@ fs_fcgi_loop_main(void *arg)
 			}
 		}
 		loop_deadlines(l);
+		loop_sweep(l);
 		if (w->svc->round_end != NULL)
 			w->svc->round_end(w->ctx);
 		loop_bury(l);
@@ -579,6 +638,7 @@ fs_fcgi_loop_new(struct fs_fcgi_worker *w)
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		return NULL;
 	l->w = w;
+	l->now_ms = fs_clock_mono_ms();
 	l->tail = &l->tasks;
 	l->listening = 1;
 	for (int i = 0; i < FS_FCGI_WATCH_MAX; i++)

@@ -4,7 +4,11 @@
  * lib/fcgiproto, hands it to the service, whose handle answers before it
  * returns, writes the answer's records, and goes on with the connection
  * until it ends or a request does not keep it. One request at a time per
- * thread: for handlers that block on PostgreSQL or a provider.
+ * thread: for handlers that block on PostgreSQL or a provider. A peer
+ * cannot hold the thread: the socket's timeouts wake it every
+ * FS_FCGI_WAKE_MS, and a connection past its limit (fs_fcgi_conn_deadline:
+ * a request not whole in time, an answer not taken, idle too long, or a
+ * stop) is closed.
  */
 #include "config.h"
 
@@ -17,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "clock.h"
 #include "fcgi_int.h"
 #include "log.h"
 
@@ -28,18 +33,28 @@ struct tconn {
 	struct fs_fcgiproto proto;
 };
 
-/* Writes all of buf to a blocking socket; 0, or -1 when the connection failed. */
+/*
+ * Writes all of buf to the socket, whose send timeout wakes it every
+ * FS_FCGI_WAKE_MS; 0, or -1 when the connection failed or the peer has
+ * not taken the answer by its deadline (fs_fcgi_conn_deadline).
+ */
 static int
 write_all(int fd, const char *buf, size_t len)
 {
+	int64_t deadline = fs_fcgi_conn_deadline(0, fs_clock_mono_ms());
 	ssize_t n;
 
 	for (size_t off = 0; off < len;) {
 		n = write(fd, buf + off, len - off);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EINTR ||
+			((errno == EAGAIN || errno == EWOULDBLOCK) && fs_clock_mono_ms() < deadline)))
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				fs_log_warn("fastcgi: the peer took no answer for %d ms; closing the connection",
+				    fs_fcgi_limits()->read_ms);
 			return -1;
+		}
 		off += (size_t)n;
 	}
 	return 0;
@@ -117,43 +132,58 @@ tconn_event(struct fs_fcgi_worker *w, struct tconn *t, enum fs_fcgiproto_event e
 	}
 }
 
+/* True when the connection is past its deadline; a request left unwhole is logged. */
+static int
+tconn_expired(int quiet, int64_t since)
+{
+	if (fs_clock_mono_ms() < fs_fcgi_conn_deadline(quiet, since))
+		return 0;
+	if (!quiet)
+		fs_log_warn("fastcgi: a request not whole after %d ms%s; closing the connection",
+		    fs_fcgi_limits()->read_ms, fs_fcgi_stopping() ? " or the stop's grace" : "");
+	return 1;
+}
+
 /*
- * Serves the connection on t->fd until it ends, fails, or a request does
- * not keep it; closes it and returns how many requests were answered. A
- * read that times out (FS_FCGI_WAKE_MS) looks at the stop flag: a stopping
- * worker leaves a connection with nothing of a request on it.
+ * Serves the connection on t->fd until it ends, fails, a request does not
+ * keep it, or it passes its deadline (a read times out every
+ * FS_FCGI_WAKE_MS to look); closes it and returns how many requests were
+ * answered.
  */
 static int
 tconn_serve(struct fs_fcgi_worker *w, struct tconn *t)
 {
 	char buf[FS_FCGI_READ_CHUNK];
-	size_t off = 0, len = 0, used, pending = 0;
+	size_t off = 0, len = 0, used;
 	enum fs_fcgiproto_event ev;
-	int served = 0;
+	int served = 0, quiet = 1, now_quiet;
+	int64_t since = fs_clock_mono_ms(); /* when it went quiet, or began receiving */
 	ssize_t n;
 
 	fs_fcgiproto_init(&t->proto);
 	t->failed = 0;
 	for (;;) {
 		if (off == len) {
+			if (tconn_expired(quiet, since))
+				break;
 			n = read(t->fd, buf, sizeof(buf));
-			if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
-				if (errno != EINTR && pending == 0 && fs_fcgi_stopping())
-					break;
+			if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 				continue;
-			}
 			if (n <= 0)
 				break;
 			off = 0;
 			len = (size_t)n;
-			pending += len;
 		}
 		ev = fs_fcgiproto_feed(&t->proto, buf + off, len - off, &used);
 		if (tconn_event(w, t, ev, &served) != 0)
 			break;
 		off += used;
-		if (ev == FS_FCGIPROTO_REQUEST || ev == FS_FCGIPROTO_ABORT)
-			pending = len - off; /* what was read of the next request */
+		now_quiet = off == len && fs_fcgiproto_quiet(&t->proto);
+		if (now_quiet != quiet || ev == FS_FCGIPROTO_REQUEST) {
+			/* A request answered starts the next one's clock. */
+			quiet = now_quiet;
+			since = fs_clock_mono_ms();
+		}
 	}
 	close(t->fd);
 	return served;
@@ -179,8 +209,10 @@ fs_fcgi_thread_main(void *arg)
 				nanosleep(&pause, NULL); /* out of descriptors: no busy loop */
 			continue;
 		}
-		if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake)) != 0)
-			fs_log_warn("fastcgi: cannot bound a connection's reads: %s", strerror(errno));
+		if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &wake, sizeof(wake)) != 0 ||
+		    setsockopt(t->fd, SOL_SOCKET, SO_SNDTIMEO, &wake, sizeof(wake)) != 0)
+			fs_log_warn("fastcgi: cannot bound a connection's reads and writes: %s",
+			    strerror(errno));
 		tconn_serve(w, t);
 	}
 	free(t);

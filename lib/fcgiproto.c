@@ -566,6 +566,15 @@ more:
 	return FS_FCGIPROTO_MORE;
 }
 
+int
+fs_fcgiproto_quiet(const struct fs_fcgiproto *p)
+{
+	if (p->in_request)
+		return 0;
+	return (p->state == ST_HEADER && p->head_len == 0) ||
+	    (p->state == ST_PADDING && p->padding_left == 0);
+}
+
 void
 fs_fcgiproto_done(struct fs_fcgiproto *p)
 {

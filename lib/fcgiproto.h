@@ -118,6 +118,12 @@ void fs_fcgiproto_init(struct fs_fcgiproto *);
  */
 enum fs_fcgiproto_event fs_fcgiproto_feed(struct fs_fcgiproto *, const void *buf, size_t len,
     size_t *used);
+/*
+ * True when nothing of a record or of a request is in progress: all that
+ * came was whole, and every request it began is done (the connection is
+ * idle, not waiting for the rest of something).
+ */
+int fs_fcgiproto_quiet(const struct fs_fcgiproto *);
 /* The request is answered: the parser takes the next FCGI_BEGIN_REQUEST. */
 void fs_fcgiproto_done(struct fs_fcgiproto *);
 /* The value of a parameter of the request, or NULL. */

@@ -144,8 +144,10 @@ static const struct {
 	[FS_M_GHOSTS_SWEPT] = { "flashsale_ghosts_swept_total", NULL,
 	    "Holds whose order never reached the database, closed FAILED and released." },
 	[FS_M_PUSH_SENT] = { "flashsale_push_messages_total", "result=\"sent\"",
-	    "Order status pushes (Server-Sent Events) handed to nchan, or failed." },
+	    "Order status pushes (Server-Sent Events): handed to nchan (sent), refused by it "
+	    "(refused: its memory is full, 507 or 500) or not answered (failed)." },
 	[FS_M_PUSH_FAILED] = { "flashsale_push_messages_total", "result=\"failed\"", NULL },
+	[FS_M_PUSH_REFUSED] = { "flashsale_push_messages_total", "result=\"refused\"", NULL },
 	[FS_M_QUEUE_JOINS_NEW] = { "flashsale_queue_joins_total", "result=\"new\"",
 	    "Joins of a sale's waiting room answered 200: a new place, or the place the account "
 	    "already had (a repeat, another device)." },

@@ -399,16 +399,25 @@ render(fs_push *p, const struct fs_push_msg *m, char *out, size_t outlen)
 }
 
 
+/* What one exchange of pipelined requests came to. */
+struct answers {
+	size_t got;	/* answers read, in order */
+	size_t ok;	/* of which 2xx */
+	size_t refused;	/* of which another status */
+	int closing;	/* the last one closed the connection: those after it were not read */
+};
+
 /*
- * Sends the k requests in req and reads their answers. Returns how many
- * were published, or -1 when a kept-alive connection turned out to be
- * closed before anything was answered (the caller may send them again).
+ * Sends the k requests in req and reads their answers into *a. -1 when a
+ * kept-alive connection turned out to be closed before anything was
+ * answered (the caller may send them again), else 0.
  */
 static int
-exchange(fs_push *p, const char *req, size_t len, size_t k)
+exchange(fs_push *p, const char *req, size_t len, size_t k, struct answers *a)
 {
-	int fresh = p->fd < 0, keep = 1, ok = 0;
+	int fresh = p->fd < 0, keep = 1;
 
+	memset(a, 0, sizeof(*a));
 	if (connect_now(p) != 0)
 		return 0;
 	if (send_all(p, req, len) != 0) {
@@ -416,39 +425,49 @@ exchange(fs_push *p, const char *req, size_t len, size_t k)
 		drop(p);
 		return fresh ? 0 : -1;
 	}
-	for (size_t got = 0; got < k; got++) {
+	while (a->got < k) {
 		int status = read_answer(p, &keep);
 
-		if (status == 0 && got == 0 && !fresh) {
+		if (status == 0 && a->got == 0 && !fresh) {
 			drop(p);
 			return -1;
 		}
-		if (status >= 200 && status <= 299)
-			ok++;
-		else if (status > 0)
+		if (status <= 0) {
+			drop(p);
+			break;
+		}
+		a->got++;
+		if (status >= 200 && status <= 299) {
+			a->ok++;
+		} else {
+			/* nchan's memory full: 507 (no room for a channel) or 500 (for a message). */
+			a->refused++;
 			set_err(p, "push: publisher answered %d", status);
-		else if (status == 0)
-			set_err(p, "push: connection closed");
-		if (status <= 0 || !keep) {
+		}
+		if (!keep) {
+			/* nginx closes after a 500: it reads none of the requests behind it. */
+			a->closing = a->got < k;
 			drop(p);
 			break;
 		}
 	}
-	return ok;
+	return 0;
 }
 
-/* Publishes to one publisher; how many failed. */
+/* Publishes to one publisher; how many failed (refused ones included). */
 static size_t
 publish_one(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 {
-	size_t failed = 0;
+	size_t failed = 0, refused = 0;
 	char *req = p->out;
 
 	if (!p->enabled)
 		return 0;
 	for (size_t i = 0; i < n; i += FS_PUSH_PIPELINE) {
-		size_t k = n - i < FS_PUSH_PIPELINE ? n - i : FS_PUSH_PIPELINE, len = 0, sent = 0;
-		int ok;
+		size_t k = n - i < FS_PUSH_PIPELINE ? n - i : FS_PUSH_PIPELINE, len = 0, sent = 0,
+		       done = 0, ok = 0, at[FS_PUSH_PIPELINE + 1];
+		struct answers a;
+		int stale = 0;
 
 		for (size_t j = 0; j < k; j++) {
 			size_t one = render(p, &msgs[i + j], req + len, OUT_MAX - len);
@@ -457,21 +476,35 @@ publish_one(fs_push *p, const struct fs_push_msg *msgs, size_t n)
 				failed++;
 				continue;
 			}
+			at[sent++] = len;
 			len += one;
-			sent++;
 		}
-		if (sent == 0)
-			continue;
-		p->inlen = 0;
-		/* A kept-alive connection that the server closed gets one fresh try. */
-		if ((ok = exchange(p, req, len, sent)) < 0)
-			ok = exchange(p, req, len, sent);
-		failed += sent - (size_t)(ok < 0 ? 0 : ok);
+		at[sent] = len;
+		/*
+		 * The rest after a closing answer go again on a new connection
+		 * (each round answers one at least); a kept-alive connection that
+		 * the server had closed gets one fresh try.
+		 */
+		while (done < sent) {
+			p->inlen = 0;
+			if (exchange(p, req + at[done], len - at[done], sent - done, &a) < 0) {
+				if (stale++ > 0)
+					break;
+				continue;
+			}
+			done += a.got;
+			ok += a.ok;
+			refused += a.refused;
+			if (!a.closing)
+				break;
+		}
+		failed += sent - ok;
 	}
 	if (failed == 0)
 		p->err = 0;
 	fs_metrics_add(FS_M_PUSH_SENT, n - failed);
-	fs_metrics_add(FS_M_PUSH_FAILED, failed);
+	fs_metrics_add(FS_M_PUSH_REFUSED, refused);
+	fs_metrics_add(FS_M_PUSH_FAILED, failed - refused);
 	return failed;
 }
 

@@ -20,8 +20,13 @@
 #include "metrics.h"
 #include "redis_int.h"
 
-const struct timeval fs_redis_timeout = { FS_REDIS_TIMEOUT_MS / 1000,
-	(FS_REDIS_TIMEOUT_MS % 1000) * 1000 };
+struct timeval
+fs_redis_timeval(int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	return tv;
+}
 
 void
 fs_redis_set_err(fs_redis *r, enum fs_redis_err e, const char *what, const char *detail)
@@ -61,6 +66,7 @@ fs_redis_new(const char *addrs, const char *user, const char *password)
 	/* One socket path: a Redis on this host, not a cluster (whose nodes are host:port). */
 	r->cluster = r->nseeds == 1 && r->node[0].addr[0] == '/' ? 0 : -1;
 	r->last = -1;
+	r->timeout_ms = FS_REDIS_TIMEOUT_MS;
 	return r;
 fail:
 	sodium_memzero(r->password, sizeof(r->password));
@@ -86,7 +92,18 @@ fs_redis_open(const struct fs_cfg *cfg, char *err, size_t errlen)
 	sodium_memzero(password, sizeof(password));
 	if (r == NULL)
 		snprintf(err, errlen, "redis: out of memory, or FLASHSALE_REDIS(_USER) too long or malformed");
+	else
+		fs_redis_set_timeout(r, (int)fs_cfg_long(cfg, FS_CFG_REDIS_TIMEOUT_MS)); /* ranged by lib/cfg */
 	return r;
+}
+
+void
+fs_redis_set_timeout(fs_redis *r, int timeout_ms)
+{
+	r->timeout_ms = timeout_ms > 0 ? timeout_ms : FS_REDIS_TIMEOUT_MS;
+	for (int i = 0; i < r->nnodes; i++)
+		if (r->node[i].ctx != NULL)
+			redisSetTimeout(r->node[i].ctx, fs_redis_timeval(r->timeout_ms));
 }
 
 void
@@ -167,16 +184,14 @@ authenticate(const fs_redis *like, redisContext *c, char *err, size_t errlen)
 static redisContext *
 dial_addr(const fs_redis *like, const char *addr, int64_t wait_ms, char *err, size_t errlen)
 {
-	struct timeval tv = fs_redis_timeout;
+	struct timeval tv;
 	char host[FS_REDIS_ADDR_MAX];
 	const char *colon;
 	redisContext *c;
 
-	if (wait_ms < FS_REDIS_TIMEOUT_MS) {
-		wait_ms = wait_ms < 1 ? 1 : wait_ms;
-		tv.tv_sec = wait_ms / 1000;
-		tv.tv_usec = (wait_ms % 1000) * 1000;
-	}
+	if (wait_ms > like->timeout_ms)
+		wait_ms = like->timeout_ms;
+	tv = fs_redis_timeval(wait_ms < 1 ? 1 : (int)wait_ms);
 	if (addr[0] == '/') {
 		c = redisConnectUnixWithTimeout(addr, tv);
 	} else {
@@ -197,7 +212,7 @@ dial_addr(const fs_redis *like, const char *addr, int64_t wait_ms, char *err, si
 		redisFree(c);
 		return NULL;
 	}
-	redisSetTimeout(c, fs_redis_timeout);
+	redisSetTimeout(c, fs_redis_timeval(like->timeout_ms));
 	if (authenticate(like, c, err, errlen) != 0) {
 		redisFree(c);
 		return NULL;
@@ -211,7 +226,7 @@ fs_redis_dial(const fs_redis *like, char *err, size_t errlen)
 	redisContext *c = NULL;
 
 	for (int i = 0; i < like->nseeds && c == NULL; i++)
-		c = dial_addr(like, like->node[i].addr, FS_REDIS_TIMEOUT_MS, err, errlen);
+		c = dial_addr(like, like->node[i].addr, like->timeout_ms, err, errlen);
 	return c;
 }
 
@@ -448,7 +463,7 @@ after_error(fs_redis *r, struct run_state *st, int n, redisContext *c, redisRepl
 
 /*
  * Runs a formatted command where it belongs, following redirects and
- * retrying what never ran (see the header), within FS_REDIS_TIMEOUT_MS and
+ * retrying what never ran (see the header), within r->timeout_ms and
  * FS_REDIS_ATTEMPTS_MAX tries. script >= 0: the command is that script's
  * EVALSHA, loaded on the node on NOSCRIPT. The reply, or NULL with err set.
  */
@@ -456,7 +471,7 @@ static redisReply *
 run(fs_redis *r, const char *cmd, size_t len, enum cmd_kind kind, const char *key, size_t keylen,
     int script)
 {
-	struct run_state st = { fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS, -1, PAUSE_FIRST_MS, 0 };
+	struct run_state st = { fs_clock_mono_ms() + r->timeout_ms, -1, PAUSE_FIRST_MS, 0 };
 
 	fs_redis_settle(r);
 	r->err = FS_REDIS_OK;
@@ -510,7 +525,7 @@ run_formatted(fs_redis *r, const char *cmd, size_t len, int script)
 	if (kind == CMD_MULTI && r->multi == 0) {
 		/* A cluster learns the transaction's node from its first key. */
 		if (r->cluster < 0)
-			fs_redis_refresh(r, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS);
+			fs_redis_refresh(r, fs_clock_mono_ms() + r->timeout_ms);
 		if (r->cluster == 1) {
 			r->multi = 1;
 			return ok_reply(r);
@@ -697,8 +712,8 @@ fs_redis_wait(fs_redis *r, int numreplicas, int timeout_ms)
 	fs_redis_settle(r);
 	touched = r->touched;
 	/* The answer must come before the connection's own timeout. */
-	if (timeout_ms > FS_REDIS_WAIT_MAX_MS)
-		timeout_ms = FS_REDIS_WAIT_MAX_MS;
+	if (timeout_ms > r->timeout_ms - FS_REDIS_WAIT_MARGIN_MS)
+		timeout_ms = r->timeout_ms - FS_REDIS_WAIT_MARGIN_MS;
 	r->touched = 0;
 	for (int n = 0; n < r->nnodes; n++) {
 		long acked;
@@ -721,7 +736,7 @@ fs_redis_masters(fs_redis *r)
 	fs_redis_settle(r);
 	/* One socket path is one Redis for good (a MOVED would say otherwise). */
 	if ((r->cluster != 0 || r->nseeds > 1) &&
-	    fs_redis_refresh(r, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS) != 0 && r->cluster < 0)
+	    fs_redis_refresh(r, fs_clock_mono_ms() + r->timeout_ms) != 0 && r->cluster < 0)
 		return -1;
 	return r->cluster == 1 ? r->nmasters : 1;
 }
@@ -739,7 +754,7 @@ fs_redis_master_argv(fs_redis *r, int master, int argc, const char **argv, const
 		fs_redis_set_err(r, FS_REDIS_ERR_REPLY, "redis", "no such master");
 		return NULL;
 	}
-	if ((c = fs_redis_node_ctx(r, n, fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS)) == NULL)
+	if ((c = fs_redis_node_ctx(r, n, fs_clock_mono_ms() + r->timeout_ms)) == NULL)
 		return NULL;
 	if ((x = redisCommandArgv(c, argc, argv, argvlen)) == NULL) {
 		fs_redis_set_err(r, FS_REDIS_ERR_IO, "redis", c->errstr);

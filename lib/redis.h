@@ -14,8 +14,9 @@
  * ASKING and retries once on the named node, TRYAGAIN and CLUSTERDOWN are
  * retried after a short pause, and a node that cannot be reached makes the
  * driver refresh the map and try again (a single Redis at one address
- * fails at once, as it always did). Every retry happens within
- * FS_REDIS_TIMEOUT_MS of the call's start and FS_REDIS_ATTEMPTS_MAX tries,
+ * fails at once, as it always did). Every retry happens within the
+ * driver's timeout (timeout_ms: FLASHSALE_REDIS_TIMEOUT_MS, default
+ * FS_REDIS_TIMEOUT_MS) of the call's start and FS_REDIS_ATTEMPTS_MAX tries,
  * and a command that was sent and got no answer is never sent again (it
  * may have run). A command's keys must share one slot (one {hash tag}).
  *
@@ -36,9 +37,14 @@
 
 #include "cfg.h"
 
-/* How long a command (with its retries) may take before it fails. */
+/*
+ * How long a command (with its retries) may take before it fails, unless
+ * FLASHSALE_REDIS_TIMEOUT_MS says otherwise (lib/cfg bounds it).
+ */
 #define FS_REDIS_TIMEOUT_MS 1000
-#define FS_REDIS_WAIT_MAX_MS 900 /* the longest WAIT: its answer comes within the timeout */
+/* A WAIT asks for at most the timeout less this: its answer comes within the timeout. */
+#define FS_REDIS_WAIT_MARGIN_MS FS_CFG_REDIS_WAIT_MARGIN_MS
+#define FS_REDIS_WAIT_MAX_MS (FS_REDIS_TIMEOUT_MS - FS_REDIS_WAIT_MARGIN_MS)
 #define FS_REDIS_ATTEMPTS_MAX 8 /* tries of one command, redirects included */
 #define FS_REDIS_SCRIPTS_MAX 8
 #define FS_REDIS_SCRIPT_MAX (64 * 1024)
@@ -84,6 +90,7 @@ typedef struct fs_redis {
 		char sha[41];
 	} script[FS_REDIS_SCRIPTS_MAX];
 	int nscripts;
+	int timeout_ms;         /* a command's bound, its connect and reads included */
 	int err; /* enum fs_redis_err */
 	char errstr[128];
 	struct {                /* the pipeline of fs_redis_eval_send, until received */
@@ -98,14 +105,18 @@ typedef struct fs_redis {
  * addrs: a comma-separated list of seeds, each a unix socket path (starts
  * with '/') or host:port. user and password (either may be NULL or empty)
  * are sent with AUTH after every connect to any node. Connects lazily.
+ * Its timeout is FS_REDIS_TIMEOUT_MS until fs_redis_set_timeout.
  * NULL when out of memory, a value is too long or the list malformed.
  */
 fs_redis *fs_redis_new(const char *addrs, const char *user, const char *password);
 /*
  * fs_redis_new from FLASHSALE_REDIS, FLASHSALE_REDIS_USER and the password
- * in FLASHSALE_REDIS_PASSWORD_FILE. NULL with err set (never the secret).
+ * in FLASHSALE_REDIS_PASSWORD_FILE, with FLASHSALE_REDIS_TIMEOUT_MS. NULL
+ * with err set (never the secret).
  */
 fs_redis *fs_redis_open(const struct fs_cfg *, char *err, size_t errlen);
+/* The bound of each command from now on (connections made later use it too), in ms > 0. */
+void fs_redis_set_timeout(fs_redis *, int timeout_ms);
 /* Closes every connection and wipes the password. */
 void fs_redis_free(fs_redis *);
 /*

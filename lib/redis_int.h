@@ -27,7 +27,7 @@ enum cmd_kind {
 };
 
 /* Bounded waits: a stuck Redis must turn into a 503, not a hung handler. */
-extern const struct timeval fs_redis_timeout;
+struct timeval fs_redis_timeval(int ms);
 
 /* redis.c: errors, connections, the commands' steps. */
 void fs_redis_set_err(fs_redis *, enum fs_redis_err, const char *what, const char *detail);

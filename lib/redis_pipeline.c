@@ -135,7 +135,7 @@ fs_redis_eval_send(fs_redis *r, struct fs_redis_call *calls, size_t n)
 	uint64_t nodes = 0;
 
 	fs_redis_settle(r);
-	deadline = fs_clock_mono_ms() + FS_REDIS_TIMEOUT_MS;
+	deadline = fs_clock_mono_ms() + r->timeout_ms;
 	direct = r->cluster >= 0 && !r->stale && r->multi == 0;
 	for (size_t i = 0; i < n; i++) {
 		struct fs_redis_call *call = &calls[i];
@@ -220,7 +220,7 @@ fs_redis_eval_recv(fs_redis *r)
 			redisSetTimeout(c, late_timeout);
 		pipeline_recv(r, node, calls, n);
 		if (late && r->node[node].ctx == c)
-			redisSetTimeout(c, fs_redis_timeout);
+			redisSetTimeout(c, fs_redis_timeval(r->timeout_ms));
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct fs_redis_call *call = &calls[i];

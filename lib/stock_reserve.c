@@ -265,7 +265,7 @@ fs_stock_reserve_args(fs_stock *s, struct attempt *a, int64_t now_ms)
 	 * that half, so a late script refuses instead of leaving a ghost. Every
 	 * step of a reservation keeps the first step's deadline.
 	 */
-	snprintf(a->deadline, sizeof(a->deadline), "%" PRId64, now_ms + FS_REDIS_TIMEOUT_MS / 2);
+	snprintf(a->deadline, sizeof(a->deadline), "%" PRId64, now_ms + s->redis->timeout_ms / 2);
 	return 0;
 }
 

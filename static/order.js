@@ -26,7 +26,9 @@ let acting = null;
 let notice = null;
 let es = null;
 let pollTimer = 0;
-let recordTimer = 0;
+let quietTimer = 0;
+/* When the stream last brought a status, or the page last asked for one (Date.now()). */
+let lastHeard = 0;
 let liveTimer = 0;
 let retries = 0;
 let expiryChecked = false;
@@ -184,11 +186,12 @@ async function track(reopened = 0) {
 		 * and again while the order is still being recorded.
 		 */
 		fetchOrder();
-		startRecordingCheck();
+		startQuietCheck();
 		changed();
 	};
 	stream.onmessage = (ev) => {
 		let msg;
+		lastHeard = Date.now();
 		try {
 			msg = JSON.parse(ev.data);
 		} catch (e) {
@@ -216,21 +219,34 @@ async function track(reopened = 0) {
 	changed();
 }
 
-/* While the stream is open and the order not yet recorded: a read every 3 s. */
-function startRecordingCheck() {
-	if (recordTimer)
+/*
+ * While the stream is open: a read every 3 s while the order is being
+ * recorded, and one after every QUIET_MS in which the stream brought
+ * nothing. A status the push server could not keep (its memory full, the
+ * publish refused) never comes down the stream, which stays open and
+ * pings: the page asks for it instead.
+ */
+const QUIET_MS = 10000;
+
+function startQuietCheck() {
+	if (quietTimer)
 		return;
-	recordTimer = setInterval(() => {
-		if (order && (order.status === null || order.status === "PROCESSING"))
+	lastHeard = Date.now();
+	quietTimer = setInterval(() => {
+		if (!order || FINAL.has(order.status)) {
+			stopQuietCheck();
+			return;
+		}
+		if (order.status === null || order.status === "PROCESSING" || Date.now() - lastHeard >= QUIET_MS) {
+			lastHeard = Date.now();
 			fetchOrder();
-		else
-			stopRecordingCheck();
+		}
 	}, 3000);
 }
 
-function stopRecordingCheck() {
-	clearInterval(recordTimer);
-	recordTimer = 0;
+function stopQuietCheck() {
+	clearInterval(quietTimer);
+	quietTimer = 0;
 }
 
 function startPolling() {
@@ -248,7 +264,7 @@ function stopPolling() {
 
 function stopTracking() {
 	stopPolling();
-	stopRecordingCheck();
+	stopQuietCheck();
 	clearTimeout(liveTimer);
 	if (es) {
 		es.close();

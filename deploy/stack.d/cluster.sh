@@ -56,7 +56,7 @@ KAFKA_MIN_ISR=2
 NCHAN_PUB="unix:$STATE/origin-a/run/nchan/pub.sock:/pub unix:$STATE/origin-b/run/nchan/pub.sock:/pub"
 PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-$ORIGIN_A:$PORT_ORIGIN $ORIGIN_B:$PORT_ORIGIN}
 
-PARTS="relay redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 pg-monitor pg-1 pg-2 kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
+PARTS="logkeeper relay redis-m1 redis-m2 redis-m3 redis-r1 redis-r2 redis-r3 pg-monitor pg-1 pg-2 kafka-1 kafka-2 kafka-3 consumer-1 consumer-2 provider origin-a origin-b varnish"
 
 # The stack's own directories; an origin host's replace them (use_origin).
 STACK_RUN=$RUN
@@ -64,6 +64,8 @@ STACK_CONF=$CONF
 STACK_LOG=$LOG
 STACK_METRICS_DIR=$METRICS_DIR
 STACK_SOLDOUT_DIR=$SOLDOUT_DIR
+# The logkeeper rotates the stack's logs and the origin hosts'.
+LOG_DIRS="$LOG $STATE/origin-a/log $STATE/origin-b/log"
 
 # Makes the single topology's functions act on the stack's shared parts.
 use_stack() {
@@ -127,6 +129,7 @@ cmd_up() {
 	started=$(now)
 	use_stack
 	ensure_dirs
+	start_logkeeper
 	start_relay
 	REDIS_NOWAIT=1
 	for n in $REDIS_NODES; do
@@ -175,6 +178,7 @@ cmd_down() {
 	# shellcheck disable=SC2046 # one word per part
 	stop_together 10 redis $(for n in $REDIS_NODES; do echo "redis-$n"; done)
 	stop_relay
+	stop_logkeeper
 }
 
 # stop_together GRACE WHAT PART...: SIGTERM to every part at once.

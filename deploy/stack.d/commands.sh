@@ -45,6 +45,7 @@ part_do() {
 cmd_up() {
 	started=$(now)
 	ensure_dirs
+	start_logkeeper
 	start_redis
 	start_postgres
 	start_kafka
@@ -81,6 +82,7 @@ cmd_down() {
 	stop_kafka
 	stop_postgres
 	stop_redis
+	stop_logkeeper
 }
 
 cmd_status() {

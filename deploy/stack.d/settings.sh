@@ -79,6 +79,14 @@ RATE_WEBHOOK=${FLASHSALE_RATE_WEBHOOK:-50r/s}
 BURST_WEBHOOK=${FLASHSALE_BURST_WEBHOOK:-}
 BURST_PER_IP=${FLASHSALE_BURST_PER_IP:-}
 BURST_PER_USER=${FLASHSALE_BURST_PER_USER:-}
+# The push server's memory (nchan_max_reserved_memory) and how long it keeps
+# an order's latest status (nchan_message_timeout): deploy/push.conf.in.
+PUSH_MEMORY=${FLASHSALE_PUSH_MEMORY:-512M}
+PUSH_KEEP=${FLASHSALE_PUSH_KEEP:-60s}
+# The logs' rotation (stack.d/logkeeper.sh): the size of a log that is
+# copied aside and truncated, and how often they are looked at.
+LOG_MAX_MB=${FLASHSALE_LOG_MAX_MB:-64}
+LOG_CHECK_S=${FLASHSALE_LOG_CHECK_S:-30}
 
 PORT_EDGE=$BASE
 PORT_ORIGIN=$((BASE + 1))
@@ -97,6 +105,8 @@ BENCH=${FLASHSALE_BENCH:-0}
 CONF=$STATE/conf
 RUN=$STATE/run
 LOG=$STATE/log
+# What the logkeeper rotates (stack.d/cluster.sh adds the origin hosts').
+LOG_DIRS=$LOG
 METRICS_DIR=$STATE/metrics
 PGDATA=$STATE/postgres
 SECRETS=$STATE/secrets
@@ -145,7 +155,7 @@ esac
 ORIGIN_A=127.0.0.2
 ORIGIN_B=127.0.0.3
 
-PARTS="redis postgres kafka consumer provider handlers nginx varnish"
+PARTS="redis postgres kafka consumer provider handlers nginx varnish logkeeper"
 # Started only when asked for (deploy/stack start prometheus).
 OPTIONAL_PARTS="prometheus"
 PROMETHEUS_TARGETS=${FLASHSALE_PROMETHEUS_TARGETS:-127.0.0.1:$PORT_ORIGIN}
@@ -181,13 +191,18 @@ check_settings() {
 		check_rate FLASHSALE_RATE_WEBHOOK "$RATE_WEBHOOK"
 		BURST_WEBHOOK=${BURST_WEBHOOK:-$((10 * ${RATE_WEBHOOK%r/?}))}
 	fi
-	for number in "$BASE" "$BURST_PER_IP" "$BURST_PER_USER" "$BURST_WEBHOOK"; do
+	for number in "$BASE" "$BURST_PER_IP" "$BURST_PER_USER" "$BURST_WEBHOOK" "$LOG_MAX_MB" \
+		"$LOG_CHECK_S"; do
 		case $number in
 		'' | *[!0-9]*) die "bad number '$number' in the FLASHSALE_ settings" ;;
 		esac
 	done
 	{ [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65528 ]; } ||
 		die "FLASHSALE_PORT_BASE must be within 1024..65528"
+	printf '%s\n' "$PUSH_MEMORY" | grep -Eqx '[1-9][0-9]{0,6}[KM]' ||
+		die "FLASHSALE_PUSH_MEMORY=$PUSH_MEMORY: want a size like 512M (K or M)"
+	printf '%s\n' "$PUSH_KEEP" | grep -Eqx '[1-9][0-9]{0,4}s' ||
+		die "FLASHSALE_PUSH_KEEP=$PUSH_KEEP: want seconds like 60s"
 	# The paths go unquoted into nginx, Redis and libpq configuration.
 	case $STATE$SOLDOUT_DIR$DATADIR$BINDIR in
 	*[!A-Za-z0-9/._+-]*) die "state, data and program paths must be made of [A-Za-z0-9/._+-]" ;;

@@ -6,7 +6,8 @@
  * to "paid" live (Server-Sent Events). A second shopper, on a phone-sized
  * screen in Vietnamese and without EventSource (so polling), sees the
  * first item sold out, buys the second and pays through the provider. A
- * third declines at the provider and sees the order expire.
+ * third declines at the provider and sees the order expire. A fourth,
+ * whose stream brings no status, learns it was paid by asking.
  *
  * Prints TAP lines ("ok - ...", "not ok - ...", "# ...") for
  * tests/integration/single/browser.sh to relay; exits 0 when all passed.
@@ -105,6 +106,19 @@ async function shopper(label, opts) {
 	});
 	if (opts.noEventSource)
 		await ctx.addInitScript(() => { delete window.EventSource; });
+	/* A stream that opens and pings but brings no status: every push refused. */
+	if (opts.silentStream)
+		await ctx.addInitScript(() => {
+			const Real = window.EventSource;
+			window.EventSource = class extends Real {
+				set onmessage(f) {}
+				get onmessage() { return null; }
+				addEventListener(type, f, o) {
+					if (type !== "message")
+						super.addEventListener(type, f, o);
+				}
+			};
+		});
 	const page = ctx.pages()[0] || (await ctx.newPage());
 	const log = { reveals: [], errors: [], edge: [] };
 	page.on("request", (r) => {
@@ -320,6 +334,45 @@ async function declined(saleId, itemId) {
 }
 
 /*
+ * A stream that says nothing (issue 36: a full push server refuses the
+ * publishes, the stream stays open and pings): the shopper's page, its
+ * stream open, still learns that the order was paid, by asking for the
+ * status after a quiet spell (static/order.js, QUIET_MS).
+ */
+async function silent(saleId, itemId) {
+	let s = null;
+	try {
+		s = await shopper("q", { viewport: { width: 1280, height: 860 }, locale: "en-GB", silentStream: true });
+		await s.page.goto(`${EDGE}/?sale=${saleId}&lang=en`);
+		await signIn(s, `quinn-${saleId}`);
+		await s.page.waitForSelector(`${item(itemId)} .buy:not([disabled])`, { timeout: 10000 });
+		await s.page.click(`${item(itemId)} .buy`);
+		const back = await step("a silent stream: Pay at the provider, back on the page listening", async () => {
+			await s.page.waitForSelector(`#order[data-status="PENDING"] #pay:not([disabled])`, { timeout: 15000 });
+			await providerMode({ delayMs: 2500 });
+			await s.page.click("#pay");
+			await s.page.waitForURL((u) => u.href.startsWith(`${PROVIDER}/checkout/`), { timeout: 10000 });
+			await s.page.click("#pay");
+			await s.page.waitForURL((u) => u.href.startsWith(`${EDGE}/`), { timeout: 10000 });
+			await s.page.waitForSelector(`#order[data-live="sse"][data-status="PENDING"]`, { timeout: 10000 });
+		}, s);
+		await providerMode({});
+		if (!back)
+			return;
+		await step("the stream brings nothing, and the page asks: paid within the quiet spell", async () => {
+			const t0 = Date.now();
+			await s.page.waitForSelector(`#order[data-status="PAID"]`, { timeout: 25000 });
+			const source = await s.page.getAttribute("#order", "data-source");
+			diag(`PAID by ${source} after ${Date.now() - t0} ms back on the page`);
+			return source === "poll" && (await s.page.getAttribute("#order", "data-live")) !== "poll";
+		}, s);
+		check(s.log.errors.length === 0, "no script errors on the silent stream's page", s.log.errors.join("\n"));
+	} finally {
+		await close(s);
+	}
+}
+
+/*
  * How much is left, as the page shows it: a sale on, 30 units of which 3
  * are sold before the page opens (FS_TEST_UNITS_SALE, _ITEM), a shopper
  * signed in by a handed-over token (FS_TEST_UNITS_TOKEN) and 26 more
@@ -439,6 +492,8 @@ async function main() {
 		mkdirSync(SHOTS, { recursive: true });
 		return declined(process.env.FS_TEST_DECLINE_SALE, process.env.FS_TEST_DECLINE_ITEM);
 	}
+	if (process.env.FS_TEST_SILENT_SALE)
+		return silent(process.env.FS_TEST_SILENT_SALE, process.env.FS_TEST_SILENT_ITEM);
 	if (process.env.FS_TEST_OUTCOMES_SALE)
 		return outcomes(process.env.FS_TEST_OUTCOMES_SALE, process.env.FS_TEST_OUTCOMES_ITEMS || "");
 	if (!EDGE || !SALE || !START || !ITEM1 || !ITEM2) {

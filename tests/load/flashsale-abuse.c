@@ -14,6 +14,10 @@
  *	(libfcgi leaked on it); says how the handler answered each. Exit 0
  *	when the first connection was closed and the second got
  *	FCGI_UNKNOWN_TYPE.
+ *   flashsale-abuse fcgi-half SOCKET SECONDS
+ *	a FastCGI peer that sends half a record (a BEGIN_REQUEST's header and
+ *	half its body) and waits, at most SECONDS, for the handler to close
+ *	the connection; says after how long. Exit 0 when it was closed.
  *
  * Prints one line: what it did and how many connections the server closed
  * on it. One file, libc only.
@@ -185,6 +189,41 @@ fcgi(const char *path)
 	return closed && typed ? 0 : 1;
 }
 
+/* Half a record, then silence: how long until the handler closes the connection. */
+static int
+fcgi_half(const char *path, int seconds)
+{
+	unsigned char half[12] = { 0 }, b[512];
+	struct timespec t0, t1;
+	long ms;
+	ssize_t n = -1;
+	int fd;
+
+	fcgi_head(half, 1, 1, 8);
+	half[9] = 1; /* FCGI_RESPONDER; the rest of the body never comes */
+	if ((fd = dial_unix(path)) < 0)
+		return fprintf(stderr, "flashsale-abuse: cannot connect to %s\n", path), 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	if (send(fd, half, sizeof(half), MSG_NOSIGNAL) == (ssize_t)sizeof(half)) {
+		/* dial_unix's receive timeout (10 s) wakes the read to look at the clock. */
+		while (t1.tv_sec - t0.tv_sec < seconds) {
+			n = read(fd, b, sizeof(b));
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+				break;
+		}
+	}
+	close(fd);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+		printf("fcgi-half: closed after %ld ms\n", ms);
+		return 0;
+	}
+	printf("fcgi-half: still open after %d s\n", seconds);
+	return 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -192,6 +231,13 @@ main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "fcgi") == 0)
 		return fcgi(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "fcgi-half") == 0) {
+		int s = atoi(argv[3]);
+
+		if (s < 1 || s > SECONDS_MAX)
+			goto usage;
+		return fcgi_half(argv[2], s);
+	}
 	if (port < 1 || port > 65535)
 		goto usage;
 	if (argc == 5 && strcmp(argv[1], "slow") == 0) {
@@ -210,6 +256,6 @@ main(int argc, char **argv)
 	}
 usage:
 	fprintf(stderr, "usage: flashsale-abuse slow PORT N SECONDS | noread PORT N PATH SECONDS | "
-			"fcgi SOCKET\n");
+			"fcgi SOCKET | fcgi-half SOCKET SECONDS\n");
 	return 2;
 }

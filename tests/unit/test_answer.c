@@ -20,6 +20,7 @@
 #include "log.h"
 #include "uuid.h"
 #include "expect.h"
+#include "fcgi_client.h"
 
 #define NOW		1700000000
 #define EXPIRES_MS	1700000900123LL
@@ -50,22 +51,6 @@ handle(fs_fcgi *f, void *ctx)
 
 static const struct fs_fcgi_service service = { "test-answer", NULL, NULL, NULL, NULL, handle,
 	NULL, 0, NULL };
-
-/* One FastCGI record of type and content (request id 1) at out; its length. */
-static size_t
-record(unsigned char *out, int type, const void *content, size_t len)
-{
-	out[0] = 1;
-	out[1] = (unsigned char)type;
-	out[2] = 0;
-	out[3] = 1;
-	out[4] = (unsigned char)(len >> 8);
-	out[5] = (unsigned char)len;
-	out[6] = 0;
-	out[7] = 0;
-	memcpy(out + 8, content, len);
-	return 8 + len;
-}
 
 /* A FastCGI length: one byte under 128, else four with the high bit set. */
 static size_t
@@ -117,10 +102,10 @@ serve(char *out, size_t outlen)
 	n += pair(params + n, "HTTP_AUTHORIZATION", req.authorization);
 	n += pair(params + n, "HTTP_FLASHSALE_PASS", req.pass);
 	n += pair(params + n, "REQUEST_ID", REQUEST_ID);
-	o += record(buf + o, 1, begin, sizeof(begin));
-	o += record(buf + o, 4, params, n);
-	o += record(buf + o, 4, "", 0);
-	o += record(buf + o, 5, "", 0);
+	o += test_fcgi_record(buf + o, 1, 1, begin, sizeof(begin));
+	o += test_fcgi_record(buf + o, 4, 1, params, n);
+	o += test_fcgi_record(buf + o, 4, 1, "", 0);
+	o += test_fcgi_record(buf + o, 5, 1, "", 0);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || write(sv[1], buf, o) != (ssize_t)o)
 		exit(99);
 	if (fs_fcgi_serve_connection(&service, NULL, sv[0]) != 1)

@@ -51,6 +51,19 @@ main(void)
 		strstr(cfg.errstr, "100 to 300000") != NULL,
 	    "a malformed integer stops the load, with its range");
 	unsetenv("FLASHSALE_KAFKA_TIMEOUT_MS");
+	/* The Redis timeout is a setting, above the longest WAIT by its margin. */
+	setenv("FLASHSALE_REDIS_TIMEOUT_MS", "3000", 1);
+	check(fs_cfg_load(&cfg, 0) == 0 && fs_cfg_long(&cfg, FS_CFG_REDIS_TIMEOUT_MS) == 3000,
+	    "FLASHSALE_REDIS_TIMEOUT_MS loads");
+	setenv("FLASHSALE_REDIS_TIMEOUT_MS", "500", 1);
+	setenv("FLASHSALE_REDIS_WAIT_MS", "450", 1);
+	check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, "FLASHSALE_REDIS_WAIT_MS (450)") != NULL &&
+		strstr(cfg.errstr, "FLASHSALE_REDIS_TIMEOUT_MS") != NULL,
+	    "a WAIT that could outlast the Redis timeout is refused, naming both");
+	setenv("FLASHSALE_REDIS_WAIT_MS", "400", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "a WAIT 100 ms below the timeout loads");
+	unsetenv("FLASHSALE_REDIS_WAIT_MS");
+	unsetenv("FLASHSALE_REDIS_TIMEOUT_MS");
 	{
 		static const char *const bad[][2] = {
 			{ "FLASHSALE_PURCHASE_THREADS", "0" },
@@ -67,6 +80,9 @@ main(void)
 			{ "FLASHSALE_REDIS", "127.0.0.1:7000,localhost" },
 			{ "FLASHSALE_REDIS", "127.0.0.1:7000," },
 			{ "FLASHSALE_REDIS_WAIT_MS", "901" },
+			{ "FLASHSALE_REDIS_TIMEOUT_MS", "199" },
+			{ "FLASHSALE_REDIS_TIMEOUT_MS", "10001" },
+			{ "FLASHSALE_REDIS_TIMEOUT_MS", "1s" },
 			{ "FLASHSALE_NCHAN_PUB", "127.0.0.1:8080/pub" },
 			{ "FLASHSALE_SOLDOUT_DIR", "state/soldout" },
 			{ "FLASHSALE_EXPIRE_TOKEN", "short" },

@@ -969,9 +969,49 @@ test_answer(void)
 	    "no room, and a length no buffer holds: -1");
 }
 
+/*
+ * fs_fcgiproto_quiet, the idle test of lib/fcgi's timeouts (issue 36):
+ * true only between records with no request begun; any piece of a record,
+ * or a request not yet answered, is not quiet.
+ */
+static void
+test_quiet(void)
+{
+	enum fs_fcgiproto_event ev;
+	size_t used;
+	int quiet_inside = 0, request = 0;
+
+	s.len = 0;
+	nginx_request(&s, 1, 10, 30, 5);
+	fs_fcgiproto_init(&p);
+	check(fs_fcgiproto_quiet(&p), "quiet: a new parser is quiet");
+	for (size_t i = 0; i < s.len; i++) {
+		ev = fs_fcgiproto_feed(&p, s.b + i, 1, &used);
+		if (ev == FS_FCGIPROTO_REQUEST) {
+			request = 1;
+			check(!fs_fcgiproto_quiet(&p), "quiet: not while the request is in hand");
+			fs_fcgiproto_done(&p);
+		}
+		if (i + 1 < s.len && fs_fcgiproto_quiet(&p))
+			quiet_inside++;
+	}
+	check(request && quiet_inside == 0,
+	    "quiet: never inside a request's records or their padding, fed a byte at a time");
+	check(fs_fcgiproto_quiet(&p), "quiet: again once the request is done and its padding read");
+	s.len = 0;
+	rec(&s, GET_VALUES, 0, NULL, 0);
+	fs_fcgiproto_init(&p);
+	ev = fs_fcgiproto_feed(&p, s.b, s.len - 1, &used);
+	check(ev == FS_FCGIPROTO_MORE && !fs_fcgiproto_quiet(&p), "quiet: not inside a record's header");
+	ev = fs_fcgiproto_feed(&p, s.b + s.len - 1, 1, &used);
+	check(ev == FS_FCGIPROTO_REPLY && fs_fcgiproto_quiet(&p),
+	    "quiet: after a whole management record");
+}
+
 int
 main(void)
 {
+	test_quiet();
 	test_nginx_request();
 	test_order_and_interleaving();
 	test_param_limits();

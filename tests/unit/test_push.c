@@ -19,11 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "push.h"
 #include "expect.h"
 
-/* MODE_MANY: as MODE_KEEP, each connection served at once by a child of its own. */
-enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE, MODE_MANY };
+/*
+ * MODE_MANY: as MODE_KEEP, each connection served at once by a child of its own.
+ * MODE_FULL: as nginx when nchan's memory is full: the second request of a
+ * connection is answered 500 with Connection: close, and the requests
+ * pipelined behind it are never read.
+ */
+enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE, MODE_MANY, MODE_FULL };
 
 static char log_path[64];
 
@@ -78,6 +84,8 @@ server(int lfd, enum mode mode)
 	static const char ok[] = "HTTP/1.1 201 Created\r\nContent-Length: 18\r\n\r\nqueued messages: 1";
 	static const char close_ok[] = "HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\n";
 	static const char error[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
+	static const char full[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n"
+				   "Connection: close\r\n\r\n";
 	static struct conn c;
 	FILE *log = fopen(log_path, "w");
 	int conn = 0, child = 0;
@@ -100,9 +108,19 @@ server(int lfd, enum mode mode)
 			child = 1;
 			mode = MODE_KEEP;
 		}
-		while (serve_one(fd, &c, conn, log) == 0) {
+		for (int nth = 1; serve_one(fd, &c, conn, log) == 0; nth++) {
 			if (mode == MODE_SILENT)
 				continue;
+			if (mode == MODE_FULL) {
+				if (nth == 2) {
+					if (write(fd, full, sizeof(full) - 1) < 0)
+						break;
+					break;
+				}
+				if (write(fd, ok, sizeof(ok) - 1) < 0)
+					break;
+				continue;
+			}
 			if (mode == MODE_ERROR && write(fd, error, sizeof(error) - 1) < 0)
 				break;
 			if (mode == MODE_CLOSE) {
@@ -317,6 +335,7 @@ static void
 test_servers(void)
 {
 	char url[64], err[128];
+	uint64_t refused, failed;
 	fs_push *p;
 	pid_t pid;
 	int conns;
@@ -344,15 +363,49 @@ test_servers(void)
 
 	pid = start(MODE_ERROR, url);
 	p = fs_push_new(url, err, sizeof(err));
+	refused = fs_metrics_value(FS_M_PUSH_REFUSED);
+	failed = fs_metrics_value(FS_M_PUSH_FAILED);
 	check(fs_push_publish(p, "abc", "{}", 2) == -1 && strstr(p->errstr, "500") != NULL,
 	    "a 500 answer is a failure that says 500");
+	/* Issue 36: a full nchan answers 507 or 500 to each publish; counted, never a log line. */
+	check(fs_metrics_value(FS_M_PUSH_REFUSED) == refused + 1 &&
+		fs_metrics_value(FS_M_PUSH_FAILED) == failed,
+	    "an answered refusal counts as refused, not failed");
+	fs_push_free(p);
+	stop(pid);
+
+	/*
+	 * Issue 36: a full nchan answers 500 and closes; what was pipelined
+	 * behind it was never read, so it goes again on a new connection
+	 * (it was counted lost before).
+	 */
+	pid = start(MODE_FULL, url);
+	p = fs_push_new(url, err, sizeof(err));
+	{
+		struct fs_push_msg four[4] = { { "a", "{}", 2 }, { "b", "{}", 2 }, { "c", "{}", 2 },
+			{ "d", "{}", 2 } };
+
+		refused = fs_metrics_value(FS_M_PUSH_REFUSED);
+		failed = fs_metrics_value(FS_M_PUSH_FAILED);
+		check(fs_push_publish_many(p, four, 4) == 2, "a closing refusal mid-pipeline: 2 of 4 not published");
+		check(fs_metrics_value(FS_M_PUSH_REFUSED) == refused + 2 &&
+			fs_metrics_value(FS_M_PUSH_FAILED) == failed,
+		    "the two refused are counted refused; none is lost unanswered");
+		check(logged(&conns) == 4 && conns == 2,
+		    "the requests behind a closing answer went again on a new connection");
+	}
 	fs_push_free(p);
 	stop(pid);
 
 	pid = start(MODE_SILENT, url);
 	p = fs_push_new(url, err, sizeof(err));
 	t = now();
+	refused = fs_metrics_value(FS_M_PUSH_REFUSED);
+	failed = fs_metrics_value(FS_M_PUSH_FAILED);
 	check(fs_push_publish(p, "abc", "{}", 2) == -1, "a silent server is a failure");
+	check(fs_metrics_value(FS_M_PUSH_REFUSED) == refused &&
+		fs_metrics_value(FS_M_PUSH_FAILED) == failed + 1,
+	    "no answer counts as failed, not refused");
 	check(now() - t < 1.0, "which costs less than a second");
 	fs_push_free(p);
 	stop(pid);

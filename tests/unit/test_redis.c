@@ -124,6 +124,66 @@ halves_late(fs_redis *far, int script, struct test_relay *relay, struct fs_redis
 	calls_free(calls, 1);
 }
 
+/* How long a command to the frozen relay takes to fail, in ms; -1 when it did not fail. */
+static long
+frozen_ms(fs_redis *far, struct test_relay *relay)
+{
+	struct timespec t0, t1;
+	redisReply *x;
+
+	kill(relay->pid, SIGSTOP);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	x = fs_redis_command(far, "PING");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	kill(relay->pid, SIGCONT);
+	if (x != NULL) {
+		freeReplyObject(x);
+		return -1;
+	}
+	return (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+}
+
+/*
+ * The driver's timeout is a setting (FLASHSALE_REDIS_TIMEOUT_MS), not a
+ * fixed second: a frozen server fails a command after the timeout set,
+ * shorter or longer, and a pipeline's deadline is as far (issue 36, item
+ * 6: single/redis_slow.sh needs a longer one on a loaded machine).
+ */
+static void
+timeout_setting(fs_redis *far, struct test_relay *relay, struct fs_redis_call *calls, int script)
+{
+	static const char *argv[2] = { "timeout", "ok" };
+	struct fs_cfg cfg;
+	char err[128];
+	fs_redis *opened;
+	long ms;
+	int64_t left;
+
+	setenv("FLASHSALE_REDIS", "127.0.0.1:1", 1);
+	setenv("FLASHSALE_REDIS_TIMEOUT_MS", "2500", 1);
+	opened = fs_cfg_load(&cfg, 0) == 0 ? fs_redis_open(&cfg, err, sizeof(err)) : NULL;
+	check(opened != NULL && opened->timeout_ms == 2500,
+	    "FLASHSALE_REDIS_TIMEOUT_MS is the driver's timeout once opened");
+	fs_redis_free(opened);
+	unsetenv("FLASHSALE_REDIS_TIMEOUT_MS");
+
+	freeReplyObject(fs_redis_command(far, "PING")); /* connected before it freezes */
+	fs_redis_set_timeout(far, 300);
+	ms = frozen_ms(far, relay);
+	check(ms >= 250 && ms < 900, "a 300 ms timeout: a frozen server fails the command in about 300 ms");
+	fs_redis_set_timeout(far, 1600);
+	ms = frozen_ms(far, relay);
+	check(ms >= 1500 && ms < 2600, "a 1,600 ms timeout: the command waits about 1,600 ms, not 1,000");
+	calls[0] = (struct fs_redis_call){ .script = script, .nkeys = 1, .argc = 2, .argv = argv };
+	fs_redis_eval_send(far, calls, 1);
+	left = fs_redis_eval_deadline(far) - fs_clock_mono_ms();
+	fs_redis_eval_recv(far);
+	check(left > 1400 && left <= 1600 && calls[0].reply != NULL,
+	    "a pipeline's deadline is the timeout set");
+	calls_free(calls, 1);
+	fs_redis_set_timeout(far, FS_REDIS_TIMEOUT_MS);
+}
+
 /* A pipeline of two scripts, interleaved: each call runs its own. */
 static void
 mixed(fs_redis *r, int script, const char *dir, struct fs_redis_call *calls)
@@ -228,6 +288,7 @@ pipeline_tests(struct test_redis *srv, fs_redis *r)
 	    "none was sent again; the next pipeline reconnects");
 	calls_free(calls, 1);
 	halves_late(far, far_script, &relay, calls);
+	timeout_setting(far, &relay, calls, far_script);
 out:
 	fs_redis_free(far);
 	test_relay_stop(&relay);

@@ -89,6 +89,16 @@ else
 	    timeout 90 node "$browser_dir/shop.test.mjs" >"$FLASHSALE_STATE/declined.tap" 2>&1
 	relay_browser "$FLASHSALE_STATE/declined.tap" $?
 
+	# A stream that brings nothing (the push server refusing): the page asks.
+	printf '{"name":"silent","startsInSeconds":-5,"durationSeconds":3600,"items":[{"name":"One","priceMinor":100000,"currency":"VND","quantity":1}]}' \
+	    >"$FLASHSALE_STATE/silent-sale.json"
+	set -- $(sale_created "$FLASHSALE_STATE/silent-sale.json")
+	qsale=$1
+	admin sale warm "$qsale" >/dev/null
+	FS_TEST_SILENT_SALE=$qsale FS_TEST_SILENT_ITEM=$2 \
+	    timeout 90 node "$browser_dir/shop.test.mjs" >"$FLASHSALE_STATE/silent.tap" 2>&1
+	relay_browser "$FLASHSALE_STATE/silent.tap" $?
+
 	# deploy/demo on this stack (already built and up): the URL it prints
 	# opens the page with a sale starting about a minute later.
 	FLASHSALE_BUILD=$FLASHSALE_BINDIR "$top_srcdir/deploy/demo" --no-deps --no-build \

@@ -1,10 +1,15 @@
 # shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A Redis that answers the reservation after the handler gave up on it
-# (its 1 s timeout): the shopper gets 503 TRY_AGAIN, and no hold is left
-# behind by a reservation that ran late, so the retry buys (not a 409 for
-# an order that never was). Meanwhile the handler's loop serves other
-# requests, the readiness probe among them: it does not wait with the
-# reservation.
+# (its timeout, FLASHSALE_REDIS_TIMEOUT_MS): the shopper gets 503
+# TRY_AGAIN, and no hold is left behind by a reservation that ran late, so
+# the retry buys (not a 409 for an order that never was). Meanwhile the
+# handler's loop serves other requests, the readiness probe among them: it
+# does not wait with the reservation. The handlers run with a 3 s timeout
+# here, not the default second: on a loaded machine the test's own polls
+# for the stalled round, and its two probes, took most of one second and
+# the reservation was answered 503 before the probes could show they came
+# first.
+rs_timeout_ms=3000
 
 # rs_stalled PATH TOKEN ROUNDS: with Redis stalled, a purchase of PATH;
 # once its reservation is out (the loop's pipeline counter past ROUNDS;
@@ -26,7 +31,7 @@ rs_stalled() {
 	# The edge's probe: it does not wait behind the batch either (Redis
 	# answered the loop's last batch, so the handler is ready).
 	rs_r=$(curl -s -o /dev/null -w '%{http_code}' "$FLASHSALE_ORIGIN_URL/readyz/flashsale-purchase")
-	diag "the round seen after $n polls, $(( (rs_t1 - rs_t0) / 1000000 )) ms; healthz and readyz answered by $(( ($(date +%s%N) - rs_t0) / 1000000 )) ms (the reservation's deadline: 1,000 ms)"
+	diag "the round seen after $n polls, $(( (rs_t1 - rs_t0) / 1000000 )) ms; healthz and readyz answered by $(( ($(date +%s%N) - rs_t0) / 1000000 )) ms (the reservation's deadline: $rs_timeout_ms ms)"
 	is "$rs_h $rs_r" "200 200" \
 	    "while a reservation waits on a stalled Redis, the same loop answers another request and the readiness probe"
 	if [ ! -s "$FLASHSALE_STATE/slow.status" ]; then
@@ -35,8 +40,15 @@ rs_stalled() {
 		not_ok "... before the reservation itself is answered"
 	fi
 	wait "$rs_curl"
+	rs_ms=$(( ($(date +%s%N) - rs_t0) / 1000000 ))
 	is "$(cat "$FLASHSALE_STATE/slow.status") $(json_get "$(cat "$FLASHSALE_STATE/slow.body")" error)" \
 	    "503 TRY_AGAIN" "a reservation Redis answers too late: 503"
+	# The handler waited the timeout it was given, not the default second.
+	if [ "$rs_ms" -ge $((rs_timeout_ms - 500)) ]; then
+		ok "... after FLASHSALE_REDIS_TIMEOUT_MS ($rs_ms ms)"
+	else
+		not_ok "... after FLASHSALE_REDIS_TIMEOUT_MS ($rs_ms ms)"
+	fi
 }
 
 set -- $(new_sale -5 5)
@@ -45,7 +57,8 @@ rs_path=$(purchase_path "$rs_sale")
 rs_tok=$(admin token mint --user "slow-$rs_sale")
 # One purchase process with one thread, its script loaded by a first
 # purchase: the stalled call is then the reservation itself.
-FLASHSALE_PURCHASE_PROCS=1 FLASHSALE_PURCHASE_THREADS=1 "$stack" restart handlers >/dev/null
+FLASHSALE_PURCHASE_PROCS=1 FLASHSALE_PURCHASE_THREADS=1 FLASHSALE_REDIS_TIMEOUT_MS=$rs_timeout_ms \
+    "$stack" restart handlers >/dev/null
 rs_first=$(admin token mint --user "slow-first-$rs_sale")
 rs_pid=$(cat "$FLASHSALE_STATE/run/redis.pid")
 rs_rounds=$(metric_total flashsale_purchase_reserve_rounds_total)
