@@ -135,7 +135,14 @@ if [ "$n" -ge 1 ] && [ "$n" -le "$most" ]; then
 else
 	not_ok "edge: the origin sees one sold-out purchase per second at most, and at least one" "$n in $most seconds"
 fi
-h=$(curl -s -o "$FLASHSALE_STATE/edge-body" -D - -X POST -H "Authorization: Bearer $t3" "$edge$path" | tr -d '\r')
+# The first purchase of a new second goes to the origin (MISS): up to three
+# presses, until one is answered from what the edge remembers.
+tries=0
+while [ $tries -lt 3 ]; do
+	h=$(curl -s -o "$FLASHSALE_STATE/edge-body" -D - -X POST -H "Authorization: Bearer $t3" "$edge$path" | tr -d '\r')
+	[ "$(printf '%s\n' "$h" | sed -n 's/^X-Cache: //Ip')" = HIT ] && break
+	tries=$((tries + 1))
+done
 is "$(printf '%s\n' "$h" | sed -n 's/^Cache-Control: //Ip')" no-store "edge: the remembered 410 still tells browsers no-store"
 is "$(json_get "$(cat "$FLASHSALE_STATE/edge-body")" error)" SOLD_OUT "edge: the remembered answer is the origin's SOLD_OUT"
 is "$(printf '%s\n' "$h" | sed -n 's/^X-Cache: //Ip')" HIT "edge: the edge answered it from what it remembers"
