@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A 409 ALREADY_PURCHASED is a promise: the order it names is on its way
 # to PostgreSQL and ends as a live order. The broker is frozen and then
 # killed in the middle of a burst, so that purchases in flight are told

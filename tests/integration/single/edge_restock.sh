@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2086,SC2154 # set -- $(...) splits ids, and a list of PIDs splits, into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Units that come back sell through the edge (its nginx,
 # deploy/edge.conf.in), to the crowd, within the edge's bound whatever the
 # origin's speed; and the edge's cache stays quiet in a burst.
