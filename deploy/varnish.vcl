@@ -35,7 +35,7 @@ backend origin {
 }
 # @SINGLE_END@
 # @CLUSTER_BEGIN@
-# Two origin hosts (deploy/cluster.sh), taken in turn. The probe asks
+# Two origin hosts (deploy/stack.d/cluster.sh), taken in turn. The probe asks
 # whether an origin host answers at all: its nginx's /healthz, which nginx
 # answers itself, so that a busy origin passes it. (Until 2026-12-05 it
 # was /readyz, a FastCGI round trip to the purchase handler that waits in

@@ -18,6 +18,11 @@
 static const char usage[] =
     "usage: flashsale-admin COMMAND ...\n"
     "  keys generate DIR                 new token keys, URL key and queue key (mode 0600)\n"
+    "  jwks fetch [ISSUER_URL] [--out FILE] [--via http://A.B.C.D:PORT]\n"
+    "                                    the identity provider's signing keys (OpenID Connect\n"
+    "                                    discovery, issuer checked; FLASHSALE_JWT_ISSUER) into the\n"
+    "                                    JWK Set file (FILE, else FLASHSALE_JWKS_FILE), replaced\n"
+    "                                    only by a usable set; --via: a local proxy to https\n"
     "  sale create FILE.json [--json]    insert a sale and its items; prints their ids (--json:\n"
     "                                    the whole sale as one JSON document)\n"
     "  sale warm SALE_ID [--force] [--ignore-lag]\n"
@@ -74,6 +79,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "keys", "generate", 0, 1, 1, admin_keys_generate, NULL },
+	{ "jwks", "fetch", 0, 0, 5, admin_jwks_fetch, NULL },
 	{ "sale", "create", 0, 1, 2, admin_sale_create, NULL },
 	{ "sale", "list", 0, 0, 0, admin_sale_list, NULL },
 	{ "sale", "warm", 1, 0, ANY, NULL, admin_sale_warm },

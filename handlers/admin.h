@@ -59,6 +59,7 @@ void admin_print_warm(uint64_t sale, const char *what, const struct fs_sales_war
 
 /* admin_keys.c */
 int admin_keys_generate(int argc, char **argv);
+int admin_jwks_fetch(int argc, char **argv);
 int admin_queue_pass(uint64_t sale, int argc, char **argv);
 int admin_token_mint(int argc, char **argv);
 

@@ -1,4 +1,7 @@
-/* flashsale-admin's keys and tokens: keys generate, token mint, queue pass. */
+/*
+ * flashsale-admin's keys and tokens: keys generate, jwks fetch, token mint,
+ * queue pass.
+ */
 #include "config.h"
 
 #include <errno.h>
@@ -14,6 +17,7 @@
 
 #include "admin.h"
 #include "keys.h"
+#include "oidc.h"
 #include "queue.h"
 #include "token.h"
 #include "urlsig.h"
@@ -117,6 +121,47 @@ admin_keys_generate(int argc, char **argv)
 	sodium_memzero(url, sizeof(url));
 	sodium_memzero(queue, sizeof(queue));
 	return rc;
+}
+
+/*
+ * jwks fetch [ISSUER_URL] [--out FILE] [--via http://A.B.C.D:PORT]: the
+ * identity provider's signing keys into the JWK Set file (FILE, else
+ * FLASHSALE_JWKS_FILE), replaced only by a set with a key to use; a failed
+ * fetch keeps the file and exits 1 saying why. The issuer defaults to
+ * FLASHSALE_JWT_ISSUER, the one tokens must name.
+ */
+int
+admin_jwks_fetch(int argc, char **argv)
+{
+	const char *issuer = NULL, *out = NULL, *via = NULL;
+	struct fs_oidc_result res;
+	struct fs_cfg cfg;
+	char err[768];
+	int i = 0;
+
+	if (argc > 0 && strncmp(argv[0], "--", 2) != 0)
+		issuer = argv[i++];
+	for (; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return admin_fail("%s needs a value", argv[i]);
+		if (strcmp(argv[i], "--out") == 0)
+			out = argv[i + 1];
+		else if (strcmp(argv[i], "--via") == 0)
+			via = argv[i + 1];
+		else
+			return admin_fail("unknown option %s", argv[i]);
+	}
+	if ((out == NULL || issuer == NULL) && admin_load_cfg(&cfg, 0) != 0)
+		return 1;
+	if (issuer == NULL && *(issuer = fs_cfg_get(&cfg, FS_CFG_JWT_ISSUER)) == '\0')
+		return admin_fail("%s", "jwks fetch: no ISSUER_URL and FLASHSALE_JWT_ISSUER is not set");
+	if (out == NULL && *(out = fs_cfg_get(&cfg, FS_CFG_JWKS_FILE)) == '\0')
+		return admin_fail("%s", "jwks fetch: no --out FILE and FLASHSALE_JWKS_FILE is not set");
+	if (fs_oidc_jwks_fetch(issuer, via, out, FS_OIDC_TIMEOUT_MS, &res, err, sizeof(err)) != 0)
+		return admin_fail("jwks fetch %s: %s; %s kept as it was", issuer, err, out);
+	printf("%s: %zu keys from %s (%s)%s\n", out, res.kept, issuer, res.jwks_uri,
+	    res.unchanged ? ", unchanged" : "");
+	return 0;
 }
 
 int

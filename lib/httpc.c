@@ -33,9 +33,14 @@ wait_until(int fd, short events, long long deadline)
 	return n == 1 ? 0 : -1;
 }
 
-/* Splits "http://A.B.C.D:PORT/path" into an address and the path; 0 or -1. */
+/*
+ * Splits "http://A.B.C.D:PORT/path" (or localhost) into an address, the
+ * path and the authority for Host ("A.B.C.D:PORT": RFC 9110 wants the port
+ * when it is not 80, and a server that builds URLs from Host, as an OpenID
+ * provider's discovery document does, needs it); 0 or -1.
+ */
 static int
-parse_url(const char *url, struct sockaddr_in *sa, char host[64], const char **path)
+parse_url(const char *url, struct sockaddr_in *sa, char host[72], const char **path)
 {
 	const char *p, *colon;
 	char *end;
@@ -57,7 +62,11 @@ parse_url(const char *url, struct sockaddr_in *sa, char host[64], const char **p
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((unsigned short)port);
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+	/* The one name known without a resolver: an issuer on this host may use it. */
+	if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &sa->sin_addr) != 1)
+		return -1;
+	snprintf(host + n, 72 - n, ":%ld", port);
+	return 0;
 }
 
 /* Connects without blocking past the deadline; the socket, or -1. */
@@ -234,7 +243,7 @@ fs_httpc_send(const char *method, const char *url, const char *headers, const ch
 {
 	long long deadline = fs_clock_mono_ms() + timeout_ms;
 	struct sockaddr_in sa;
-	char host[64], *req, *raw = NULL;
+	char host[72], *req, *raw = NULL;
 	const char *path;
 	size_t cap = 0, reqlen = 0;
 	ssize_t len;
@@ -242,7 +251,7 @@ fs_httpc_send(const char *method, const char *url, const char *headers, const ch
 
 	memset(a, 0, sizeof(*a));
 	if (parse_url(url, &sa, host, &path) != 0) {
-		snprintf(err, errlen, "not a URL http://A.B.C.D:PORT/path: %.200s", url);
+		snprintf(err, errlen, "not a URL http://A.B.C.D:PORT/path (or localhost): %.200s", url);
 		return -1;
 	}
 	if ((req = request_bytes(method, host, path, headers, body, bodylen, &cap, &reqlen, err,

@@ -1,10 +1,12 @@
 /*
  * The one HTTP client of the project (driver): one request, one answer, on
- * a new TCP connection to a numeric IPv4 address, every wait bounded by one
+ * a new TCP connection to a numeric IPv4 address (or localhost, 127.0.0.1;
+ * no resolver, no TLS), every wait bounded by one
  * deadline and every part of the request and the answer by a size.
  * HTTP/1.0, so the server closes the connection after its answer and never
  * chunks it. Used by the operator's tools (metrics, watch), the payment
- * provider's API calls and the provider simulator's webhooks.
+ * provider's API calls, the provider simulator's webhooks and the fetch of
+ * an identity provider's keys (flashsale-admin jwks fetch).
  */
 #ifndef FS_HTTPC_H
 #define FS_HTTPC_H
@@ -25,7 +27,7 @@ struct fs_httpc_answer {
 };
 
 /*
- * Sends METHOD url ("http://A.B.C.D:PORT/path") without a body and reads the
+ * Sends METHOD url ("http://A.B.C.D:PORT/path", or http://localhost:PORT/path) without a body and reads the
  * whole answer within timeout_ms. 0 with a filled (the caller frees it), or
  * -1 with err set: a malformed URL, no connection, a timeout, an answer
  * that is not HTTP or larger than the limits.

@@ -67,3 +67,14 @@ fs_jsonread_string(json_object *o, const char *name, size_t max)
 	s = json_object_get_string(v);
 	return (*s != '\0' && strlen(s) <= max) ? s : NULL;
 }
+
+int
+fs_jsonread_string_is(json_object *o, const char *name, const char *s)
+{
+	json_object *v;
+	size_t len = strlen(s);
+
+	return json_object_object_get_ex(o, name, &v) && json_object_is_type(v, json_type_string) &&
+	    (size_t)json_object_get_string_len(v) == len &&
+	    memcmp(json_object_get_string(v), s, len) == 0;
+}

@@ -21,5 +21,7 @@ json_object *fs_jsonread_object(const char *text, size_t len, int depth, char *e
 int fs_jsonread_int(json_object *, const char *name, int64_t min, int64_t max, int64_t *out);
 /* A string member of 1 to max bytes, or NULL. */
 const char *fs_jsonread_string(json_object *, const char *name, size_t max);
+/* Whether member name is a string equal to s, byte for byte (an embedded NUL differs). */
+int fs_jsonread_string_is(json_object *, const char *name, const char *s);
 
 #endif

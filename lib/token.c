@@ -8,6 +8,11 @@
 #include <string.h>
 
 #include <json-c/json.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rsa.h>
 #include <sodium.h>
 
 #include "b64url.h"
@@ -48,12 +53,37 @@ static const char *const token_errors[FS_TOKEN__MAX] = {
 	[FS_TOKEN_UNKNOWN_KEY] = "unknown key id",
 };
 
+/* The JWS "alg" of each algorithm (RFC 7518 3.1, RFC 8037 3.1). */
+static const char *const token_alg_names[FS_TOKEN_ALG__MAX] = {
+	[FS_TOKEN_ALG_EDDSA] = "EdDSA",
+	[FS_TOKEN_ALG_HS256] = "HS256",
+	[FS_TOKEN_ALG_EDDSA_DEMO] = "EdDSA",
+	[FS_TOKEN_ALG_RS256] = "RS256",
+	[FS_TOKEN_ALG_PS256] = "PS256",
+	[FS_TOKEN_ALG_ES256] = "ES256",
+};
+
 /* Protected headers that fs_token_mint writes, by algorithm. */
 static const char *const token_headers[FS_TOKEN_ALG__MAX] = {
 	[FS_TOKEN_ALG_EDDSA] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}",
 	[FS_TOKEN_ALG_HS256] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
 	[FS_TOKEN_ALG_EDDSA_DEMO] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"" FS_TOKEN_DEMO_KID "\"}",
 };
+
+const char *
+fs_token_alg_name(enum fs_token_alg alg)
+{
+	if ((unsigned)alg >= FS_TOKEN_ALG__MAX)
+		return "unknown";
+	return token_alg_names[alg];
+}
+
+void
+fs_token_vkey_release(struct fs_token_vkey *key)
+{
+	EVP_PKEY_free(key->pkey);
+	sodium_memzero(key, sizeof(*key));
+}
 
 const char *
 fs_token_strerror(enum fs_token_status st)
@@ -314,6 +344,7 @@ token_vkey(enum fs_token_alg alg, const unsigned char *bytes, size_t len, struct
 	key->alg = alg;
 	memcpy(key->key, bytes, len);
 	key->len = len;
+	key->pkey = NULL;
 }
 
 /*
@@ -338,8 +369,10 @@ token_header_kid(const fs_token_keys *keys, struct json_object *alg, struct json
 		fs_token_log_unknown_kid(s, len);
 		return FS_TOKEN_UNKNOWN_KEY;
 	}
-	if (!fs_token_string_is(alg, key->alg == FS_TOKEN_ALG_HS256 ? "HS256" : "EdDSA"))
+	if (!fs_token_string_is(alg, fs_token_alg_name(key->alg))) {
+		fs_token_vkey_release(key);
 		return FS_TOKEN_BAD_ALG;
+	}
 	return FS_TOKEN_OK;
 }
 
@@ -371,16 +404,105 @@ token_header_key(const fs_token_keys *keys, const void *hdr, size_t len,
 	return st;
 }
 
+/*
+ * An ES256 signature, R and S of 32 bytes each (RFC 7518 3.4), as the DER
+ * ECDSA-Sig-Value that EVP verifies into der (dermax bytes); its length,
+ * or 0.
+ */
+static size_t
+token_es256_der(const unsigned char *sig, unsigned char *der, size_t dermax)
+{
+	ECDSA_SIG *es;
+	BIGNUM *r, *s;
+	unsigned char *p = der;
+	int len = 0;
+
+	if ((es = ECDSA_SIG_new()) == NULL)
+		return 0;
+	r = BN_bin2bn(sig, 32, NULL);
+	s = BN_bin2bn(sig + 32, 32, NULL);
+	if (r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1) {
+		BN_free(r);
+		BN_free(s);
+	} else if ((len = i2d_ECDSA_SIG(es, NULL)) > 0 && (size_t)len <= dermax)
+		len = i2d_ECDSA_SIG(es, &p);
+	else
+		len = 0;
+	ECDSA_SIG_free(es);
+	return len > 0 ? (size_t)len : 0;
+}
+
+/* Verifies an RS256, PS256 or ES256 signature of msg with key->pkey. */
+static int
+token_pkey_ok(const struct fs_token_vkey *key, const unsigned char *msg, size_t len,
+    const unsigned char *sig, size_t siglen)
+{
+	/* A P-256 signature in DER: two INTEGERs of up to 33 bytes and headers. */
+	unsigned char der[80];
+	EVP_MD_CTX *md = NULL;
+	EVP_PKEY_CTX *pctx = NULL;
+	int ok = 0;
+
+	if (key->pkey == NULL)
+		return 0;
+	if (key->alg == FS_TOKEN_ALG_ES256) {
+		if (siglen != 64 || (siglen = token_es256_der(sig, der, sizeof(der))) == 0)
+			return 0;
+		sig = der;
+	} else if (siglen != (size_t)EVP_PKEY_get_size(key->pkey))
+		return 0;
+	if ((md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, key->pkey) != 1)
+		goto out;
+	/* RFC 7518 3.5: MGF1 with SHA-256, a salt as long as the hash. */
+	if (key->alg == FS_TOKEN_ALG_PS256 &&
+	    (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1))
+		goto out;
+	ok = EVP_DigestVerify(md, sig, siglen, msg, len) == 1;
+out:
+	EVP_MD_CTX_free(md);
+	/* A refused signature leaves errors in this thread's queue. */
+	ERR_clear_error();
+	return ok;
+}
+
+/* Whether sig (siglen bytes) is key's signature of the len bytes at msg. */
+static int
+token_signature_ok(const struct fs_token_vkey *key, const unsigned char *msg, size_t len,
+    const unsigned char *sig, size_t siglen)
+{
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+	int ok;
+
+	switch (key->alg) {
+	case FS_TOKEN_ALG_HS256:
+		token_hs256(key->key, key->len, msg, len, mac);
+		ok = siglen == sizeof(mac) && sodium_memcmp(mac, sig, sizeof(mac)) == 0;
+		sodium_memzero(mac, sizeof(mac));
+		return ok;
+	case FS_TOKEN_ALG_EDDSA:
+	case FS_TOKEN_ALG_EDDSA_DEMO:
+		return siglen == crypto_sign_BYTES &&
+		    crypto_sign_verify_detached(sig, msg, len, key->key) == 0;
+	case FS_TOKEN_ALG_RS256:
+	case FS_TOKEN_ALG_PS256:
+	case FS_TOKEN_ALG_ES256:
+		return token_pkey_ok(key, msg, len, sig, siglen);
+	default:
+		return 0;
+	}
+}
+
 enum fs_token_status
 fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
     void *payload, size_t payloadmax, size_t *payloadlen)
 {
 	/* Holds the header, then the signature: any part of a token fits. */
 	unsigned char buf[FS_TOKEN_MAX];
-	unsigned char mac[crypto_auth_hmacsha256_BYTES];
 	const char *dot1, *dot2, *end;
 	size_t n;
-	struct fs_token_vkey key;
+	struct fs_token_vkey key = { .pkey = NULL };
 	enum fs_token_status st;
 	int ok;
 
@@ -406,15 +528,8 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 	    (size_t)(end - dot2 - 1), &n) != FS_B64URL_OK)
 		goto fail;
 	/* The signing input is the header and payload as sent, dot included. */
-	if (key.alg == FS_TOKEN_ALG_HS256) {
-		token_hs256(key.key, key.len, jws, (size_t)(dot2 - jws), mac);
-		ok = n == sizeof(mac) &&
-		    sodium_memcmp(mac, buf, sizeof(mac)) == 0;
-	} else
-		ok = n == crypto_sign_BYTES &&
-		    crypto_sign_verify_detached(buf, (const unsigned char *)jws,
-		    (size_t)(dot2 - jws), key.key) == 0;
-	sodium_memzero(&key, sizeof(key));
+	ok = token_signature_ok(&key, (const unsigned char *)jws, (size_t)(dot2 - jws), buf, n);
+	fs_token_vkey_release(&key);
 	if (!ok)
 		return FS_TOKEN_BAD_SIGNATURE;
 
@@ -428,7 +543,7 @@ fs_token_jws_verify(const fs_token_keys *keys, const char *jws, size_t len,
 		return FS_TOKEN_MALFORMED;
 	}
 fail:
-	sodium_memzero(&key, sizeof(key));
+	fs_token_vkey_release(&key);
 	return st;
 }
 
@@ -623,7 +738,7 @@ fs_token_mint(const fs_token_keys *keys, enum fs_token_alg alg,
 
 	if (outmax > 0)
 		out[0] = '\0';
-	if ((unsigned)alg >= FS_TOKEN_ALG__MAX ||
+	if ((unsigned)alg >= FS_TOKEN_ALG__MAX || token_headers[alg] == NULL ||
 	    (alg == FS_TOKEN_ALG_EDDSA && !keys->has_ed_sk) ||
 	    (alg == FS_TOKEN_ALG_EDDSA_DEMO && !keys->has_demo_sk) ||
 	    (alg == FS_TOKEN_ALG_HS256 && keys->hs_keylen == 0))

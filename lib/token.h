@@ -1,8 +1,9 @@
 /*
  * Shopper tokens: JWTs (RFC 7519) in JWS compact form, signed with EdDSA
- * (Ed25519, RFC 8037) or HS256, verified with libsodium. The configured
- * keys decide which algorithm a token may use; "none" and every other
- * algorithm are refused.
+ * (Ed25519, RFC 8037) or HS256, verified with libsodium, or with RS256,
+ * PS256 or ES256 (RFC 7518 3.3-3.5), verified with OpenSSL's libcrypto.
+ * The configured keys decide which algorithm a token may use; "none" and
+ * every other algorithm are refused.
  */
 #ifndef FS_TOKEN_H
 #define FS_TOKEN_H
@@ -32,16 +33,23 @@
 /*
  * A JWK Set file (RFC 7517) holds the keys of tokens that carry a key id
  * (`kid`), as an identity provider publishes them: Ed25519 public keys
- * (kty OKP, crv Ed25519) for EdDSA and secrets (kty oct) for HS256, several
- * at once so that a rotation never refuses a valid token. Keys of other
- * types or uses are ignored (RFC 7517 5); a key of ours that is malformed,
- * holds a private member or repeats a kid refuses the whole file. "demo" is
- * reserved for the demo key.
+ * (kty OKP, crv Ed25519) for EdDSA, secrets (kty oct) for HS256, RSA public
+ * keys (kty RSA, n and e) for RS256 (or PS256 where the key says "alg":
+ * "PS256") and P-256 public keys (kty EC, crv P-256, x and y) for ES256,
+ * several at once so that a rotation never refuses a valid token. Each key
+ * serves one algorithm, its own. Keys of other types, curves, algorithms or
+ * uses are ignored (RFC 7517 5); an RSA key of fewer than
+ * FS_TOKEN_RSA_BITS_MIN or more than FS_TOKEN_RSA_BITS_MAX bits is refused
+ * with a log line while the file's other keys load; a key of ours that is
+ * malformed, holds a private member or repeats a kid refuses the whole
+ * file. "demo" is reserved for the demo key.
  */
 #define FS_TOKEN_JWKS_FILE_MAX	65536	/* bytes in a JWK Set file */
 #define FS_TOKEN_JWKS_KEYS_MAX	32	/* keys in it, ignored ones included */
 #define FS_TOKEN_KID_MAX	64	/* bytes in a `kid` */
 #define FS_TOKEN_JWKS_RECHECK_MS 1000	/* how often verification looks at the file */
+#define FS_TOKEN_RSA_BITS_MIN	2048	/* RFC 7518 3.3: 2048 bits or more */
+#define FS_TOKEN_RSA_BITS_MAX	8192	/* a bound on the cost of one verification */
 
 /* Keys and expected claims; the keys are wiped when freed. */
 typedef struct fs_token_keys fs_token_keys;
@@ -50,6 +58,9 @@ enum fs_token_alg {
 	FS_TOKEN_ALG_EDDSA,
 	FS_TOKEN_ALG_HS256,
 	FS_TOKEN_ALG_EDDSA_DEMO,	/* EdDSA under the demo key, "kid":"demo" */
+	FS_TOKEN_ALG_RS256,	/* RSA PKCS#1 v1.5 with SHA-256; JWK Set keys only */
+	FS_TOKEN_ALG_PS256,	/* RSA-PSS with SHA-256; JWK Set keys only */
+	FS_TOKEN_ALG_ES256,	/* ECDSA P-256 with SHA-256; JWK Set keys only */
 	FS_TOKEN_ALG__MAX
 };
 
@@ -119,6 +130,18 @@ int fs_token_keys_load_jwks(fs_token_keys *, const char *path, char *err, size_t
     __attribute__((warn_unused_result));
 
 /*
+ * A JWK Set file made from an identity provider's JWK Set (len bytes at
+ * json, fetched from its jwks_uri, where naming it in log lines): the keys
+ * tokens can be verified with, by the rules above, each with its public
+ * members and its algorithm only; secrets (kty oct) are never taken from a
+ * provider. 0 with the file's text in *out (NUL-terminated, the caller
+ * frees it) and the number of keys in *kept (at least one), or -1 with the
+ * reason in err: not a JWK Set, a key of ours malformed, no key to use.
+ */
+int fs_token_jwks_usable(const char *json, size_t len, const char *where, char **out,
+    size_t *kept, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
  * Re-reads the JWK Set file now if it changed, as verification does by
  * itself at most once a second (a SIGHUP handler or a test may want it at
  * once). 0 when the keys are the file's, -1 when it was refused (the keys
@@ -169,9 +192,13 @@ enum fs_token_status fs_token_jws_verify(const fs_token_keys *,
  */
 int fs_token_sub_ok(const char *sub, size_t len);
 
+/* The JWS "alg" name of an algorithm ("EdDSA", "RS256", ...). */
+const char *fs_token_alg_name(enum fs_token_alg);
+
 /*
  * Mints a token for sub issued at iat and valid for ttl seconds (> 0),
  * with iss and aud when configured, into out (outmax bytes, NUL included).
+ * EdDSA, HS256 and the demo key only: the RSA and EC keys are a provider's.
  * Returns FS_TOKEN_BAD_ALG without the signing key, FS_TOKEN_BAD_SUBJECT
  * for a sub that verification would refuse, FS_TOKEN_MALFORMED for a bad
  * ttl, FS_TOKEN_TOO_LONG when out is too small.

@@ -8,15 +8,25 @@
 #include <stddef.h>
 
 #include <json-c/json.h>
+#include <openssl/evp.h>
 
 #include "token.h"
 
-/* One verification key: the algorithm it serves and its bytes. */
+/*
+ * One verification key: the algorithm it serves and its bytes (EdDSA: a
+ * 32-byte public key; HS256: the secret), or for RS256, PS256 and ES256 the
+ * key parsed once when the JWK Set was read. A copy handed out holds a
+ * reference of pkey, given back with fs_token_vkey_release.
+ */
 struct fs_token_vkey {
-	enum fs_token_alg alg;	/* EDDSA (a 32-byte public key) or HS256 */
+	enum fs_token_alg alg;
 	unsigned char key[FS_TOKEN_HS256_KEY_MAX];
 	size_t len;
+	EVP_PKEY *pkey;		/* NULL but for RS256, PS256 and ES256 */
 };
+
+/* Wipes a key copy and gives back its reference of pkey. */
+void fs_token_vkey_release(struct fs_token_vkey *);
 
 /* The keys of one JWK Set file and what is needed to re-read it. */
 struct fs_token_jwks;
@@ -30,7 +40,8 @@ int fs_token_jwks_reload(struct fs_token_jwks *);
 
 /*
  * Copies the key of this kid (kidlen bytes) into *key, first re-reading the
- * file when it is due. 1 when found, 0 when no key has that kid.
+ * file when it is due. 1 when found (release *key after use), 0 when no
+ * key has that kid.
  */
 int fs_token_jwks_find(struct fs_token_jwks *, const char *kid, size_t kidlen,
     struct fs_token_vkey *key);

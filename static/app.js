@@ -9,17 +9,19 @@
  * (sale and reveal documents), stock (units left), outcomes (per-item answers), buy, order
  * (status, stream, checkout, cancel), changes (change notification), queue
  * (the waiting room of a sale that has one; pow.js its worker, queueview.js
- * its panel), view (the page). This one starts them and runs the clock tick.
+ * its panel), oidc (the shop's OpenID Connect sign-in), view (the page).
+ * This one starts them and runs the clock tick.
  */
 import { onSignedOut } from "./api.js";
 import { currentAuth, loadAuth } from "./auth.js";
 import { serverNow, syncClock } from "./clock.js";
 import { pickLanguage, t } from "./i18n.js";
+import { finishSignIn, loadOidcConfig } from "./oidc.js";
 import { checkExpiry, findMyOrder, restoreOrder } from "./order.js";
 import { queueTick } from "./queue.js";
 import { currentSale, fetchReveal, loadSale, revealed, useSale } from "./sale.js";
 import { loadStock } from "./stock.js";
-import { announce, bindView, render, setLanguage, showNoSale, signOut } from "./view.js";
+import { announce, bindView, render, setLanguage, showNoSale, showSignInProblem, signOut } from "./view.js";
 
 const spoken = new Set();
 
@@ -53,6 +55,9 @@ async function main() {
 	setLanguage(pickLanguage());
 	bindView();
 	onSignedOut(signOut);
+	/* Back from the provider: the code becomes the token, the URL the page's again. */
+	const back = await finishSignIn();
+	loadOidcConfig().then(render);
 	const sale = new URLSearchParams(location.search).get("sale");
 	if (!sale || !/^[1-9][0-9]{0,17}$/.test(sale)) {
 		showNoSale();
@@ -61,6 +66,8 @@ async function main() {
 	useSale(sale);
 	loadAuth();
 	render();
+	if (back && !back.ok)
+		showSignInProblem(back.reason);
 	await syncClock();
 	render();
 	await loadSale();

@@ -4,6 +4,7 @@
  * here talks to the server.
  */
 import { currentAuth, forgetAuth, signIn, USER_ID } from "./auth.js";
+import { oidcConfig, startSignIn } from "./oidc.js";
 import { buy, retryUntil } from "./buy.js";
 import { onChange } from "./changes.js";
 import { clockInfo, serverNow } from "./clock.js";
@@ -302,6 +303,7 @@ function renderCountdown(s) {
 function renderAccount() {
 	const a = currentAuth();
 	$("signin").hidden = a !== null;
+	$("oidc").hidden = a !== null || oidcConfig() === null;
 	$("whoami").hidden = a === null;
 	$("who").textContent = a ? a.userId : "";
 }
@@ -433,6 +435,26 @@ async function onSignIn(ev) {
 		$("signout").focus();
 }
 
+/* The shop's sign-in: off to the provider's page (the page comes back signed in). */
+async function onOidcSignIn() {
+	const btn = $("oidc-signin");
+	btn.disabled = true;
+	btn.textContent = t("oidcBusy");
+	$("oidc-msg").textContent = "";
+	try {
+		await startSignIn();
+	} catch (e) {
+		showSignInProblem(e.message);
+		btn.disabled = false;
+		btn.textContent = t("oidcSignin");
+	}
+}
+
+/* Why the shop's sign-in did not complete (oidc.js's reason). */
+export function showSignInProblem(reason) {
+	$("oidc-msg").textContent = reason === "network" ? t("outNetwork") : t("signinFailed", { reason });
+}
+
 /* Cancel asks twice: a unit lost by a slip is lost for good. */
 function onCancel() {
 	const btn = $("cancel");
@@ -461,6 +483,7 @@ export function bindView() {
 		b.addEventListener("click", () => setLanguage(b.dataset.lang));
 	$("signin").addEventListener("submit", onSignIn);
 	$("signout").addEventListener("click", signOut);
+	$("oidc-signin").addEventListener("click", onOidcSignIn);
 	$("pay").addEventListener("click", checkout);
 	$("cancel").addEventListener("click", onCancel);
 	onChange(render);

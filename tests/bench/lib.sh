@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # prog: the name of the sourcing script
 # Shared by tests/bench/purchase and tests/load/rehearse (sourced, POSIX sh;
 # tests/bench/consumer takes its readings and Redis clients): a stack of
 # their own on loopback with the benchmarks' server block, the ceiling
@@ -53,7 +54,7 @@ fs_json() { "${BINDIR:-$FLASHSALE_BINDIR}/tests/tools/fs-json" "$@"; }
 # --- setup and teardown ----------------------------------------------------
 
 # Refuses a port base whose ports (up to base+52, the cluster topology's
-# reach: its database pair, deploy/cluster_pg.sh) meet the kernel's
+# reach: its database pair, deploy/stack.d/cluster-pg.sh) meet the kernel's
 # ephemeral range: any outgoing connection may
 # hold one of them as its source port, and its TIME_WAIT refuses a bind
 # (varnishd's) for up to a minute.
@@ -103,7 +104,9 @@ bench_init() {
 	RUN=$STATE/run
 	LOG=$STATE/log
 	TICK_US=$((1000000 / $(getconf CLK_TCK)))
+	# shellcheck disable=SC2034 # read by the sourcing scripts
 	PORT_EDGE=$BASE
+	# shellcheck disable=SC2034 # read by the sourcing scripts
 	PORT_ORIGIN=$((BASE + 1))
 	PORT_BENCH=$((BASE + 7))
 	STACK_UP=0
@@ -131,7 +134,7 @@ $busy"
 	STACK_UP=1
 	stack up >>"$STATE/stack.log" 2>&1 || die "deploy/stack up failed; see $STATE/stack.log"
 	eval "$(stack env)"
-	export FLASHSALE_DATADIR=$repo
+	export FLASHSALE_DATADIR="$repo"
 	# The origin host: 127.0.0.1, or the cluster topology's first (origin-a).
 	BENCH_HOST=127.0.0.1
 	[ "${FLASHSALE_TOPOLOGY:-single}" = cluster ] && BENCH_HOST=127.0.0.2
@@ -216,10 +219,12 @@ redis_pipe() {
 bench_spawn() {
 	pidfile=$RUN/$1.pid
 	rm -f "$pidfile" "$RUN/$1.sock"
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 	spawn-fcgi -s "$RUN/$1.sock" -M 0660 -F "$2" -P "$pidfile" -- \
 		/bin/sh -c 'exec "$0" >>"$1" 2>&1' "$3" "$LOG/$1.log" \
 		>>"$LOG/spawn-fcgi.log" 2>&1 || die "spawn-fcgi $1 failed; see $LOG/spawn-fcgi.log"
 	# spawn-fcgi leaves the last PID without its newline.
+	# shellcheck disable=SC2046 # one word per PID
 	printf '%s\n' $(cat "$pidfile") >"$pidfile.tmp" && mv "$pidfile.tmp" "$pidfile"
 }
 
@@ -231,13 +236,14 @@ bench_track() {
 # Stops the processes of NAME that still run its program, by PID.
 bench_unspawn() {
 	pids=
+	# shellcheck disable=SC2013 # one PID a line
 	for pid in $(cat "$RUN/$1.pid" 2>/dev/null); do
 		case $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) in
 		*trivial-fcgi* | *flashsale-*) pids="$pids $pid" ;;
 		esac
 	done
 	if [ -n "$pids" ]; then
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		kill -TERM $pids 2>/dev/null
 		n=0
 		while [ $n -lt 50 ]; do
@@ -249,7 +255,7 @@ bench_unspawn() {
 			sleep 0.2
 			n=$((n + 1))
 		done
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # one word per PID
 		[ -z "$alive" ] || kill -KILL $alive 2>/dev/null
 	fi
 	rm -f "$RUN/$1.pid" "$RUN/$1.sock"
@@ -281,6 +287,7 @@ component_pids() {
 			;;
 		edge-nginx)
 			# The edge's nginx, in front of Varnish.
+			# shellcheck disable=SC2013 # one PID a line
 			for master in $(cat "$run/nginx-edge.pid" 2>/dev/null); do
 				echo "$master" && pgrep -P "$master"
 			done
@@ -292,7 +299,7 @@ component_pids() {
 		esac
 	done
 	if [ "$1" = postgres ]; then
-		# The cluster topology's two nodes (deploy/cluster_pg.sh) both
+		# The cluster topology's two nodes (deploy/stack.d/cluster-pg.sh) both
 		# count: the standby's work is the price of synchronous commits.
 		for pgdata in "$STATE/postgres" "$STATE"/pgha/pg-[0-9]; do
 			master=$(head -n 1 "$pgdata/postmaster.pid" 2>/dev/null)
@@ -333,11 +340,11 @@ cpu_snapshot() {
 	: >"$file"
 	for comp in "$@"; do
 		if [ "$comp" = kafka-jit ]; then
-			# shellcheck disable=SC2046
+			# shellcheck disable=SC2046 # one word per PID
 			echo "$comp $(jit_ticks $(component_pids kafka))" >>"$file"
 			continue
 		fi
-		# shellcheck disable=SC2046
+		# shellcheck disable=SC2046 # one word per PID
 		echo "$comp $(proc_ticks $(component_pids "$comp"))" >>"$file"
 	done
 }

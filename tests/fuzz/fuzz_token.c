@@ -9,7 +9,9 @@
  *     get fuzzed too;
  *   bit 2: the keys also require an issuer and an audience.
  * Both key sets also hold a JWK Set of the same two keys under the kids
- * "fuzz-ed" and "fuzz-hs", so that a header with a kid reaches that lookup.
+ * "fuzz-ed" and "fuzz-hs", and of an RSA and a P-256 key made at start
+ * ("fuzz-rs", "fuzz-es"), so that a header with a kid reaches that lookup
+ * and RS256, PS256 and ES256 signatures of any shape reach libcrypto.
  * A token that verifies must carry a subject the API can use as it is, and
  * minting a token for that subject must give one that verifies.
  */
@@ -21,6 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include "b64url.h"
@@ -43,21 +48,49 @@ fuzz_remove_jwks(void)
 	unlink(jwks_path);
 }
 
+/* The base64url of big number name of pkey, padded to pad bytes (0: not); 0 or -1. */
+static int
+fuzz_bn(EVP_PKEY *pkey, const char *name, int pad, char *out, size_t max)
+{
+	unsigned char bin[512];
+	BIGNUM *bn = NULL;
+	int n, rc;
+
+	if (EVP_PKEY_get_bn_param(pkey, name, &bn) != 1)
+		return -1;
+	n = pad > 0 ? BN_bn2binpad(bn, bin, pad) : BN_bn2bin(bn, bin);
+	rc = n > 0 && fs_b64url_encode(out, max, bin, (size_t)n, NULL) == FS_B64URL_OK ? 0 : -1;
+	BN_free(bn);
+	return rc;
+}
+
 /* Writes the JWK Set of the fixed keys and loads it into keys; -1 on failure. */
 static int
 fuzz_load_jwks(fs_token_keys *keys)
 {
-	char x[64], k[64], err[256];
+	char x[64], k[64], n[400], e[16], ex[64], ey[64], err[256];
+	EVP_PKEY *rsa = NULL, *ec = NULL;
 	FILE *f;
 	int fd;
 
 	if (jwks_path[sizeof(jwks_path) - 2] == 'X') {
 		if ((fd = mkstemp(jwks_path)) == -1 || (f = fdopen(fd, "w")) == NULL ||
 		    fs_b64url_encode(x, sizeof(x), ed_pk, sizeof(ed_pk), NULL) != FS_B64URL_OK ||
-		    fs_b64url_encode(k, sizeof(k), hs_key, sizeof(hs_key), NULL) != FS_B64URL_OK)
+		    fs_b64url_encode(k, sizeof(k), hs_key, sizeof(hs_key), NULL) != FS_B64URL_OK ||
+		    (rsa = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048)) == NULL ||
+		    (ec = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) == NULL ||
+		    fuzz_bn(rsa, OSSL_PKEY_PARAM_RSA_N, 0, n, sizeof(n)) != 0 ||
+		    fuzz_bn(rsa, OSSL_PKEY_PARAM_RSA_E, 0, e, sizeof(e)) != 0 ||
+		    fuzz_bn(ec, OSSL_PKEY_PARAM_EC_PUB_X, 32, ex, sizeof(ex)) != 0 ||
+		    fuzz_bn(ec, OSSL_PKEY_PARAM_EC_PUB_Y, 32, ey, sizeof(ey)) != 0)
 			return -1;
+		EVP_PKEY_free(rsa);
+		EVP_PKEY_free(ec);
 		fprintf(f, "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"fuzz-ed\","
-		    "\"x\":\"%s\"},{\"kty\":\"oct\",\"kid\":\"fuzz-hs\",\"k\":\"%s\"}]}\n", x, k);
+		    "\"x\":\"%s\"},{\"kty\":\"oct\",\"kid\":\"fuzz-hs\",\"k\":\"%s\"},"
+		    "{\"kty\":\"RSA\",\"kid\":\"fuzz-rs\",\"n\":\"%s\",\"e\":\"%s\"},"
+		    "{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"fuzz-es\",\"x\":\"%s\",\"y\":\"%s\"}]}\n",
+		    x, k, n, e, ex, ey);
 		if (fclose(f) != 0)
 			return -1;
 		atexit(fuzz_remove_jwks);

@@ -48,6 +48,7 @@ is "$(sed -n 's/^#\{0,1\}\(FLASHSALE_[A-Z_]*\)=.*/\1/p' "$env" | sort)" \
 	"deploy/systemd/flashsale.env names every variable"
 bad_defaults=$(sed -n 's/^#\(FLASHSALE_[A-Z_]*\)=\(.*\)/\1 \2/p' "$env" | while read -r name val; do
 	want=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/config")
+	# shellcheck disable=SC2016 # the literal $prefix of the page
 	case $want in
 	empty) want= ;;
 	'$prefix/share/flashsale') continue ;;
@@ -58,11 +59,13 @@ done)
 is "$bad_defaults" "" "the commented lines of flashsale.env show the defaults"
 # Configuration has one reference, the page: no table of variables in the
 # README or docs/.
+# shellcheck disable=SC2016 # a Markdown pattern, with backquotes
 is "$(cd "$top_srcdir" && grep -l '^| `FLASHSALE_[A-Z_]*` |' README.md docs/*.md)" "" \
 	"README.md and docs/ leave the table of variables to flashsale.conf(5)"
 # Every variable that the local stack's scripts read with a default is in
 # the page's LOCAL STACK section (or, being a program's, in ENVIRONMENT).
-grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/cluster.sh \
+# shellcheck disable=SC2016 # the pattern of a shell expansion
+grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/stack.d/*.sh \
 	"$top_srcdir"/deploy/install-deps "$top_srcdir"/deploy/demo |
 	sed 's/^${//; s/:\{0,1\}-$//' | sort -u >"$tmp/stackvars"
 grep '^\.It Ev FLASHSALE_' "$top_srcdir/man/flashsale.conf.5" | grep -o 'FLASHSALE_[A-Z_]*' |
@@ -118,6 +121,7 @@ for f in $(for p in $programs; do echo "bin/$p"; done) \
 	$(for p in $programs; do echo "share/man/man8/$p.8"; done) \
 	lib/systemd/system/flashsale-purchase.socket lib/systemd/system/flashsale-purchase@.service \
 	lib/systemd/system/flashsale-consumer.service lib/systemd/system/flashsale-expire.timer \
+	lib/systemd/system/flashsale-jwks.timer lib/systemd/system/flashsale-jwks.service \
 	lib/systemd/system/flashsale-push.service \
 	lib/tmpfiles.d/flashsale.conf lib/sysusers.d/flashsale.conf \
 	share/doc/flashsale/README.md \
@@ -140,8 +144,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	cp /usr/sbin/nginx "$dest/usr/sbin/"
 	cp "$dest$prefix"/lib/systemd/system/flashsale* "$dest/etc/systemd/system/"
 	# Every unit installed; a template as its first instance.
+	# shellcheck disable=SC2012 # unit names: letters, digits, @ . - only
 	units=$(cd "$dest/etc/systemd/system" && ls flashsale* | sed 's/@\.service$/@1.service/')
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per unit
 	verify=$(cd "$dest/etc/systemd/system" && MANPATH=$dest$prefix/share/man \
 		systemd-analyze verify --root="$dest" $units 2>&1; echo "exit $?")
 	is "$verify" "exit 0" "systemd-analyze verify accepts every unit"
@@ -252,6 +257,7 @@ is "$(comm -23 "$tmp/vcl.local" "$tmp/vcl.prod")" "" \
 
 # 7. docs/OPERATING.md's "Running a sale" says what to do for every alert of
 # deploy/prometheus/alerts.yml, and for no other.
+# shellcheck disable=SC2016 # a Markdown pattern, with backquotes
 is "$(sed -n 's/^ *- alert: *\([A-Za-z]*\).*/\1/p' "$top_srcdir/deploy/prometheus/alerts.yml" | sort)" \
 	"$(sed -n 's/^| `\(Flashsale[A-Za-z]*\)` |.*/\1/p' "$top_srcdir/docs/OPERATING.md" | sort)" \
 	"docs/OPERATING.md's alert table names exactly the alerts of deploy/prometheus/alerts.yml"

@@ -74,7 +74,7 @@ done | sort -u | while read -r path; do
 	dir=$(dirname "$path")
 	above=
 	while :; do
-		# shellcheck disable=SC2046
+		# shellcheck disable=SC2046 # the owner and mode, one word each
 		set -- $(dir_owner "$dir")
 		if unsafe "$1" "$2" "$3" "$above"; then
 			echo "$path: $dir $1:$2 $3"

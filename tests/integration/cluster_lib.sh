@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Helpers of the cluster suite (cluster/*.sh, FLASHSALE_TOPOLOGY=cluster),
 # sourced by each of them after lib.sh. Names start with k_: the helpers
 # of a topic, apart from the test file's own names.
@@ -57,7 +58,7 @@ k_retry() {
 # most three rounds; prints how many retries there were in all.
 k_retry_rounds() {
 	k_retried=0
-	for k_round in 1 2 3; do
+	for _ in 1 2 3; do
 		k_n=$(k_retry "$@")
 		[ "$k_n" = 0 ] && break
 		k_retried=$((k_retried + k_n))
@@ -214,7 +215,7 @@ k_sell_rest() {
 # script in between: the fault lands at this instant).
 k_pids_of() { k_pids=$("$stack" pids "$1"); }
 k_kill() {
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per PID
 	kill -KILL $k_pids
 }
 
@@ -224,6 +225,7 @@ k_kill() {
 # handlers: the purchase handlers' pids before it. k_burst_answered then
 # waits for the burst: requests, won1 (202) and refused1 (503) of k_out.
 k_burst_killing_master() {
+	# shellcheck disable=SC2034 # read by cluster/*.sh
 	handlers=$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ')
 	k_pids_of "redis-$(k_redis_node "$3")"
 	k_burst "$1" "$2" 3000 4
@@ -232,8 +234,11 @@ k_burst_killing_master() {
 }
 k_burst_answered() {
 	wait "$k_burst_pid"
+	# shellcheck disable=SC2034 # read by cluster/*.sh
 	requests=$(wc -l <"$k_out" | tr -d ' ')
+	# shellcheck disable=SC2034 # read by cluster/*.sh
 	won1=$(count_of 202 "$k_out")
+	# shellcheck disable=SC2034 # read by cluster/*.sh
 	refused1=$(count_of 503 "$k_out")
 }
 
@@ -253,6 +258,7 @@ k_wait_promotion() {
 	until [ "$(k_role "$1")" = master ] || [ $(($(k_now_ms) - k_killed_at)) -gt 30000 ]; do
 		sleep 0.1
 	done
+	# shellcheck disable=SC2034 # read by cluster/*.sh
 	k_promoted_ms=$(($(k_now_ms) - k_killed_at))
 }
 

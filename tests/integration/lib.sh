@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; top_srcdir is the caller's (sh -u stops without it)
 # Helpers for the integration tests: TAP output, HTTP through the edge or
 # the origin, JSON read with tests/tools/fs-json, and direct looks into
 # PostgreSQL, Redis and Kafka to assert exact outcomes. suite.sh sources it,
@@ -7,6 +8,7 @@
 # before); FLASHSALE_TAP_COUNTS, when set, keeps "cases failed" for suite.sh.
 tap_n=${FLASHSALE_TAP_FIRST:-0}
 tap_failed=0
+# shellcheck disable=SC2034 # for the test files
 stack=$top_srcdir/deploy/stack
 
 diag() { printf '# %s\n' "$*"; }
@@ -174,7 +176,7 @@ http() {
 
 # Messages on the order topic (reads to the end, then exits).
 topic_messages() {
-	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
+	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t flash-sale-orders -e -q -f '%s\n' 2>/dev/null
 }
 
 # The order messages of SALE on the topic, one a line (the topic's junk,

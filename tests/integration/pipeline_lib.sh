@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Helpers of the order pipeline and payment tests (single/pipeline*.sh and
 # the others that source it after lib.sh). Names start with p_: the
 # helpers of a topic, apart from the test file's own names.
@@ -126,7 +127,7 @@ p_press() {
 p_pay() {
 	p_ans=$(p_checkout "$1" "$2")
 	p_url=$(json_get "${p_ans#* }" redirectUrl)
-	[ "${p_ans%% *}" = 200 ] && [ -n "$p_url" ] || { diag "checkout of $1: $p_ans"; return 1; }
+	{ [ "${p_ans%% *}" = 200 ] && [ -n "$p_url" ]; } || { diag "checkout of $1: $p_ans"; return 1; }
 	[ "$(p_press "$p_url" pay)" = 303 ] || { diag "Pay at $p_url refused"; return 1; }
 	p_until 15 PAID p_status "$1" || { diag "order $1 is $p_out, not PAID"; return 1; }
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A restock whose message is lost, for single/restock_lost.sh (one origin) and cluster/restock_lost.sh (two
 # origin hosts on the cluster), sourced by each after lib.sh. Names start
 # with rl_ so that they cannot clash with the other test files.

@@ -3,7 +3,7 @@
  * a loopback port of the kernel's choosing: the request's bytes, the
  * answer's status, headers and body, and the refusals (bad URL, a request
  * too big, no server, a server that does not answer in time, an answer
- * that is not HTTP).
+ * that is not HTTP), and localhost as the one host name.
  */
 #include "config.h"
 
@@ -101,11 +101,13 @@ test_send(int lfd, const char *url)
 
 	rc = fs_httpc_send("POST", url, "Authorization: Bearer k\r\n", "{\"a\":1}", 7, 2000, &a, err,
 	    sizeof(err));
+	/* Host names the port: an OpenID provider builds its jwks_uri from it. */
 	snprintf(want, sizeof(want),
-	    "POST /api/x HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: flashsale\r\n"
-	    "Connection: close\r\nAuthorization: Bearer k\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+	    "POST /api/x HTTP/1.0\r\nHost: %.*s\r\nUser-Agent: flashsale\r\n"
+	    "Connection: close\r\nAuthorization: Bearer k\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+	    (int)strcspn(url + 7, "/"), url + 7);
 	check(rc == 0 && a.status == 200 && strcmp(a.body, want) == 0 && a.len == strlen(want),
-	    "send: the request line, Host, the caller's headers, Content-Length, the body");
+	    "send: the request line, Host (address and port), the caller's headers, Content-Length, the body");
 	fs_httpc_answer_free(&a);
 	waitpid(pid, NULL, 0);
 
@@ -124,7 +126,7 @@ int
 main(void)
 {
 	struct fs_httpc_answer a;
-	char url[128], err[256], v[64];
+	char url[128], lurl[128], err[256], v[64];
 	int lfd, port, rc;
 	pid_t pid;
 
@@ -145,6 +147,15 @@ main(void)
 
 	test_send(lfd, url);
 
+	/* An identity provider on this host may name itself localhost (issue 34). */
+	pid = serve_once(lfd, "HTTP/1.0 200 OK\r\n\r\nlo");
+	snprintf(lurl, sizeof(lurl), "http://localhost:%d/x", port);
+	rc = fs_httpc_request("GET", lurl, 2000, &a, err, sizeof(err));
+	check(rc == 0 && a.status == 200 && strcmp(a.body, "lo") == 0,
+	    "http://localhost:PORT/ reaches 127.0.0.1");
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+
 	pid = serve_once(lfd, "SSH-2.0-OpenSSH\r\n\r\n");
 	check(fs_httpc_request("GET", url, 2000, &a, err, sizeof(err)) == -1 &&
 		strncmp(err, "not an HTTP answer from http://127.0.0.1:", 41) == 0,
@@ -162,9 +173,9 @@ main(void)
 	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1 &&
 		strncmp(err, "cannot connect to http://127.0.0.1:", 35) == 0,
 	    "no server: refused");
-	check(fs_httpc_request("GET", "http://localhost:80/", 300, &a, err, sizeof(err)) == -1 &&
-		strcmp(err, "not a URL http://A.B.C.D:PORT/path: http://localhost:80/") == 0,
-	    "a host name is refused (numeric IPv4 only)");
+	check(fs_httpc_request("GET", "http://example.com:80/", 300, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "not a URL http://A.B.C.D:PORT/path (or localhost): http://example.com:80/") == 0,
+	    "a host name is refused (numeric IPv4 or localhost only)");
 	check(fs_httpc_request("GET", "ftp://127.0.0.1:21/", 300, &a, err, sizeof(err)) == -1,
 	    "another scheme is refused");
 	check(fs_httpc_request("GET", "http://127.0.0.1:99999/", 300, &a, err, sizeof(err)) == -1,

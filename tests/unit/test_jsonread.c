@@ -21,6 +21,7 @@ refused(const char *text, int depth)
 int
 main(void)
 {
+	static const char nul[] = "{\"s\":\"abc\\u0000x\"}";
 	static const char doc[] = "{\"n\":7,\"big\":9223372036854775807,\"s\":\"abc\",\"e\":\"\",\"f\":1.5}";
 	char why[64] = "";
 	json_object *o = fs_jsonread_object(doc, strlen(doc), 4, why, sizeof(why));
@@ -44,6 +45,13 @@ main(void)
 	check(fs_jsonread_string(o, "s", 2) == NULL, "a string too long is refused");
 	check(fs_jsonread_string(o, "e", 10) == NULL, "an empty string is refused");
 	check(fs_jsonread_string(o, "n", 10) == NULL, "a number is not a string");
+	check(fs_jsonread_string_is(o, "s", "abc") && !fs_jsonread_string_is(o, "s", "ab") &&
+	    !fs_jsonread_string_is(o, "s", "abcd") && !fs_jsonread_string_is(o, "n", "7") &&
+	    !fs_jsonread_string_is(o, "missing", "abc"), "a string member equal to a text, exactly");
+	json_object_put(o);
+	o = fs_jsonread_object(nul, strlen(nul), 4, why, sizeof(why));
+	check(o != NULL && !fs_jsonread_string_is(o, "s", "abc"),
+	    "a string with an embedded NUL is not the text before it");
 	json_object_put(o);
 	return failures == 0 ? 0 : 1;
 }

@@ -1,7 +1,8 @@
 /*
  * Unit test of lib/token: the RFC 8037 and RFC 7515 examples, then tokens
- * crafted here with libsodium directly, so that the test does not trust the
- * code it tests to build them.
+ * crafted here with libsodium (EdDSA, HS256) and libcrypto (RS256, PS256,
+ * ES256) directly, so that the test does not trust the code it tests to
+ * build them.
  */
 #include "config.h"
 
@@ -15,6 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
 #include <sodium.h>
 
 #include "b64url.h"
@@ -1107,9 +1114,9 @@ test_jwks_bad(const char *file)
 	} bad[] = {
 		{ "not json", "JSON", "not JSON" },
 		{ "{\"keys\":{}}", "\"keys\" array", "keys not an array" },
-		{ "{\"keys\":[]}", "no Ed25519", "no key" },
-		{ "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\",\"e\":\"AQAB\"}]}",
-		    "no Ed25519", "only keys of other types" },
+		{ "{\"keys\":[]}", "no key to verify with", "no key" },
+		{ "{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-521\",\"kid\":\"r\",\"x\":\"AQAB\"}]}",
+		    "no key to verify with", "only keys of other types" },
 		{ "{\"keys\":[1]}", "not an object", "a key that is not an object" },
 		{ "{\"keys\":[{\"kid\":\"a\"}]}", "no \"kty\"", "a key without kty" },
 		{ "{\"keys\":[{\"kty\":\"oct\",\"k\":\"" "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" "\"}]}",
@@ -1195,6 +1202,339 @@ test_jwks_bad(const char *file)
 	fs_token_keys_free(keys);
 }
 
+/*
+ * RS256, PS256 and ES256 (issue 34): keys made here with libcrypto, tokens
+ * signed here with EVP directly, so that the test does not trust the code
+ * it tests to build them.
+ */
+static EVP_PKEY *rsa1, *rsa2, *rsa_weak, *ec1, *ec2, *ec384;
+
+/* The base64url of a big number of at least pad bytes (0: its own length). */
+static const char *
+bn_b64(const BIGNUM *bn, int pad, char *out, size_t outmax)
+{
+	unsigned char bin[1024];
+	int n = pad > 0 ? BN_bn2binpad(bn, bin, pad) : BN_bn2bin(bn, bin);
+
+	if (n <= 0 || fs_b64url_encode(out, outmax, bin, (size_t)n, NULL) != FS_B64URL_OK)
+		abort();
+	return out;
+}
+
+/* One JWK as text for an RSA or EC key of ours, with extra members. */
+static const char *
+jwk_pkey(const char *kid, EVP_PKEY *pkey, const char *extra)
+{
+	static char out[8][2048];
+	static int turn;
+	char *o = out[turn++ % 8], a[1400], b[1400];
+	BIGNUM *x = NULL, *y = NULL;
+	char crv[16];
+
+	if (EVP_PKEY_is_a(pkey, "RSA")) {
+		if (EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_RSA_N, &x) != 1 ||
+		    EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_RSA_E, &y) != 1)
+			abort();
+		snprintf(o, 2048, "{\"kty\":\"RSA\",\"kid\":\"%s\",\"n\":\"%s\",\"e\":\"%s\"%s}", kid,
+		    bn_b64(x, 0, a, sizeof(a)), bn_b64(y, 0, b, sizeof(b)), extra);
+	} else {
+		if (EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_X, &x) != 1 ||
+		    EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_Y, &y) != 1 ||
+		    EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, crv, sizeof(crv),
+		    NULL) != 1)
+			abort();
+		snprintf(o, 2048, "{\"kty\":\"EC\",\"crv\":\"%s\",\"kid\":\"%s\",\"x\":\"%s\",\"y\":\"%s\"%s}",
+		    strcmp(crv, "prime256v1") == 0 ? "P-256" : "P-384", kid,
+		    bn_b64(x, EVP_PKEY_get_bits(pkey) / 8 + (EVP_PKEY_get_bits(pkey) % 8 != 0), a, sizeof(a)),
+		    bn_b64(y, EVP_PKEY_get_bits(pkey) / 8 + (EVP_PKEY_get_bits(pkey) % 8 != 0), b, sizeof(b)),
+		    extra);
+	}
+	BN_free(x);
+	BN_free(y);
+	return o;
+}
+
+/*
+ * A token of header hdr and the usual claims signed with pkey: PKCS#1 v1.5
+ * (pss 0) or PSS for RSA, for EC the JWS form R || S (raw: the DER EVP
+ * makes, when a test wants the wrong form). A static buffer.
+ */
+static const char *
+craft_pkey(const char *hdr, EVP_PKEY *pkey, int pss, int raw)
+{
+	static char tok[FS_TOKEN_MAX];
+	unsigned char sig[1024], rs[2 * 66];
+	const unsigned char *p = sig;
+	int w = (EVP_PKEY_get_bits(pkey) + 7) / 8;
+	size_t siglen = sizeof(sig);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_PKEY_CTX *pctx;
+	ECDSA_SIG *es;
+
+	tok[0] = '\0';
+	append_b64(tok, sizeof(tok), hdr, strlen(hdr));
+	strcat(tok, ".");
+	append_b64(tok, sizeof(tok), CLAIMS_OK, strlen(CLAIMS_OK));
+	if (md == NULL || EVP_DigestSignInit(md, &pctx, EVP_sha256(), NULL, pkey) != 1 ||
+	    (pss && (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1)) ||
+	    EVP_DigestSign(md, sig, &siglen, (unsigned char *)tok, strlen(tok)) != 1)
+		abort();
+	EVP_MD_CTX_free(md);
+	strcat(tok, ".");
+	if (EVP_PKEY_is_a(pkey, "EC") && !raw) {
+		if ((es = d2i_ECDSA_SIG(NULL, &p, (long)siglen)) == NULL ||
+		    BN_bn2binpad(ECDSA_SIG_get0_r(es), rs, w) != w ||
+		    BN_bn2binpad(ECDSA_SIG_get0_s(es), rs + w, w) != w)
+			abort();
+		ECDSA_SIG_free(es);
+		append_b64(tok, sizeof(tok), rs, 2 * (size_t)w);
+	} else
+		append_b64(tok, sizeof(tok), sig, siglen);
+	return tok;
+}
+
+/* The DER SubjectPublicKeyInfo of pkey, the bytes an attacker would HMAC with. */
+static size_t
+pkey_der(EVP_PKEY *pkey, unsigned char *out, size_t max)
+{
+	unsigned char *p = out;
+	int n = i2d_PUBKEY(pkey, NULL);
+
+	if (n <= 0 || (size_t)n > max || i2d_PUBKEY(pkey, &p) != n)
+		abort();
+	return (size_t)n;
+}
+
+/* Keys by kid: RSA and EC beside each other, the algorithm bound to the key. */
+static void
+test_pkey_select(const char *file)
+{
+	fs_token_keys *keys = fs_token_keys_new();
+	unsigned char der[1024];
+	char err[512], text[8192], sub[FS_TOKEN_SUB_MAX + 1];
+	size_t n;
+
+	snprintf(text, sizeof(text), "{\"keys\":[%s,%s,%s,%s]}", jwk_pkey("r1", rsa1, ",\"use\":\"sig\""),
+	    jwk_pkey("e1", ec1, ",\"alg\":\"ES256\""), jwk_pkey("p1", rsa2, ",\"alg\":\"PS256\""),
+	    jwk("OKP", "k1", ed_pk, 32, ""));
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(keys, file, err, sizeof(err)) == 0,
+	    "pkey: a set of RSA, EC, RSA-PSS and Ed25519 keys loads");
+	check(verify(keys, craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0),
+	    strlen(craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0)), NOW, sub, sizeof(sub)) == FS_TOKEN_OK &&
+	    strcmp(sub, "u") == 0, "pkey: an RS256 token of kid r1 passes with its subject");
+	expect(keys, craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 0), FS_TOKEN_OK,
+	    "pkey: an ES256 token of kid e1 passes");
+	expect(keys, craft_pkey(HDR_K("PS256", "p1"), rsa2, 1, 0), FS_TOKEN_OK,
+	    "pkey: a PS256 token of kid p1 (alg PS256) passes");
+	expect(keys, craft_ed_sk(HDR_K("EdDSA", "k1"), ed_sk), FS_TOKEN_OK,
+	    "pkey: and an EdDSA token of kid k1 beside them");
+	expect(keys, flip(craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0), 3), FS_TOKEN_BAD_SIGNATURE,
+	    "pkey: an RS256 signature changed is refused");
+	expect(keys, flip(craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 0), 3), FS_TOKEN_BAD_SIGNATURE,
+	    "pkey: an ES256 signature changed is refused");
+	expect(keys, craft_pkey(HDR_K("RS256", "r1"), rsa2, 0, 0), FS_TOKEN_BAD_SIGNATURE,
+	    "pkey: another RSA key's signature under kid r1 is refused");
+	expect(keys, craft_pkey(HDR_K("ES256", "e1"), ec2, 0, 0), FS_TOKEN_BAD_SIGNATURE,
+	    "pkey: another P-256 key's signature under kid e1 is refused");
+	expect(keys, craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 1), FS_TOKEN_BAD_SIGNATURE,
+	    "pkey: an ES256 signature in DER, not R || S, is refused");
+	/* The key decides: no token picks another algorithm with a key's bytes. */
+	n = pkey_der(rsa1, der, sizeof(der));
+	expect(keys, craft_with(HDR_K("HS256", "r1"), CLAIMS_OK, SIGN_HS256, der, n), FS_TOKEN_BAD_ALG,
+	    "pkey: HS256 under the RSA key's kid, HMAC'd with its public key's bytes, is refused");
+	n = pkey_der(ec1, der, sizeof(der));
+	expect(keys, craft_with(HDR_K("HS256", "e1"), CLAIMS_OK, SIGN_HS256, der, n), FS_TOKEN_BAD_ALG,
+	    "pkey: HS256 under the P-256 key's kid, HMAC'd with its public key's bytes, is refused");
+	expect(keys, craft(HDR_K("none", "r1"), CLAIMS_OK, SIGN_NOTHING), FS_TOKEN_BAD_ALG,
+	    "pkey: alg none under the RSA key's kid is refused");
+	expect(keys, craft_pkey(HDR_K("PS256", "r1"), rsa1, 1, 0), FS_TOKEN_BAD_ALG,
+	    "pkey: PS256 under an RS256 key's kid is refused");
+	expect(keys, craft_pkey(HDR_K("RS256", "p1"), rsa2, 0, 0), FS_TOKEN_BAD_ALG,
+	    "pkey: RS256 under a PS256 key's kid is refused");
+	expect(keys, craft_pkey(HDR_K("ES256", "r1"), ec1, 0, 0), FS_TOKEN_BAD_ALG,
+	    "pkey: ES256 under the RSA key's kid is refused");
+	expect(keys, craft_pkey(HDR_K("RS256", "e1"), rsa1, 0, 0), FS_TOKEN_BAD_ALG,
+	    "pkey: RS256 under the EC key's kid is refused");
+	expect(keys, craft_pkey("{\"alg\":\"RS256\",\"typ\":\"JWT\"}", rsa1, 0, 0), FS_TOKEN_BAD_ALG,
+	    "pkey: an RS256 token without kid is refused (no RSA key outside the set)");
+	fs_token_keys_free(keys);
+}
+
+/* What a file may not hold, and what is refused or ignored beside good keys. */
+static void
+test_pkey_files(const char *file)
+{
+	char path[] = "/tmp/test_token_pkey.XXXXXX", text[8192], err[512], line[1024], bad[2048];
+	fs_token_keys *keys = fs_token_keys_new(), *fresh;
+	int fd, saved, weak = 0;
+	char *p;
+	FILE *f;
+
+	/* An RSA key of 1024 bits beside good keys: refused alone, with a line. */
+	snprintf(text, sizeof(text), "{\"keys\":[%s,%s,%s,%s,%s]}", jwk_pkey("weak", rsa_weak, ""),
+	    jwk_pkey("r1", rsa1, ""), jwk_pkey("e384", ec384, ""),
+	    jwk_pkey("rs-as-es", rsa2, ",\"alg\":\"ES256\""), jwk_pkey("e1", ec1, ""));
+	if ((fd = mkstemp(path)) == -1 || (saved = dup(2)) == -1 || dup2(fd, 2) == -1)
+		abort();
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(keys, file, err, sizeof(err)) == 0,
+	    "pkey files: a set with a 1024-bit RSA key, a P-384 key and an RSA key for ES256 loads");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if ((f = fdopen(fd, "r")) == NULL || fseek(f, 0, SEEK_SET) != 0)
+		abort();
+	while (fgets(line, sizeof(line), f) != NULL)
+		weak += strstr(line, "a key refused, the others stay: key \\\"weak\\\": "
+		    "an RSA key of 1024 bits, not 2048 to 8192") != NULL;
+	fclose(f);
+	unlink(path);
+	check(weak == 1, "pkey files: one line says the 1024-bit key is refused and why");
+	expect(keys, craft_pkey(HDR_K("RS256", "weak"), rsa_weak, 0, 0), FS_TOKEN_UNKNOWN_KEY,
+	    "pkey files: a token of the 1024-bit key is refused");
+	expect(keys, craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0), FS_TOKEN_OK,
+	    "pkey files: the file's other RSA key stays");
+	expect(keys, craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 0), FS_TOKEN_OK,
+	    "pkey files: and its P-256 key");
+	expect(keys, craft_pkey(HDR_K("ES256", "e384"), ec384, 0, 0), FS_TOKEN_UNKNOWN_KEY,
+	    "pkey files: a P-384 key (another curve) is not used");
+	expect(keys, craft_pkey(HDR_K("ES256", "rs-as-es"), ec1, 0, 0), FS_TOKEN_UNKNOWN_KEY,
+	    "pkey files: an RSA key that says alg ES256 is not used for ES256");
+	expect(keys, craft_pkey(HDR_K("RS256", "rs-as-es"), rsa2, 0, 0), FS_TOKEN_UNKNOWN_KEY,
+	    "pkey files: nor for RS256");
+
+	/* Refused whole, the keys before stay. */
+	fresh = fs_token_keys_new();
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", jwk_pkey("weak", rsa_weak, ""));
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "no key to verify with") != NULL && fs_token_keys_reload(keys) == -1 &&
+	    verify_now(keys, craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0)) == FS_TOKEN_OK,
+	    "pkey files: a set of only a 1024-bit RSA key is refused, the keys before stay");
+	snprintf(bad, sizeof(bad), "%s", jwk_pkey("e1", ec1, ""));
+	p = strstr(bad, "\"y\":\"") + 5;
+	*p = *p == 'A' ? 'B' : 'A';
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", bad);
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "not a point of P-256") != NULL,
+	    "pkey files: an EC key whose point is not on P-256 is refused");
+	snprintf(bad, sizeof(bad), "%s", jwk_pkey("r1", rsa1, ",\"d\":\"AQAB\""));
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", bad);
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "private") != NULL, "pkey files: an RSA key with its private part is refused");
+	check(put_file(file, "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB\"}]}") == 0 &&
+	    fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "no \"e\"") != NULL, "pkey files: an RSA key without e is refused");
+	check(put_file(file, "{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"e\",\"x\":\"AQAB\","
+	    "\"y\":\"AQAB\"}]}") == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == -1 &&
+	    strstr(err, "32 bytes") != NULL, "pkey files: EC coordinates of other than 32 bytes are refused");
+	snprintf(text, sizeof(text), "{\"keys\":[%s,%s]}", jwk_pkey("enc", rsa2, ",\"use\":\"enc\""),
+	    jwk_pkey("e1", ec1, ",\"key_ops\":[\"verify\"]"));
+	check(put_file(file, text) == 0 && fs_token_keys_load_jwks(fresh, file, err, sizeof(err)) == 0 &&
+	    verify_now(fresh, craft_pkey(HDR_K("RS256", "enc"), rsa2, 0, 0)) == FS_TOKEN_UNKNOWN_KEY &&
+	    verify_now(fresh, craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 0)) == FS_TOKEN_OK,
+	    "pkey files: an RSA encryption key is skipped, a P-256 key for verify used");
+	/* A rotation: e2 beside e1, then r1 and e1 gone. */
+	snprintf(text, sizeof(text), "{\"keys\":[%s,%s]}", jwk_pkey("e2", ec2, ""),
+	    jwk_pkey("e1", ec1, ""));
+	check(put_file(file, text) == 0 && fs_token_keys_reload(keys) == 0 &&
+	    verify_now(keys, craft_pkey(HDR_K("ES256", "e2"), ec2, 0, 0)) == FS_TOKEN_OK &&
+	    verify_now(keys, craft_pkey(HDR_K("ES256", "e1"), ec1, 0, 0)) == FS_TOKEN_OK &&
+	    verify_now(keys, craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0)) == FS_TOKEN_UNKNOWN_KEY,
+	    "pkey files: a rotation adds e2 beside e1 and removes r1");
+	fs_token_keys_free(fresh);
+	fs_token_keys_free(keys);
+}
+
+/* Threads verify RS256 while the set is swapped under them (the key's reference). */
+static void
+test_pkey_threads(const char *file)
+{
+	fs_token_keys *keys = fs_token_keys_new();
+	char err[512], tok[FS_TOKEN_MAX], text[4096];
+	struct jwks_race r[2];
+	pthread_t th[2];
+	int i, failed = 0, started = 1;
+
+	snprintf(tok, sizeof(tok), "%s", craft_pkey(HDR_K("RS256", "r1"), rsa1, 0, 0));
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", jwk_pkey("r1", rsa1, ""));
+	if (put_file(file, text) != 0 || fs_token_keys_load_jwks(keys, file, err, sizeof(err)) != 0)
+		abort();
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct jwks_race){ keys, tok, 0 };
+		started &= pthread_create(&th[i], NULL, jwks_race_verify, &r[i]) == 0;
+	}
+	for (i = 0; i < 100; i++) {
+		snprintf(text, sizeof(text), "{\"keys\":[%s%s]}", jwk_pkey("r1", rsa1, ""),
+		    i % 2 ? jwk_pkey("e1", ec1, ",\"x5t\":\"-\"") : "");
+		if (i % 2)
+			memmove(strstr(text, "}{") + 2, strstr(text, "}{") + 1,
+			    strlen(strstr(text, "}{") + 1) + 1), strstr(text, "}{")[1] = ',';
+		(void)put_file(file, text);
+		(void)fs_token_keys_reload(keys);
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		failed += r[i].failed;
+	}
+	check(started && failed == 0,
+	    "pkey threads: 6000 RS256 verifications across 100 swaps of the set all pass");
+	fs_token_keys_free(keys);
+}
+
+/* A provider's JWK Set made into a file: keys we can use, public members only. */
+static void
+test_pkey_usable(void)
+{
+	char in[16384], err[512], *out = NULL;
+	size_t kept = 0;
+	int rc;
+
+	snprintf(in, sizeof(in), "{\"keys\":[%s,%s,%s,%s,%s,%s]}",
+	    jwk_pkey("r1", rsa1, ",\"use\":\"sig\",\"alg\":\"RS256\",\"x5c\":[\"MIIB\"]"),
+	    jwk_pkey("enc", rsa2, ",\"use\":\"enc\",\"alg\":\"RSA-OAEP\""),
+	    jwk("oct", "h1", hs_key, 32, ""), jwk_pkey("e1", ec1, ""),
+	    jwk_pkey("e384", ec384, ""), jwk_pkey("weak", rsa_weak, ""));
+	rc = fs_token_jwks_usable(in, strlen(in), "test", &out, &kept, err, sizeof(err));
+	check(rc == 0 && kept == 2 && strstr(out, "\"kid\":\"r1\"") != NULL &&
+	    strstr(out, "\"kid\":\"e1\"") != NULL && strstr(out, "\"alg\":\"ES256\"") != NULL &&
+	    strstr(out, "h1") == NULL && strstr(out, "enc") == NULL && strstr(out, "x5c") == NULL &&
+	    strstr(out, "weak") == NULL && strstr(out, "e384") == NULL,
+	    "usable: of six keys, the RS256 and ES256 ones are kept, public members only; "
+	    "no secret, encryption key, other curve or weak key");
+	free(out);
+	out = NULL;
+	snprintf(in, sizeof(in), "{\"keys\":[%s]}", jwk("oct", "h1", hs_key, 32, ""));
+	check(fs_token_jwks_usable(in, strlen(in), "test", &out, &kept, err, sizeof(err)) == -1 &&
+	    out == NULL && kept == 0 && strstr(err, "secrets are never taken") != NULL,
+	    "usable: a provider's secret alone makes no file");
+	check(fs_token_jwks_usable("{\"keys\":[]}", 11, "test", &out, &kept, err, sizeof(err)) == -1 &&
+	    out == NULL, "usable: no key makes no file");
+	check(fs_token_jwks_usable("<html>", 6, "test", &out, &kept, err, sizeof(err)) == -1 &&
+	    out == NULL, "usable: not JSON makes no file");
+}
+
+static void
+test_pkey(const char *file)
+{
+	if ((rsa1 = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048)) == NULL ||
+	    (rsa2 = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)3072)) == NULL ||
+	    (rsa_weak = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)1024)) == NULL ||
+	    (ec1 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) == NULL ||
+	    (ec2 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) == NULL ||
+	    (ec384 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384")) == NULL)
+		abort();
+	test_pkey_select(file);
+	test_pkey_files(file);
+	test_pkey_threads(file);
+	test_pkey_usable();
+	EVP_PKEY_free(rsa1);
+	EVP_PKEY_free(rsa2);
+	EVP_PKEY_free(rsa_weak);
+	EVP_PKEY_free(ec1);
+	EVP_PKEY_free(ec2);
+	EVP_PKEY_free(ec384);
+}
+
 static void
 test_jwks(void)
 {
@@ -1210,6 +1550,7 @@ test_jwks(void)
 	test_jwks_rotate(file);
 	test_jwks_threads(file);
 	test_jwks_bad(file);
+	test_pkey(file);
 	unlink(file);
 	snprintf(tmp, sizeof(tmp), "%s.new", file);
 	unlink(tmp);

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A consumer is SIGKILLed mid-burst while the other runs: the group
 # rebalances (session timeout 6 s) and the survivor records what the dead
 # one had not committed. Every order is recorded exactly once.

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A Kafka broker is SIGKILLed mid-burst, then restarted. Both topics have
 # three copies and min.insync.replicas=2, the producer acks=all with
 # idempotence: every 202 is an order on two brokers at least, so none is

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A network partition, not a crash: mid-burst, the Kafka node that leads
 # the sale's partition is cut off from the controller quorum and from the
 # other brokers' fetches (the links flashsale-relay carries) while
@@ -19,7 +20,7 @@ admin token mint --user "kp-first-$sale" --count 1 >"$FLASHSALE_STATE/kp-first-t
 fire_all "$(purchase_path "$sale")" "$FLASHSALE_STATE/kp-first-tokens" "$FLASHSALE_STATE/kp-first-out" 1
 is "$(cut -d' ' -f1 "$FLASHSALE_STATE/kp-first-out")" 202 "a first shopper buys"
 partition=$(kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%p %s\n' 2>/dev/null |
-	grep "\"saleId\":$sale[,}]" | head -n 1 | cut -d' ' -f1)
+	grep "\"saleId\":${sale}[,}]" | head -n 1 | cut -d' ' -f1)
 k_leader() {
 	kcat -b "$1" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 		sed -n "s/^ *partition $partition, leader \([0-9-]*\),.*/\1/p"

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # An origin host (nginx and every handler on 127.0.0.3) is SIGKILLed
 # mid-burst through the edge. The edge's probes find it sick within about
 # a second and send everything to the other host; a request that met the
@@ -29,8 +30,11 @@ k_pids_of origin-b
 k_burst og "$sale" 3000 8 "$FLASHSALE_EDGE_URL"
 k_until_purchases 50
 b_before=$(grep -c '"POST /api/flash-sales/items/' "$FLASHSALE_STATE/origin-b/log/nginx-access.log")
-[ "$b_before" -gt 0 ] && ok "both origins took purchases before the kill (origin-b: $b_before)" ||
+if [ "$b_before" -gt 0 ]; then
+	ok "both origins took purchases before the kill (origin-b: $b_before)"
+else
 	not_ok "both origins took purchases before the kill"
+fi
 k_kill
 killed_at=$(k_now_ms)
 until [ "$(k_backend origin_b)" = sick ] || [ $(($(k_now_ms) - killed_at)) -gt 10000 ]; do

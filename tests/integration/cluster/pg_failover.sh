@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The PostgreSQL primary is SIGKILLed mid-burst (its keeper, server and
 # backends at once, as a host that dies). pg_auto_failover's monitor
 # promotes the synchronous standby; the programs find it through their

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A network partition of the PostgreSQL primary, not a crash: mid-burst,
 # the primary's host is cut off from the monitor and from its standby (the
 # links flashsale-relay carries: the monitor's health checks, the keeper's

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The PostgreSQL standby is SIGKILLed mid-burst. The stated behaviour: the
 # primary goes on alone, and says so. Its commits wait a few seconds for
 # the standby that is gone, until the monitor releases them (wait_primary,

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The Redis master that holds a waiting room (every fs:{S}:q:* key, in the
 # sale's hash tag with its stock) is SIGKILLed mid-admission. 300 shoppers
 # joined before the opening and go on through the load generator's journey
@@ -46,7 +47,7 @@ qm_admitted() { qm_redis "$1" HGET "fs:{$sale}:q:state" admitted | grep . || ech
 # qm_pids PROGRAM: the pids of PROGRAM on both origins (spawn-fcgi writes
 # no final newline), one line.
 qm_pids() {
-	for qp_f in "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-$1.pid; do
+	for qp_f in "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-"$1".pid; do
 		cat "$qp_f"
 		echo
 	done | grep . | tr '\n' ' '
@@ -155,7 +156,7 @@ else
 fi
 is "$(load_sum "$qm_dir/journey.out" joins_200) $(load_sum "$qm_dir/journey.out" mismatch)" "$qm_pre 0" \
 	"the $qm_pre join again: 200 each, no repeat named another place"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 is "$(qm_pids purchase)$(qm_pids queue)$(k_alive $handlers $queues)" \
 	"$handlers$queues$(echo $handlers $queues | wc -w | tr -d ' ')" \
 	"no purchase or queue handler was restarted: the same processes, all alive"

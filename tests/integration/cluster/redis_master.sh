@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A Redis master is SIGKILLed mid-burst. Its replica is promoted, and the
 # handlers, never restarted, sell again once their client follows the new
 # slot map. Writes the old master acknowledged but had not replicated may be
@@ -37,8 +38,9 @@ fi
 k_retry_rounds "$sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202 or 410) from the same handlers"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 alive=$(k_alive $handlers)
+# shellcheck disable=SC2086 # echo counts the PIDs as words
 is "$(cat "$FLASHSALE_STATE"/origin-[ab]/run/flashsale-purchase.pid | tr '\n' ' ') $alive" \
     "$handlers $(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted: the same processes, all alive"
 consumer_caught_up 60

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A network partition, not a crash: mid-burst, the master of the sale's slot
 # is cut off from every other Redis node (cluster bus and replication, the
 # links flashsale-relay carries) while the purchase handlers still reach it.
@@ -69,7 +70,7 @@ diag "the burst around the cut: $requests requests, $(count_of 202 "$k_out") ans
 
 k_retry_rounds "$sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" "every shopper gets an answer (202 or 410), retrying a 503"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 is "$(k_alive $handlers)" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler died"
 consumer_caught_up 60
 

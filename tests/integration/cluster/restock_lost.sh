@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # On the cluster, restock messages are lost (published on the master that
 # holds the unit, heard by no listener on either origin host, as after a
 # bus link reset) while every listener's connection stays healthy: both

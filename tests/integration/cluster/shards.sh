@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A hot item spread over three shards on the cluster (lib/stock.c): sale
 # warm puts each shard on its own master; a burst of distinct and repeated
 # shoppers takes exactly the units, nobody twice. Then the master of one
@@ -22,6 +23,7 @@ JSON
 # --- No fault: placement and the burst.
 ks_new 300
 ks_ports=$(for t in $ks_tags; do k_master_port "fs:{$t}:stock"; done)
+# shellcheck disable=SC2086,SC2116 # the tags and ports as words, on one line
 is "$(echo $ks_tags | wc -w | tr -d ' ') $(echo $ks_ports | tr ' ' '\n' | sort -u | wc -l | tr -d ' ')" \
     "3 3" "sale warm puts the three shards on three masters ($(echo $ks_tags))"
 admin token mint --user "ks-$ks_sale" --count 3000 >"$FLASHSALE_STATE/ks-tokens"
@@ -43,6 +45,7 @@ is "$k_live $k_left $k_dup $k_oversold $k_stranded" "300 0 0 0 0" \
 # --- The master of the second shard dies mid-burst.
 units=600
 ks_new $units
+# shellcheck disable=SC2086 # the tags on one line
 master=$(k_master_port "fs:{$(echo $ks_tags | cut -d' ' -f2)}:stock")
 replica=$(k_replica_port "$master")
 k_burst_killing_master ks "$ks_sale" "$master" "$replica"
@@ -51,7 +54,7 @@ k_burst_answered
 k_retry_rounds "$ks_sale" "$k_out" >/dev/null
 is "$(k_unanswered "$k_out")" "0" \
     "after the failover every shopper gets an answer (202, 409 or 410)"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 is "$(k_alive $handlers)" "$(echo $handlers | wc -w | tr -d ' ')" "no purchase handler was restarted"
 consumer_caught_up 60
 out=$(admin reconcile --all --repair 2>&1)

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # sale warm on the cluster (lib/stock_warm.c): a sale's places are written
 # one MULTI each, and places on one master share its connection, whose
 # first EXEC ends the WATCH of the others. So a warm whose places share a

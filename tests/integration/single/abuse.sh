@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Abuse, all at once, with the limits of production (per user 5 r/s, burst
 # 10; the per-IP limit off, every client here being 127.0.0.1): 50 slow
 # clients sending headers a byte a second, a client that pipelines 20,000
@@ -13,6 +14,7 @@ ab_dir=$FLASHSALE_STATE/abuse
 mkdir -p "$ab_dir"
 FLASHSALE_RATE_PER_IP=off FLASHSALE_RATE_PER_USER=5r/s FLASHSALE_BURST_PER_USER=10 \
     "$stack" restart nginx >/dev/null
+# shellcheck disable=SC2012,SC2013 # /proc/PID/fd holds numbers only; one PID a line
 ab_fds() { # PIDFILE: open descriptors of those processes (and their children), summed
 	ab_sum=0
 	for ab_p in $(cat "$1") $(for q in $(cat "$1"); do pgrep -P "$q"; done); do
@@ -23,6 +25,7 @@ ab_fds() { # PIDFILE: open descriptors of those processes (and their children), 
 # nginx's open_file_cache keeps the files it served (the sold-out markers)
 # open until a later lookup finds them inactive: what could leak per client
 # is a socket, so nginx's sockets are what is counted.
+# shellcheck disable=SC2010,SC2013 # ls -l shows where each descriptor leads; one PID a line
 ab_sockets() { # PIDFILE: open sockets of those processes (and their children), summed
 	ab_sum=0
 	for ab_p in $(cat "$1") $(for q in $(cat "$1"); do pgrep -P "$q"; done); do
@@ -32,7 +35,7 @@ ab_sockets() { # PIDFILE: open sockets of those processes (and their children), 
 }
 ab_nginx_before=$(ab_sockets "$FLASHSALE_STATE/run/nginx.pid")
 ab_purchase_before=$(ab_fds "$FLASHSALE_STATE/run/flashsale-purchase.pid")
-ab_pids_before=$(cat "$FLASHSALE_STATE/run/flashsale-purchase.pid" | sort | tr '\n' ' ')
+ab_pids_before=$(sort <"$FLASHSALE_STATE/run/flashsale-purchase.pid" | tr '\n' ' ')
 
 set -- $(new_sale -5 100)
 ab_sale=$1 ab_item=$2
@@ -95,7 +98,7 @@ is "$(redis HLEN "fs:{$ab_sale2}:holders")" "1" "the sale of the spellings has o
 diag "$(cat "$ab_dir/slow.out") / $(cat "$ab_dir/noread.out")"
 
 # Nothing leaks: the same processes, and their descriptors back to before.
-is "$(cat "$FLASHSALE_STATE/run/flashsale-purchase.pid" | sort | tr '\n' ' ')" "$ab_pids_before" \
+is "$(sort <"$FLASHSALE_STATE/run/flashsale-purchase.pid" | tr '\n' ' ')" "$ab_pids_before" \
     "the purchase processes survived"
 ab_deadline=$(($(date +%s) + 20))
 until [ "$(ab_sockets "$FLASHSALE_STATE/run/nginx.pid")" -le $((ab_nginx_before + 2)) ]; do
@@ -108,6 +111,7 @@ if [ "$ab_nginx_after" -le $((ab_nginx_before + 2)) ]; then
 else
 	not_ok "nginx holds no socket of the abuse" "$ab_nginx_before before, $ab_nginx_after after: $(
 	    for p in $(cat "$FLASHSALE_STATE/run/nginx.pid") $(pgrep -P "$(cat "$FLASHSALE_STATE/run/nginx.pid")"); do
+		    # shellcheck disable=SC2010 # where each descriptor leads
 		    ls -l "/proc/$p/fd" 2>/dev/null | grep -c 'socket:' | sed "s/^/pid $p: /"
 	    done | tr '\n' ' ')"
 fi

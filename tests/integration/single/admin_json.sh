@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # flashsale-admin sale create --json: the whole sale as one JSON document,
 # for scripts and tests that must not read a line by its number. Read as
 # JSON by PostgreSQL (jsonb) and compared with the rows it describes.

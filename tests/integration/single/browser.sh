@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The shopper's page in a real browser (Debian's Chromium driven by
 # playwright-core, tests/browser/shop.test.mjs) through the edge, from the
 # countdown to the order paid through the provider simulator, and a

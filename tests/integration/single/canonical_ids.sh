@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # One spelling per id. Leading zeros (007), encoded digits (%30%37) and ids
 # of 19 digits are refused with 404 by nginx itself, before the sold-out
 # marker, a rate limit or FastCGI could be consulted; the handlers' parser

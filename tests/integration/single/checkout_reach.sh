@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Who may write and enter what, around the local stack:
 # - root opens no file of the running stack (nginx's logs, pid files and
 #   sockets, Varnish's and Redis's pid files, the ticks files) in a

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The demo sign-in signs with a demo-only key (kid "demo"); the purchase and
 # order endpoints accept such tokens only while FLASHSALE_DEMO_SIGNIN is 1,
 # so turning the flag off ends every demo token at once.

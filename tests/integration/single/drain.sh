@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A handler stopped by SIGTERM answers the request in hand, then exits
 # (lib/fcgi.c: every worker thread accepts for itself and looks at the stop
 # flag between requests). The request in hand: a reveal held by
@@ -22,7 +23,7 @@ until [ "$(ss -xH state connected 2>/dev/null | grep -c "$run/flashsale-sale.soc
 	sleep 0.005
 done
 sale_pids=$(cat "$run/flashsale-sale.pid")
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 kill -TERM $sale_pids
 wait "$curl_pid"
 is "$(cat "$FLASHSALE_STATE/drain.status")" 200 "SIGTERM during a held reveal: it is still answered (200)"

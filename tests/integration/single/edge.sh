@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The edge (Varnish) and the sale's public documents: what the origin
 # answers and how it may be cached, the reveal at the start instant, and
 # the herd of page loads that costs the origin a handful of requests.
@@ -147,7 +148,7 @@ fi
 docs="/?sale=$sale /app.js /style.css /i18n.js /api/flash-sales/sales/$sale /api/flash-sales/sales/$sale/reveal"
 before=$(wc -l <"$alog")
 t0=$(date +%s%N)
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per document path
 herd "$FLASHSALE_STATE/herd.out" 200 $docs
 took=$((($(date +%s%N) - t0) / 1000000))
 diag "1,200 requests (200 page loads with their files, sale and reveal documents) in $took ms"
@@ -184,12 +185,13 @@ is "$(status_of "$(headers /app.js -H "If-None-Match: $etag")")" 304 "static fil
 # the page, installed, and served by the edge as JavaScript (browsers refuse
 # a module of another type) with the static files' caching.
 page=$top_srcdir/static/index.html
+# shellcheck disable=SC2013 # module names, one word each
 for f in $(sed -n 's/.*from "\.\/\([a-z0-9_-]*\.js\)".*/\1/p' "$top_srcdir"/static/*.js | sort -u); do
 	grep -q "rel=\"modulepreload\" href=\"/$f\"" "$page" || not_ok "static/index.html preloads the module $f"
 	grep -q "static/$f" "$top_srcdir/Makefile.am" || not_ok "Makefile.am installs static/$f"
 done
 bad=""
-for f in $(cd "$top_srcdir/static" && ls *.js); do
+for f in $(cd "$top_srcdir/static" && ls -- *.js); do
 	h=$(headers "/$f")
 	case "$(status_of "$h") $(header_of "$h" Content-Type | tr -d '\r') $(header_of "$h" Cache-Control | tr -d '\r')" in
 	"200 application/javascript"*" public, max-age="*) ;;

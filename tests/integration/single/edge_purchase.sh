@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # Purchases through the edge (its nginx, deploy/edge.conf.in): only an
 # item's sold-out answer is remembered, until the end of the second in
 # which the origin gave it (its X-Accel-Expires), at most one second, so

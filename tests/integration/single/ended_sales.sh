@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Redis keeps the sales that are not over, only: once a sale has ended and
 # its last order has closed, the sweep removes every key of it (the holds of
 # its PAID orders with them) and never looks at it again, so its work grows

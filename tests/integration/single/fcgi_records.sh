@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Hostile FastCGI records sent straight to the handlers' own sockets (what
 # anything that can open them could send; nginx never does): a name-value
 # pair whose declared lengths sum past INT_MAX, which aborted a libfcgi
@@ -12,6 +13,7 @@
 # nobody reaped is a zombie, which kill -0 would still find).
 fr_alive() {
 	fr_n=0
+	# shellcheck disable=SC2013 # one PID a line
 	for fr_p in $(cat "$1"); do
 		fr_state=$(awk '{ print $3 }' "/proc/$fr_p/stat" 2>/dev/null)
 		case $fr_state in '' | Z | X) ;; *) fr_n=$((fr_n + 1)) ;; esac

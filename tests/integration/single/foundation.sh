@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Foundation: the stack is whole, the schema guards the invariants by itself,
 # and the admin tool moves a sale from PostgreSQL into Redis faithfully.
 

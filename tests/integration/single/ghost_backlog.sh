@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # An old hold is a ghost only when nothing is on its way: while the consumer
 # is down (its backlog not empty) the sweep must not fail an accepted order
 # however old its hold, and once the consumer is back the order is recorded.

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Ghosts are decided per partition of the order topic: while the consumer
 # is down and one partition has an order on its way, an old hold of an item
 # of that partition waits, and an old hold (a ghost) of an item whose

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Last, so it sees every log of the suite: no log holds a shopper token, a
 # key or the operator's expire token, and the log directory is closed to
 # other users (0750).
@@ -13,13 +14,12 @@ lg_passes=$(grep -rlE '[cd]DF8[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{43}' "$lg_dir" 2>
 is "$lg_passes" "" "no log holds a waiting room's pass or ticket"
 lg_expire=$(cat "$FLASHSALE_STATE/expire.token")
 is "$(grep -rlF "$lg_expire" "$lg_dir" 2>/dev/null)" "" "no log holds the expire token"
-: >"$FLASHSALE_STATE/key-forms"
 for lg_key in "$FLASHSALE_STATE"/keys/*; do
-	xxd -p -c 256 "$lg_key" >>"$FLASHSALE_STATE/key-forms"
-	base64 -w0 "$lg_key" | tr -d '=' >>"$FLASHSALE_STATE/key-forms"
-	echo >>"$FLASHSALE_STATE/key-forms"
-	base64 -w0 "$lg_key" | tr '+/' '-_' | tr -d '=' >>"$FLASHSALE_STATE/key-forms"
-	echo >>"$FLASHSALE_STATE/key-forms"
-done
+	xxd -p -c 256 "$lg_key"
+	base64 -w0 "$lg_key" | tr -d '='
+	echo
+	base64 -w0 "$lg_key" | tr '+/' '-_' | tr -d '='
+	echo
+done >"$FLASHSALE_STATE/key-forms"
 is "$(grep -rlFf "$FLASHSALE_STATE/key-forms" "$lg_dir" 2>/dev/null)" "" \
     "no log holds a key (hex, base64 or base64url)"

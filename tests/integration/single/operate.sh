@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # Running a sale with flashsale-admin: sale list, sale watch --once, sale
 # close, sale extend and dlq replay, each with exact outputs and the rows
 # they leave; each refusal changes nothing.
@@ -102,6 +103,7 @@ for o_who in a b c; do
 	consumer_caught_up
 done
 psql_q "DROP TRIGGER o_refuse ON orders; DROP FUNCTION o_refuse()" >/dev/null
+# shellcheck disable=SC2086 # the three order ids, one word each
 set -- $o_ids
 o_a=$1 o_b=$2 o_c=$3
 is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $o_sale") $(redis GET "fs:{$o_sale}:stock:$o_item")" \

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # What operators see: GET /metrics counting a small burst exactly (handler
 # answers by code, nginx's own sold-out answers, Kafka deliveries, the
 # consumer's orders, the latency histogram), promtool accepting it, the
@@ -49,7 +50,7 @@ is "$?:$(printf '%s\n' "$status_out" | grep -c '^flashsale-.*processes, ready)$'
 # --- A small burst, counted exactly: 5 units, one shopper twice, a bad
 # token, a tampered URL, a sale not started, then 3 shoppers too many.
 set -- $(new_sale -5 5)
-sale=$1 item=$2
+sale=$1
 path=$(purchase_path "$sale")
 set -- $(new_sale 3600 5)
 later_path=$(purchase_path "$1")
@@ -90,8 +91,11 @@ is "$(delta m1 m2 "flashsale_kafka_deliveries_total{$P,outcome=\"delivered\"}")"
 stage() { echo "flashsale_purchase_stage_seconds_total{$P,stage=\"$1\"}"; }
 is "$(delta m1 m2 "flashsale_purchase_staged_total{$P}")" 5 "metrics: the five 202s' stages counted"
 for s in queued redis broker answer; do
-	grep -q "^$(stage "$s") " "$ops/m2" && ok "metrics: stage $s is a series" ||
+	if grep -q "^$(stage "$s") " "$ops/m2"; then
+		ok "metrics: stage $s is a series"
+	else
 		not_ok "metrics: stage $s is a series"
+	fi
 done
 check "metrics: the 202s' Redis round trips took time, and their broker stages each the linger or more" \
     awk -v r1="$(metric m1 "$(stage redis)")" -v r2="$(metric m2 "$(stage redis)")" \
@@ -161,7 +165,7 @@ is "$(metric m3 flashsale_consumer_lag_messages)" 0 "metrics: consumer lag 0 at 
 # Other files leave PENDING orders behind (no expiry runs here): the gauge
 # must say what PostgreSQL says, read while that count stays put.
 overdue_sql="SELECT count(*) FROM orders WHERE status = 'PENDING' AND expires_at < now()"
-for try in 1 2 3; do
+for _ in 1 2 3; do
 	db_before=$(psql_q "$overdue_sql")
 	scrape m3o >/dev/null
 	db_after=$(psql_q "$overdue_sql")
@@ -226,6 +230,7 @@ fi
 
 # --- One log format, no secret in any log.
 # (flashsale-provider.log is the payment provider simulator's, not ours.)
+# shellcheck disable=SC2010 # our log files, named flashsale-PROGRAM.log
 bad=$(ls "$FLASHSALE_STATE"/log/flashsale-*.log | grep -v /flashsale-provider.log | xargs cat |
 	grep -Ev '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) prog=flashsale-[a-z-]+ pid=[0-9]+( req=[0-9a-f]+)? msg=".*"$' |
 	head -n 5)

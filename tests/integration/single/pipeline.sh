@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The order pipeline: a 202 becomes exactly one row in PostgreSQL; the
 # order's status, payment, cancellation, expiry and status push; the
 # ghost sweep; dead letters for what the database refuses.

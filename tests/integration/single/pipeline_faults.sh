@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The order pipeline under faults: the consumer killed in the middle of a
 # batch (inside its transaction, and after its commit but before its
 # offsets), and PostgreSQL stopped while orders arrive. Every 202 ends as

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # The purchase path through nginx: contention, the bad-input matrix, the
 # sold-out fast path, and recovery when Kafka or Redis stop and return.
 
@@ -31,7 +32,6 @@ is "$(json_get "$msgs" userId | sort -u | wc -l | tr -d ' ')" \
     "100" "contention: for 100 distinct shoppers"
 winner_msg=$(printf '%s\n' "$msgs" | head -n 1)
 winner=$(json_get "$winner_msg" userId)
-winner_order=$(json_get "$winner_msg" orderId)
 winner_tok=$(awk -v u="$winner" '$1 == u { print $2 }' "$FLASHSALE_STATE/tokens-$sale")
 # The item is sold out now, so a repeat is answered 410 on the fast path;
 # the 409 shows on an item that still has stock (next block).
@@ -155,7 +155,7 @@ fcgi_count() { grep -c 'upstream=unix:.*flashsale-purchase' "$FLASHSALE_STATE/lo
 calls_before=$(redis_calls)
 fcgi_before=$(fcgi_count)
 head -n 1 "$FLASHSALE_STATE/tokens-$sale" >"$FLASHSALE_STATE/one-token"
-for i in $(seq 1 10000); do cat "$FLASHSALE_STATE/one-token"; done >"$FLASHSALE_STATE/many-tokens"
+for _ in $(seq 1 10000); do cat "$FLASHSALE_STATE/one-token"; done >"$FLASHSALE_STATE/many-tokens"
 fire_all "$path" "$FLASHSALE_STATE/many-tokens" "$FLASHSALE_STATE/out-soldout"
 is "$(count_of 410 "$FLASHSALE_STATE/out-soldout")" "10000" "10,000 more purchases all answer 410"
 calls_after=$(redis_calls)

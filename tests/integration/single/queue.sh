@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A sale's waiting room through the real stack (docs/QUEUE.md): joining
 # before the opening (no score shown, one place per account whatever the
 # devices), the status document through the edge and its cache headers,
@@ -225,7 +226,7 @@ is "$(json_get "$(q_status "$qa")" passesOut)" "1" "the status document counts t
 # --- SIGTERM: every flashsale-queue process exits (its workers drained, its
 # pacer thread stopped); started again, it answers the places Redis kept.
 q_pids=$(cat "$FLASHSALE_STATE/run/flashsale-queue.pid")
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # one word per PID
 kill -TERM $q_pids
 q_gone() {
 	for qg_p in $q_pids; do

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # The waiting room under a crowd (docs/QUEUE.md): 5,000 shoppers against
 # 300 units, every request through the edge. One in twenty is a scripted
 # bot that joins from three connections at once, watches the status

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # The purchase gate of a sale with a waiting room (docs/QUEUE.md): its
 # signed URLs carry q=1 inside the signature, and a purchase needs the pass
 # of its shopper for that sale (Flashsale-Pass), no token: without a valid

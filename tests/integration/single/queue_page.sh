@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The waiting room on the shopper's page, in Debian's Chromium through the
 # edge (tests/browser/queue.test.mjs): three shoppers of a one-unit sale
 # join before the opening, each page draws its place from the published

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A waiting room from the sale file to `queue verify` (docs/QUEUE.md):
 # `sale create` stores the queue with a fresh seed (bad settings refused,
 # nothing written), the sale document shows the commitment and, from the
@@ -51,7 +52,6 @@ cat >"$FLASHSALE_STATE/qv-sale.json" <<JSON
 JSON
 qv_created=$(admin sale create "$FLASHSALE_STATE/qv-sale.json" --json)
 qv=$(json_get "$qv_created" saleId)
-qv_item=$(json_get "$qv_created" '.itemIds[0]')
 qv_commit=$(json_get "$qv_created" .queue.seedCommit)
 admin sale warm "$qv" >/dev/null || not_ok "the queue sale warms"
 is "$(json_get "$qv_created" .queue.admitMultiple) $(json_get "$qv_created" .queue.capacityPerSecond) $(psql_q "SELECT encode(sha256(queue_seed), 'hex') FROM sales WHERE id = $qv")" \

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # nginx limits requests per shopper (and per client address) and answers
 # 429 with the JSON error body; the limits come from the environment.
 

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # Reconcile (lib/reconcile, `flashsale-admin reconcile --check`) names each
 # kind of violation it promises and exits 1, then passes once the stores
 # agree again. The invariants check after every file relies on it: this is

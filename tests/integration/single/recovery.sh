@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Kafka or Redis stopped mid-sale: purchases answer 503 with Retry-After
 # and keep no unit; once the part is back the same handler processes sell
 # again, without a restart.
@@ -5,7 +6,7 @@
 set -- $(new_sale -5 10)
 sale=$1 item=$2
 path=$(purchase_path "$sale")
-pids_before=$(cat "$FLASHSALE_STATE/run/flashsale-purchase.pid" | sort | tr '\n' ' ')
+pids_before=$(sort <"$FLASHSALE_STATE/run/flashsale-purchase.pid" | tr '\n' ' ')
 
 # retry_until STATUS PATH TOKEN: asks up to 30 times, like a shopper would.
 retry_until() {
@@ -42,5 +43,5 @@ is "$(redis GET "fs:{$sale}:stock:$item")" "9" "Redis back: its stock survived t
 ans=$(retry_until 202 "$path" "$tok2")
 is "${ans%% *}" "202" "Redis back: the purchase succeeds"
 is "$(redis GET "fs:{$sale}:stock:$item")" "8" "Redis back: one unit taken"
-is "$(cat "$FLASHSALE_STATE/run/flashsale-purchase.pid" | sort | tr '\n' ' ')" "$pids_before" \
+is "$(sort <"$FLASHSALE_STATE/run/flashsale-purchase.pid" | tr '\n' ' ')" "$pids_before" \
     "the same handler processes served throughout"

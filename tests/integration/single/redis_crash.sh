@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Redis crashes mid-sale (SIGKILL, by PID) and comes back empty; the
 # orders accepted so far are on the topic only (the consumer is stopped).
 # `reconcile --repair` rebuilds the sale from PostgreSQL and the topic:

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A Redis that answers the reservation after the handler gave up on it
 # (its 1 s timeout): the shopper gets 503 TRY_AGAIN, and no hold is left
 # behind by a reservation that ran late, so the retry buys (not a 409 for
@@ -28,8 +29,11 @@ rs_stalled() {
 	diag "the round seen after $n polls, $(( (rs_t1 - rs_t0) / 1000000 )) ms; healthz and readyz answered by $(( ($(date +%s%N) - rs_t0) / 1000000 )) ms (the reservation's deadline: 1,000 ms)"
 	is "$rs_h $rs_r" "200 200" \
 	    "while a reservation waits on a stalled Redis, the same loop answers another request and the readiness probe"
-	[ ! -s "$FLASHSALE_STATE/slow.status" ] && ok "... before the reservation itself is answered" ||
+	if [ ! -s "$FLASHSALE_STATE/slow.status" ]; then
+		ok "... before the reservation itself is answered"
+	else
 		not_ok "... before the reservation itself is answered"
+	fi
 	wait "$rs_curl"
 	is "$(cat "$FLASHSALE_STATE/slow.status") $(json_get "$(cat "$FLASHSALE_STATE/slow.body")" error)" \
 	    "503 TRY_AGAIN" "a reservation Redis answers too late: 503"
@@ -60,9 +64,11 @@ is "$(redis HGET "fs:{$rs_sale}:holders" "slow-$rs_sale")" "" "the stalled shopp
 ans=$(http POST "$rs_path" "$rs_tok")
 is "${ans%% *} $(json_get "${ans#* }" status)" "202 PENDING" "the shopper's retry buys"
 is "$(redis GET "fs:{$rs_sale}:stock:$rs_item")" "3" "one unit taken, once"
-grep -q "releasing order" "$FLASHSALE_STATE/log/flashsale-purchase.log" &&
-	ok "the handler released the order id it could not confirm" ||
+if grep -q "releasing order" "$FLASHSALE_STATE/log/flashsale-purchase.log"; then
+	ok "the handler released the order id it could not confirm"
+else
 	not_ok "the handler released the order id it could not confirm"
+fi
 # A sale whose layout (its places) the loop never read: the layout's read
 # goes out in the reservation's pipeline, so a stalled Redis holds up
 # neither the loop nor, once it answers, the next purchase.

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A refund the provider refused is retried by us (issue 28, finding 7):
 # flashsale-expire asks again with backoff until the provider makes it,
 # counts each failure, alerts after FLASHSALE_REFUND_ALERT_AFTER (5) of
@@ -39,7 +40,7 @@ rr_expire() {
 }
 
 set -- $(new_sale -5 10)
-sale=$1 item=$2
+sale=$1
 path=$(purchase_path "$sale")
 failures_before=$(metric_total flashsale_refund_failures_total)
 retried_before=$(metric_total flashsale_refunds_retried_total)

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A unit that comes back (here: a cancel) clears the sold-out answers of
 # nginx and of every purchase process at once: purchases resume within a
 # second, with no restart and no operator.
@@ -33,5 +34,6 @@ diag "a purchase succeeded $ms ms after the cancel answered ($n sold-out answers
 if [ "$ms" -le 2500 ]; then ok "they resume within the marker cache's second (+ slack): $ms ms"; else
 	not_ok "they resume within the marker cache's second (+ slack)" "took $ms ms"
 fi
+# shellcheck disable=SC2010 # the markers are named by item id
 is "$(ls "$FLASHSALE_SOLDOUT_DIR" | grep -c "^$item\$")" "1" \
     "the last unit sold again: the marker is back"

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A unit comes back and its restock message is lost while the listener's
 # connection stays healthy: the sold-out memory of every purchase process
 # heals itself within FLASHSALE_SOLDOUT_RECHECK_MS, and nginx's marker with

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Settings are checked when a program starts, each on its own and against
 # those it depends on: a program refuses to start and says why.
 

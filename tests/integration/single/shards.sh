@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A hot item spread over three stock keys ("shards": 3, lib/stock.c): a
 # burst of thousands of distinct shoppers plus repeated ones takes exactly
 # the units, no shopper twice, no unit left behind in a shard while others

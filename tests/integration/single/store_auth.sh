@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046 # set -- $(...) splits ids into words on purpose
 # The stores authenticate: PostgreSQL asks the application role for its
 # scram-sha-256 password and refuses everyone else; Redis has no default
 # user, the handlers' ACL user runs only what the handlers need and the
@@ -21,7 +22,7 @@ case $FLASHSALE_PG in
 esac
 
 # --- PostgreSQL ----------------------------------------------------------------
-no_pass() { PGPASSFILE=/nonexistent PGPASSWORD= psql -X -w -A -t "$1" -c 'SELECT 1'; }
+no_pass() { PGPASSFILE=/nonexistent PGPASSWORD='' psql -X -w -A -t "$1" -c 'SELECT 1'; }
 is "$(psql_q 'SELECT current_user')" "flashsale" "the programs connect as the role flashsale"
 is "$(psql_q "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" "f" \
     "which is no superuser"
@@ -47,13 +48,13 @@ is "$(hredis GET "fs:{$sale}:stock:$item")" "3" "the handlers' user reads the st
 for cmd in "FLUSHALL" "FLUSHDB" "CONFIG GET port" "KEYS fs:*" "DEL fs:{$sale}:holders" \
 	"SET fs:{$sale}:stock:$item 100" "EVAL return 1 0" "SHUTDOWN NOSAVE" "ACL LIST" \
 	"MONITOR" "SWAPDB 0 1"; do
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # the command and its arguments, one word each
 	is "$(hredis $cmd 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user may not run $cmd"
 done
 is "$(hredis GET other-key 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user reads fs:* keys only"
 is "$(hredis PUBLISH other-channel x 2>&1 | cut -c1-6)" "NOPERM" "the handlers' user publishes on fs:restock only"
 for cmd in "FLUSHALL" "CONFIG GET port" "KEYS fs:*" "SHUTDOWN NOSAVE" "ACL LIST"; do
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # the command and its arguments, one word each
 	is "$(redis $cmd 2>&1 | cut -c1-6)" "NOPERM" "the operator's user may not run $cmd either"
 done
 is "$(redis GET "fs:{$sale}:stock:$item")" "3" "after all that the stock is intact"

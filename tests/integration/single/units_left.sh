@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # The units left document of a sale, GET /api/flash-sales/sales/{id}/stock:
 # the live count from Redis (held units count as taken), exact after every
 # purchase, cancel and expiry; cached by the edge about a second, so a
@@ -171,7 +172,7 @@ ul_a=$(json_get "$ul_ids" '.itemIds[0]')
 ul_b=$(json_get "$ul_ids" '.itemIds[1]')
 ul_two="200 {\"saleId\":$ul_s2,\"items\":[{\"itemId\":$ul_a,\"quantity\":10,\"left\":%s,\"soldOut\":false},{\"itemId\":$ul_b,\"quantity\":0,\"left\":0,\"soldOut\":true}]"
 admin sale warm "$ul_s2" >/dev/null
-# shellcheck disable=SC2059
+# shellcheck disable=SC2059 # ul_two is the format, the test's own
 is "$(ul_doc "$ul_s2")" "$(printf "$ul_two" 10)" "an item spread over 2 shards: 10 left"
 ul_p2=$(purchase_path "$ul_s2" "$ul_a")
 ul_bought=0
@@ -179,7 +180,7 @@ for ul_u in a b c; do
 	[ "$(http POST "$ul_p2" "$(admin token mint --user "ul-$ul_u-$ul_s2")" | cut -d' ' -f1)" = 202 ] &&
 		ul_bought=$((ul_bought + 1))
 done
-# shellcheck disable=SC2059
+# shellcheck disable=SC2059 # ul_two is the format, the test's own
 is "$ul_bought $(ul_doc "$ul_s2")" "3 $(printf "$ul_two" 7)" \
     "an item spread over 2 shards: 3 bought, 7 left (the shards summed); 0 units: sold out"
 

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # A flood of unsigned payment webhooks from one address: nginx's webhook
 # zone (FLASHSALE_RATE_WEBHOOK, FLASHSALE_BURST_WEBHOOK) answers it 429
 # before it reaches the payment handler, whose one thread per process also
@@ -36,7 +37,7 @@ wf_median() { sort -n -k2 "$1" | awk '{ t[NR] = $2 } END { print t[int((NR + 1) 
 
 # The baseline: seven checkouts, nothing else going on.
 : >"$wf_dir/base"
-for i in 1 2 3 4 5 6 7; do
+for _ in 1 2 3 4 5 6 7; do
 	wf_checkout >>"$wf_dir/base"
 done
 wf_url=$(json_get "$(cat "$wf_dir/checkout.body")" redirectUrl)
@@ -58,7 +59,7 @@ p_until 10 yes sh -c "grep -q 't72-flood-' '$wf_log' && echo yes" || diag "the f
 # Under the flood: the shopper checks out seven times, then pays at the
 # provider, whose webhook meets the limit of the flood's address.
 : >"$wf_dir/flooded"
-for i in 1 2 3 4 5 6 7; do
+for _ in 1 2 3 4 5 6 7; do
 	wf_checkout >>"$wf_dir/flooded"
 done
 is "$(p_press "$wf_url" pay)" "303" "the shopper pays at the provider during the flood"

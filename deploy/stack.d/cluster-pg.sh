@@ -1,5 +1,6 @@
 # shellcheck shell=sh
-# PostgreSQL of the cluster topology, sourced by deploy/cluster.sh: two
+# shellcheck disable=SC2034 # PG_NODES, PG_PORTS: read by the other stack.d files
+# PostgreSQL of the cluster topology, sourced by deploy/stack: two
 # nodes with synchronous replication under pg_auto_failover (Debian's
 # postgresql-15-auto-failover), whose monitor decides failovers.
 #
@@ -45,7 +46,7 @@ PGAF_SOCKDIR=/var/run/postgresql
 pg_node_port() { echo $((BASE + 50 + $1)); }
 pg_node_data() { echo "$PGAF_HOME/pg-$1"; }
 
-# The peer links of node N go through flashsale-relay (deploy/cluster.sh,
+# The peer links of node N go through flashsale-relay (cluster-relay.sh,
 # labelled pg-N), so that a test can cut the node off from the monitor and
 # the other node while the programs still reach it: the node registers
 # 127.0.5.N as its hostname (the monitor's health checks and the other
@@ -164,6 +165,7 @@ pg_node_q() {
 # process under it (its services, the postmaster and its backends), so that
 # kill takes the node whole, as a host that dies would.
 pg_part_pids() {
+	# shellcheck disable=SC2046 # one word per PID
 	ppp_root=$(live_pids pg_autoctl $(pids_in "$RUN/$1.pid"))
 	[ -n "$ppp_root" ] || return 0
 	ps -e -o pid= -o ppid= | awk -v root="$ppp_root" '
@@ -242,7 +244,7 @@ pg_include_conf() {
 }
 
 pg_prepare_dirs() {
-	for pdir in "$PGAF_HOME" "$PGAF_HOME/run" "$@"; do
+	for pdir in "$PGAF_HOME" "$PGAF_HOME/run"; do
 		mkdir -p "$pdir"
 		chown postgres:postgres "$pdir"
 		chmod 700 "$pdir"
@@ -396,10 +398,10 @@ stop_pg() {
 		return 0
 	fi
 	as_pgautoctl pg_autoctl stop --pgdata "$2" >>"$LOG/$1.log" 2>&1 || true
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086 # one word per PID
 	wait_for 30 all_dead $sp_pids || kill_pids 5 $sp_pids
 	rm -f "$RUN/$1.pid"
-	say "$1" "stopped (pid $(echo $sp_pids))"
+	say "$1" "stopped (pid $(one_line "$sp_pids"))"
 }
 stop_pg_monitor() { stop_pg pg-monitor "$PG_MONITOR_DATA"; }
 stop_pg_node() { stop_pg "pg-$1" "$(pg_node_data "$1")"; }
