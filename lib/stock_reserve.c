@@ -502,21 +502,27 @@ int
 fs_stock_broker_has_many(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
     size_t n)
 {
-	/* At most FS_STOCK_MARK_MAX holds of FS_STOCK_SHARDS_MAX places each. */
-	enum { CALLS = FS_STOCK_MARK_MAX * FS_STOCK_SHARDS_MAX };
 	struct mark_call {
 		char key[KEY_MAX], was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
 		const char *argv[4];
 	} *m = NULL;
 	struct fs_redis_call *calls = NULL;
-	size_t nc = 0;
+	size_t nc = 0, want = 0;
 	int rc = -1;
 
 	if (n > FS_STOCK_MARK_MAX) {
 		fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "mark: too many holds at once");
 		return -1;
 	}
-	if ((m = calloc(CALLS, sizeof(*m))) == NULL || (calls = calloc(CALLS, sizeof(*calls))) == NULL) {
+	/* A hold is looked for at every place of its sale: one call each. */
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_stock_layout *l = fs_stock_layout_get(s, sales[i]);
+
+		if (l == NULL)
+			return -1;
+		want += (size_t)l->nplaces;
+	}
+	if ((m = calloc(want, sizeof(*m))) == NULL || (calls = calloc(want, sizeof(*calls))) == NULL) {
 		fs_stock_set_err(s, FS_STOCK_ERR_NOMEM, "mark");
 		goto out;
 	}
@@ -525,7 +531,7 @@ fs_stock_broker_has_many(fs_stock *s, const uint64_t *sales, const struct fs_sto
 
 		if (l == NULL)
 			goto out;
-		for (int p = 0; p < l->nplaces; p++, nc++) {
+		for (int p = 0; p < l->nplaces && nc < want; p++, nc++) {
 			if (mark_records(s, &recs[i], m[nc].was, m[nc].now) != 0)
 				goto out;
 			fs_stock_key(m[nc].key, KEY_ORDERS, l->tags[p], 0);
