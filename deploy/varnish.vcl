@@ -35,18 +35,26 @@ backend origin {
 }
 # @SINGLE_END@
 # @CLUSTER_BEGIN@
-# Two origin hosts (deploy/stack.d/cluster.sh), taken in turn. An origin that
-# stops answering is sick after two failed probes of a window of three (a
-# probe each 500 ms, 400 ms to answer: one slow answer under a burst does
-# not take it out), so the edge stops sending to it within about a second;
-# until then a request that cannot reach it is retried once on the other
-# (vcl_backend_error).
+# Two origin hosts (deploy/stack.d/cluster.sh), taken in turn. The probe asks
+# whether an origin host answers at all: its nginx's /healthz, which nginx
+# answers itself, so that a busy origin passes it. (Until 2026-12-05 it
+# was /readyz, a FastCGI round trip to the purchase handler that waits in
+# line behind the purchases: under a full-scale burst both origins missed
+# its 400 ms and the edge answered 1,256 requests 503 with two origins up.
+# An origin whose stores fail answers its own 503s; the edge's nginx takes
+# purchases past a failing one by itself.) An origin that stops answering
+# is sick after two failed probes of a window of three, a probe each
+# 500 ms: a killed host refuses at once, so the edge stops sending to it
+# within about a second; one that went silent within three (each probe
+# waits 1 s, a loaded machine's scheduling delay, before it counts as
+# failed). Until then a request that cannot reach it is retried once on
+# the other (vcl_backend_error).
 import directors;
 
-probe origin_ready_fast {
-	.url = "/readyz";
+probe origin_alive {
+	.url = "/healthz";
 	.interval = 500ms;
-	.timeout = 400ms;
+	.timeout = 1s;
 	.window = 3;
 	.threshold = 2;
 	.initial = 2;
@@ -58,7 +66,7 @@ backend origin_a {
 	.connect_timeout = 300ms;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
-	.probe = origin_ready_fast;
+	.probe = origin_alive;
 }
 
 backend origin_b {
@@ -67,7 +75,7 @@ backend origin_b {
 	.connect_timeout = 300ms;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
-	.probe = origin_ready_fast;
+	.probe = origin_alive;
 }
 
 sub vcl_init {

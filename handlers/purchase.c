@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "orders.h"
 #include "ordertopic.h"
+#include "purchase.h"
 #include "route.h"
 #include "soldout.h"
 #include "stock.h"
@@ -44,6 +45,7 @@ struct app {
 	int threads; /* event loops */
 	int reports_fd; /* the producer's delivery reports wait (the loops serve them), or -1 */
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
+	struct fs_purchase_held_bounds held; /* when a retry's hold may be promised (lib/purchase) */
 };
 
 struct pending;
@@ -61,6 +63,9 @@ struct worker {
 	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
 	int reports_watched;
 	int redis_ok; /* Redis answered the last batch or PING of this loop */
+	/* the orders the broker acknowledged this round: their holds say so, then their 202s go */
+	struct pending *acked[FS_STOCK_MARK_MAX];
+	size_t nacked;
 };
 
 _Static_assert(FS_STOCK_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fits one pipeline");
@@ -86,6 +91,7 @@ struct pending {
 	long window_s;
 	enum fs_kafka_delivery verdict;
 	char err[256];
+	struct fs_stock_record held; /* the hold a retry met, as read (held) */
 	/* when it was admitted, went to Redis, came back, was reported (monotonic ns) */
 	uint64_t admitted_ns, sent_ns, reserved_ns, reported_ns;
 };
@@ -103,7 +109,46 @@ stages_count(const struct pending *p)
 	fs_metrics_count(FS_M_PURCHASE_STAGED);
 }
 
-/* On the loop that holds the request: 202 once the broker has the order. */
+/*
+ * The round's acknowledged orders: their holds say that the broker has
+ * them (one pipeline for the lot), so that a retry is answered 409 at once
+ * (held); then their 202s. A hold whose mark failed keeps " sent": a retry
+ * then publishes its order again before its 409.
+ */
+static void
+accept_acked(struct worker *w)
+{
+	uint64_t sales[FS_STOCK_MARK_MAX];
+	struct fs_stock_record recs[FS_STOCK_MARK_MAX];
+	size_t n = w->nacked;
+
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_order *o = &w->acked[i]->o;
+
+		sales[i] = o->sale;
+		recs[i] = (struct fs_stock_record){ .item = o->item, .reserved_ms = o->reserved_ms,
+			.broker = FS_STOCK_BROKER_SENT };
+		snprintf(recs[i].order_id, sizeof(recs[i].order_id), "%s", o->id);
+		snprintf(recs[i].user, sizeof(recs[i].user), "%s", o->user);
+	}
+	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
+	if (fs_stock_broker_has_many(w->stock, sales, recs, n) != 0)
+		fs_log_warn("%zu holds still say \"sent\" (%s); a retry publishes again", n,
+		    w->stock->errstr);
+	w->nacked = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pending *p = w->acked[i];
+
+		fs_fcgi_log_tag(p->fcgi);
+		fs_answer_purchase_accepted(p->fcgi, &p->o);
+		fs_fcgi_log_tag(NULL);
+		free(p);
+	}
+}
+
+/* On the loop that holds the request: 202 once the broker has the order (accept_acked). */
 static void
 finish(void *arg)
 {
@@ -115,8 +160,9 @@ finish(void *arg)
 		stages_count(p);
 		o->status = FS_ORDER_PENDING;
 		o->expires_ms = o->reserved_ms + (int64_t)p->window_s * 1000;
-		fs_answer_purchase_accepted(p->fcgi, o);
-		free(p);
+		p->w->acked[p->w->nacked++] = p;
+		if (p->w->nacked == FS_STOCK_MARK_MAX)
+			accept_acked(p->w);
 		return;
 	case FS_KAFKA_NOT_DELIVERED:
 		/* The broker never had it: the unit goes back now. */
@@ -125,8 +171,9 @@ finish(void *arg)
 		break;
 	default:
 		/*
-		 * It may be in the log: keep the hold. The consumer confirms it,
-		 * or the sweeper releases it; a retry answers 409 with its id.
+		 * It may be in the log: keep the hold ("sent"). The consumer
+		 * confirms it, or the sweeper releases it; a retry publishes it
+		 * again and answers 409 once the broker has it (held below).
 		 */
 		fs_log_warn("order %s maybe delivered (%s); hold kept", o->id, p->err);
 		break;
@@ -164,6 +211,77 @@ send_order(struct pending *p)
 	}
 }
 
+/* On the request's loop: the hold's order published again; 409 once the broker has it. */
+static void
+finish_held(void *arg)
+{
+	struct pending *p = arg;
+	struct fs_stock_record *rec = &p->held;
+
+	if (p->verdict != FS_KAFKA_DELIVERED) {
+		/* Never a release here: the first publication may be in the log. */
+		fs_log_warn("order %s published again: %s (%s)", p->o.id,
+		    p->verdict == FS_KAFKA_NOT_DELIVERED ? "not delivered" : "maybe delivered", p->err);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	}
+	fs_metrics_count(FS_M_PURCHASE_REPUBLISHED);
+	/* The record says so from now on: the next retry is answered at once. */
+	fs_fcgi_batch_end(&p->w->batch);
+	if (fs_stock_broker_has(p->w->stock, p->o.sale, rec) < 0)
+		fs_log_warn("hold of %s: broker's acknowledgement not recorded (%s)", p->o.id,
+		    p->w->stock->errstr);
+	fs_answer_purchase_already(p->fcgi, p->o.id);
+	free(p);
+}
+
+/*
+ * The shopper holds a unit of the sale already (order held): 409 with its
+ * id only once the broker is known to have that order; an order whose fate
+ * is unknown is published again, the very message (lib/ordertopic builds
+ * it from the hold), and the consumer takes it once by its id.
+ */
+static void
+held(struct pending *p, const char *held_id)
+{
+	struct worker *w = p->w;
+	struct fs_stock_record *rec = &p->held;
+	char err[256];
+	int recorded;
+
+	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
+	if (fs_stock_hold_standing(w->stock, p->o.sale, held_id, rec, &recorded) != 1 ||
+	    strcmp(rec->user, p->o.user) != 0) {
+		/* Released meanwhile (a retry buys anew), or Redis failed. */
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	}
+	switch (fs_purchase_held_verdict(rec, recorded, fs_clock_now_ms(), &w->app->held)) {
+	case FS_PURCHASE_HELD_PROMISED:
+		fs_answer_purchase_already(p->fcgi, held_id);
+		free(p);
+		return;
+	case FS_PURCHASE_HELD_PUBLISH:
+		break;
+	default:
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
+	}
+	snprintf(p->o.id, sizeof(p->o.id), "%s", held_id);
+	p->o.item = rec->item;
+	p->o.reserved_ms = rec->reserved_ms;
+	p->task.run = finish_held;
+	p->task.arg = p;
+	if (fs_ordertopic_publish_async(&w->app->topic, &p->o, on_sent, p, err, sizeof(err)) != 0) {
+		fs_log_warn("order %s not published again (%s)", held_id, err);
+		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+	}
+}
+
 /* What Redis said of one request's reservation: answered, or the order sent on. */
 static void
 reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
@@ -176,8 +294,7 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 	case FS_STOCK_RESERVED:
 		break;
 	case FS_STOCK_ALREADY:
-		fs_answer_purchase_already(p->fcgi, ask->hold.order_id);
-		free(p);
+		held(p, ask->hold.order_id);
 		return;
 	case FS_STOCK_SOLD_OUT:
 		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
@@ -301,6 +418,7 @@ round_end(void *ctx)
 
 	if (!w->reports_watched && w->app->reports_fd >= 0)
 		w->reports_watched = fs_fcgi_watch(w->app->reports_fd, 0, reports_ready, w->app) == 0;
+	accept_acked(w);
 	fs_fcgi_batch_round(&w->batch);
 }
 
@@ -385,6 +503,8 @@ setup(void *arg)
 	linger = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_LINGER_MS);
 	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
+	fs_purchase_held_bounds_of(&app->held, timeout, linger,
+	    fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE), FS_CFG_HOLD_MARGIN_MS);
 	/* The first order should not pay for metadata and the producer id: opened now. */
 	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
 		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||

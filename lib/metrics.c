@@ -58,6 +58,9 @@ static const struct {
 	[FS_M_PURCHASE_SALE_MISSING] = { "flashsale_purchase_sale_missing_total", NULL,
 	    "Purchases answered 503 because Redis does not know a sale that their signed URL vouches "
 	    "for: Redis lost its data; flashsale-admin reconcile --all --repair rebuilds it." },
+	[FS_M_PURCHASE_REPUBLISHED] = { "flashsale_purchase_republished_total", NULL,
+	    "Orders published again for a retry that met its shopper's hold while the broker was "
+	    "not known to have them, and acknowledged: its 409 ALREADY_PURCHASED followed." },
 	[FS_M_PURCHASE_RESERVE_ROUNDS] = { "flashsale_purchase_reserve_rounds_total", NULL,
 	    "Redis pipelines of the purchase handler (one per loop round that admitted purchases): "
 	    "purchases reserved per pipeline is how well concurrent purchases share a round trip." },

@@ -44,3 +44,29 @@ fs_purchase_admit(const struct fs_purchase_request *req, const fs_token_keys *ke
 		return FS_PURCHASE_NO_ORDER_ID;
 	return FS_PURCHASE_ADMITTED;
 }
+
+/* The time a first attempt's verdict takes to reach its request after the producer's timeout. */
+#define VERDICT_SLACK_MS 1000
+
+void
+fs_purchase_held_bounds_of(struct fs_purchase_held_bounds *b, long kafka_timeout_ms,
+    long linger_ms, long hold_max_age_s, long margin_ms)
+{
+	int64_t delivery_ms = (int64_t)kafka_timeout_ms + linger_ms;
+
+	b->in_flight_ms = delivery_ms + VERDICT_SLACK_MS;
+	b->publish_ms = (int64_t)hold_max_age_s * 1000 - delivery_ms - margin_ms;
+}
+
+enum fs_purchase_held
+fs_purchase_held_verdict(const struct fs_stock_record *rec, int recorded, int64_t now_ms,
+    const struct fs_purchase_held_bounds *b)
+{
+	int64_t age_ms = now_ms - rec->reserved_ms;
+
+	if (recorded || rec->broker == FS_STOCK_BROKER_HAS)
+		return FS_PURCHASE_HELD_PROMISED;
+	if (age_ms < b->in_flight_ms || age_ms >= b->publish_ms)
+		return FS_PURCHASE_HELD_WAIT;
+	return FS_PURCHASE_HELD_PUBLISH;
+}

@@ -162,7 +162,7 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 		snprintf(err, errlen, "stock: out of memory");
 		return NULL;
 	}
-	s->reserve = s->release = s->forget = s->guard = s->layout = -1;
+	s->reserve = s->release = s->forget = s->guard = s->layout = s->mark = -1;
 	if ((s->layouts = calloc(LAYOUT_CACHE, sizeof(*s->layouts))) == NULL) {
 		snprintf(err, errlen, "stock: out of memory");
 		goto fail;
@@ -186,6 +186,9 @@ fs_stock_new(const struct fs_cfg *cfg, const char *datadir, char *err, size_t er
 	snprintf(path, sizeof(path), "%s/lua/layout.lua", datadir);
 	if ((s->layout = fs_redis_script_load(s->redis, path)) < 0)
 		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/mark.lua", datadir);
+	if ((s->mark = fs_redis_script_load(s->redis, path)) < 0)
+		goto fail_script;
 	return s;
 fail_script:
 	snprintf(err, errlen, "stock scripts: %s", s->redis->errstr);
@@ -207,9 +210,10 @@ fs_stock_free(fs_stock *s)
 
 int
 fs_stock_record_format(char *out, size_t outlen, const char *user, uint64_t item,
-    int64_t reserved_ms)
+    int64_t reserved_ms, enum fs_stock_broker broker)
 {
-	int n = snprintf(out, outlen, "%s %" PRIu64 " %" PRId64, user, item, reserved_ms);
+	int n = snprintf(out, outlen, "%s %" PRIu64 " %" PRId64 "%s", user, item, reserved_ms,
+	    broker == FS_STOCK_BROKER_SENT ? RECORD_SENT : "");
 
 	return (n < 0 || (size_t)n >= outlen) ? -1 : n;
 }
@@ -231,6 +235,11 @@ fs_stock_record_parse(const char *rec, struct fs_stock_record *r)
 	if (errno != 0 || *end != ' ' || r->item == 0)
 		return -1;
 	r->reserved_ms = strtoll(end + 1, &end, 10);
+	r->broker = FS_STOCK_BROKER_HAS;
+	if (strcmp(end, RECORD_SENT) == 0) {
+		r->broker = FS_STOCK_BROKER_SENT;
+		end += strlen(RECORD_SENT);
+	}
 	return (errno == 0 && *end == '\0') ? 0 : -1;
 }
 

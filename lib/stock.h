@@ -2,8 +2,8 @@
  * The Redis layout of a sale, and its one owner: every key, command,
  * script and record format of the stock lives in the stock family
  * (stock*.c, lib/README) and the scripts it loads (lua/reserve.lua,
- * release.lua, forget.lua, guard.lua, layout.lua). Nobody else sends Redis
- * a command about a sale.
+ * release.lua, forget.lua, guard.lua, layout.lua, mark.lua). Nobody else
+ * sends Redis a command about a sale.
  *
  * A sale lives in one or more places; a place is a hash tag, and so one
  * Redis Cluster slot that one script sees whole. The first place's tag is
@@ -17,7 +17,9 @@
  *   fs:{T}:holders       shopper -> order id: the guards of the shoppers
  *                        whose home is T (one unit per shopper per sale)
  *   fs:{T}:orders        order id -> hold record "<shopper> <item> <reservedAtMs>"
- *                        of the units taken at T
+ *                        of the units taken at T, and " sent" after it while
+ *                        the broker is not known to have the order (see
+ *                        enum fs_stock_broker)
  *   fs:{T}:unconfirmed   order ids of T not yet recorded in PostgreSQL, by reservedAtMs
  *   fs:{T}:sale          sale settings ("window": payment window in seconds,
  *                        "ends": end of the sale in ms, after which nothing sells);
@@ -90,12 +92,27 @@ struct fs_stock_hold {
 	long left;                         /* units left after this one, when reserved */
 };
 
+/*
+ * What a hold record says of its order and the broker. A purchase writes
+ * its hold "sent" (its order message is on its way, or its fate unknown);
+ * once the broker acknowledged the order (to the purchase, in one pipeline
+ * per loop round with the round's others, or to a second publication for
+ * a retry) the record drops it, as warm's records of orders that
+ * PostgreSQL or the topic has: the broker has it.
+ */
+enum fs_stock_broker {
+	FS_STOCK_BROKER_HAS = 0,	/* "<shopper> <item> <reservedAtMs>" */
+	FS_STOCK_BROKER_SENT,		/* the same and " sent" */
+	FS_STOCK_BROKER__MAX
+};
+
 /* One hold of a sale, as its record in fs:{S}:orders says. */
 struct fs_stock_record {
 	char order_id[FS_UUID_STRLEN + 1];
 	char user[FS_STOCK_USER_MAX + 1];
 	uint64_t item;
 	int64_t reserved_ms;
+	enum fs_stock_broker broker;
 	int readable;		/* 0: order_id or the record is not of the format */
 	int exists;		/* 0: an unconfirmed entry with no record behind it */
 	char raw[81];		/* the record's start, for reports when unreadable */
@@ -156,6 +173,7 @@ typedef struct fs_stock {
 	int forget;
 	int guard;
 	int layout;
+	int mark;
 	int err;		/* enum fs_stock_err */
 	char errstr[128];
 } fs_stock;
@@ -237,13 +255,34 @@ int fs_stock_replicate(fs_stock *, int timeout_ms);
  * item, which no retry heals).
  */
 int fs_stock_release(fs_stock *, uint64_t sale, uint64_t item, const char *order_id);
+/*
+ * The hold of one order and whether PostgreSQL recorded it (*recorded: its
+ * unconfirmed entry is gone, the consumer confirmed it): 1 found (rec
+ * filled), 0 none or unreadable, -1 err set.
+ */
+int fs_stock_hold_standing(fs_stock *, uint64_t sale, const char *order_id,
+    struct fs_stock_record *rec, int *recorded);
+/*
+ * Rewrites the hold rec (as read) to say that the broker has its order,
+ * unless it changed or went meanwhile: 1 rewritten, 0 not, -1 err set.
+ */
+int fs_stock_broker_has(fs_stock *, uint64_t sale, const struct fs_stock_record *rec);
+/*
+ * fs_stock_broker_has for n holds of their sales (sales[i] for recs[i]),
+ * pipelined: one round trip per node for the lot (a hold is looked for at
+ * every place of its sale). 0, or -1 with err set when any call failed
+ * (those holds keep " sent").
+ */
+#define FS_STOCK_MARK_MAX 64 /* holds in one fs_stock_broker_has_many */
+int fs_stock_broker_has_many(fs_stock *, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n);
 /* Marks orders as recorded in PostgreSQL, so the ghost sweeper skips them; 0 or -1. */
 int fs_stock_confirm(fs_stock *, uint64_t sale, const char *const *order_ids, size_t n);
 
 /* Writes a hold record; its length, or -1 when it does not fit. */
 int fs_stock_record_format(char *out, size_t outlen, const char *user, uint64_t item,
-    int64_t reserved_ms);
-/* Reads a hold record into r (user, item, reserved_ms); 0, or -1 when it is not one. */
+    int64_t reserved_ms, enum fs_stock_broker broker);
+/* Reads a hold record into r (user, item, reserved_ms, broker); 0, or -1 when it is not one. */
 int fs_stock_record_parse(const char *rec, struct fs_stock_record *r);
 /* Reads a restock message "<sale> <item>"; 0 or -1. */
 int fs_stock_restock_parse(const char *msg, uint64_t *sale, uint64_t *item);

@@ -18,6 +18,7 @@
 #define HSCAN_COUNT	"500"	/* holds looked at per HSCAN step */
 #define LAYOUT_TTL_MS	1000	/* how long a process trusts the layout it read */
 #define LAYOUT_CACHE	4	/* sales whose layout a stock remembers */
+#define RECORD_SENT	" sent"	/* a hold record's end while the broker may not have its order */
 
 /* Where a sale's keys are: its places' tags and its sharded items. */
 struct fs_stock_layout {

@@ -253,7 +253,8 @@ reserve_elsewhere(fs_stock *s, const struct fs_stock_layout *l, const struct att
 int
 fs_stock_reserve_args(fs_stock *s, struct attempt *a, int64_t now_ms)
 {
-	if (fs_stock_record_format(a->rec, sizeof(a->rec), a->user, a->item, now_ms) < 0) {
+	if (fs_stock_record_format(a->rec, sizeof(a->rec), a->user, a->item, now_ms,
+		FS_STOCK_BROKER_SENT) < 0) {
 		fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "reserve: shopper id too long");
 		return -1;
 	}
@@ -424,6 +425,137 @@ fs_stock_release(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id
 		return release_at(s, tag, sale, item, order_id);
 	}
 	return 0;
+}
+
+int
+fs_stock_hold_standing(fs_stock *s, uint64_t sale, const char *order_id,
+    struct fs_stock_record *rec, int *recorded)
+{
+	const struct fs_stock_layout *l;
+	char k[KEY_MAX];
+	redisReply *r;
+
+	*recorded = 0;
+	memset(rec, 0, sizeof(*rec));
+	if ((l = fs_stock_layout_get(s, sale)) == NULL)
+		return -1;
+	/* The record and its unconfirmed entry are at the place of its unit. */
+	for (int p = 0; p < l->nplaces; p++) {
+		fs_stock_key(k, KEY_ORDERS, l->tags[p], 0);
+		if ((r = fs_stock_cmd(s, "hold", 3, (const char *[]){ "HGET", k, order_id })) == NULL)
+			return -1;
+		fs_stock_record_of(rec, order_id, strlen(order_id), r);
+		freeReplyObject(r);
+		if (!rec->exists)
+			continue;
+		if (!rec->readable)
+			return 0;
+		fs_stock_key(k, KEY_UNCONFIRMED, l->tags[p], 0);
+		if ((r = fs_stock_cmd(s, "hold", 3, (const char *[]){ "ZSCORE", k, order_id })) == NULL)
+			return -1;
+		*recorded = r->type == REDIS_REPLY_NIL;
+		freeReplyObject(r);
+		return 1;
+	}
+	return 0;
+}
+
+/* A hold record as written (was) and as it reads once the broker has its order (now); 0 or -1. */
+static int
+mark_records(fs_stock *s, const struct fs_stock_record *rec, char was[FS_STOCK_RECORD_MAX],
+    char now[FS_STOCK_RECORD_MAX])
+{
+	if (fs_stock_record_format(was, FS_STOCK_RECORD_MAX, rec->user, rec->item, rec->reserved_ms,
+		rec->broker) < 0 ||
+	    fs_stock_record_format(now, FS_STOCK_RECORD_MAX, rec->user, rec->item, rec->reserved_ms,
+		FS_STOCK_BROKER_HAS) < 0) {
+		fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "mark: shopper id too long");
+		return -1;
+	}
+	return 0;
+}
+
+int
+fs_stock_broker_has(fs_stock *s, uint64_t sale, const struct fs_stock_record *rec)
+{
+	const struct fs_stock_layout *l;
+	char k[KEY_MAX], was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
+	redisReply *r;
+	int done = 0;
+
+	if (mark_records(s, rec, was, now) != 0 || (l = fs_stock_layout_get(s, sale)) == NULL)
+		return -1;
+	for (int p = 0; p < l->nplaces && !done; p++) {
+		fs_stock_key(k, KEY_ORDERS, l->tags[p], 0);
+		if ((r = fs_redis_eval(s->redis, s->mark, 1, 4,
+			 (const char *[]){ k, rec->order_id, was, now })) == NULL) {
+			fs_stock_redis_err(s, "mark");
+			return -1;
+		}
+		done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+		freeReplyObject(r);
+	}
+	return done;
+}
+
+int
+fs_stock_broker_has_many(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n)
+{
+	struct mark_call {
+		char key[KEY_MAX], was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
+		const char *argv[4];
+	} *m = NULL;
+	struct fs_redis_call *calls = NULL;
+	size_t nc = 0, want = 0;
+	int rc = -1;
+
+	if (n > FS_STOCK_MARK_MAX) {
+		fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "mark: too many holds at once");
+		return -1;
+	}
+	/* A hold is looked for at every place of its sale: one call each. */
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_stock_layout *l = fs_stock_layout_get(s, sales[i]);
+
+		if (l == NULL)
+			return -1;
+		want += (size_t)l->nplaces;
+	}
+	if ((m = calloc(want, sizeof(*m))) == NULL || (calls = calloc(want, sizeof(*calls))) == NULL) {
+		fs_stock_set_err(s, FS_STOCK_ERR_NOMEM, "mark");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_stock_layout *l = fs_stock_layout_get(s, sales[i]);
+
+		if (l == NULL)
+			goto out;
+		for (int p = 0; p < l->nplaces && nc < want; p++, nc++) {
+			if (mark_records(s, &recs[i], m[nc].was, m[nc].now) != 0)
+				goto out;
+			fs_stock_key(m[nc].key, KEY_ORDERS, l->tags[p], 0);
+			m[nc].argv[0] = m[nc].key;
+			m[nc].argv[1] = recs[i].order_id;
+			m[nc].argv[2] = m[nc].was;
+			m[nc].argv[3] = m[nc].now;
+			calls[nc] = (struct fs_redis_call){ .script = s->mark, .nkeys = 1, .argc = 4,
+				.argv = m[nc].argv };
+		}
+	}
+	fs_redis_eval_many(s->redis, calls, nc);
+	rc = 0;
+	for (size_t c = 0; c < nc; c++) {
+		if (calls[c].reply == NULL) {
+			fs_stock_driver_err(s, "mark", calls[c].err, calls[c].errstr);
+			rc = -1;
+		}
+		freeReplyObject(calls[c].reply);
+	}
+out:
+	free(calls);
+	free(m);
+	return rc;
 }
 
 int

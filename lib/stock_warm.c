@@ -96,7 +96,8 @@ warm_queue(fs_stock *s, const struct fs_stock_layout *l, int p, const struct fs_
 		int home = fs_stock_home(h->user, l->nplaces);
 		int q = fs_stock_unit_place(home, fs_stock_shards_of(l, h->item));
 
-		if (fs_stock_record_format(rec, sizeof(rec), h->user, h->item, h->reserved_ms) < 0) {
+		if (fs_stock_record_format(rec, sizeof(rec), h->user, h->item, h->reserved_ms,
+			h->broker) < 0) {
 			fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "warm: shopper id too long");
 			return -1;
 		}

@@ -20,13 +20,15 @@ vcl 4.1;
 import directors;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
-# The probe takes an origin out of rotation when it is not ready: its
-# nginx, its purchase handler, or that handler's Redis and Kafka
-# (GET /readyz, which the origin answers to its edges only).
+# The probe takes an origin out of rotation when its host does not answer:
+# GET /healthz, which its nginx answers itself, so that a busy origin
+# passes it (a /readyz probe waits behind the purchases in the purchase
+# handler's line and took busy origins out under a burst; an origin whose
+# stores fail answers its own 503s, /readyz names the store).
 probe origin_alive {
-	.url = "/readyz";
+	.url = "/healthz";
 	.interval = 1s;
-	.timeout = 500ms;
+	.timeout = 1s;
 	.window = 5;
 	.threshold = 3;
 }

@@ -93,6 +93,38 @@ test_queue_gate(const char *plain, const char *bearer)
 	fs_queue_keys_free(other);
 }
 
+/*
+ * Issue 36: a 409 is a promise. A hold met by a retry is promised only when
+ * recorded or when the broker has its order; a "sent" one is published
+ * again once its first attempt heard the broker, while the sweeper would
+ * still count the new publication; otherwise the retry waits (503).
+ */
+static void
+test_held(void)
+{
+	struct fs_purchase_held_bounds b;
+	struct fs_stock_record rec = { .reserved_ms = 1000000, .broker = FS_STOCK_BROKER_SENT };
+	int64_t t0 = rec.reserved_ms;
+
+	/* Producer timeout 3 s, linger 5 ms, holds 120 s, margin 10 s. */
+	fs_purchase_held_bounds_of(&b, 3000, 5, 120, 10000);
+	check(b.in_flight_ms == 4005 && b.publish_ms == 120000 - 3005 - 10000,
+	    "held: in flight 4,005 ms; published again until 106,995 ms");
+	check(fs_purchase_held_verdict(&rec, 1, t0 + 10, &b) == FS_PURCHASE_HELD_PROMISED,
+	    "held: recorded in PostgreSQL: promised at once");
+	check(fs_purchase_held_verdict(&rec, 0, t0 + 10, &b) == FS_PURCHASE_HELD_WAIT &&
+		fs_purchase_held_verdict(&rec, 0, t0 + 4004, &b) == FS_PURCHASE_HELD_WAIT,
+	    "held: sent, its first attempt may still wait for the broker: wait");
+	check(fs_purchase_held_verdict(&rec, 0, t0 + 4005, &b) == FS_PURCHASE_HELD_PUBLISH &&
+		fs_purchase_held_verdict(&rec, 0, t0 + 106994, &b) == FS_PURCHASE_HELD_PUBLISH,
+	    "held: sent, its first attempt over: published again");
+	check(fs_purchase_held_verdict(&rec, 0, t0 + 106995, &b) == FS_PURCHASE_HELD_WAIT,
+	    "held: too late for the sweeper to see a new publication: wait (it decides)");
+	rec.broker = FS_STOCK_BROKER_HAS;
+	check(fs_purchase_held_verdict(&rec, 0, t0 + 10, &b) == FS_PURCHASE_HELD_PROMISED,
+	    "held: the broker has it: promised");
+}
+
 int
 main(void)
 {
@@ -149,6 +181,7 @@ main(void)
 		FS_PURCHASE_UNAUTHENTICATED,
 	    "an expired token: UNAUTHENTICATED");
 	test_queue_gate(query, bearer);
+	test_held();
 	fs_queue_keys_free(qkeys);
 	fs_urlsig_key_free(url);
 	fs_token_keys_free(keys);

@@ -40,12 +40,21 @@ check_records(void)
 	char rec[FS_STOCK_RECORD_MAX], user[FS_STOCK_USER_MAX + 2];
 	uint64_t sale = 0, item = 0;
 
-	check(fs_stock_record_format(rec, sizeof(rec), "ann", 11, 1000) > 0 &&
+	check(fs_stock_record_format(rec, sizeof(rec), "ann", 11, 1000, FS_STOCK_BROKER_HAS) > 0 &&
 		strcmp(rec, "ann 11 1000") == 0,
 	    "a hold record is \"<user> <item> <reservedAtMs>\"");
 	check(fs_stock_record_parse(rec, &r) == 0 && strcmp(r.user, "ann") == 0 && r.item == 11 &&
-		r.reserved_ms == 1000,
-	    "it reads back");
+		r.reserved_ms == 1000 && r.broker == FS_STOCK_BROKER_HAS,
+	    "it reads back: the broker has its order");
+	/* Issue 36: the record says whether the broker is known to have the order. */
+	check(fs_stock_record_format(rec, sizeof(rec), "ann", 11, 1000, FS_STOCK_BROKER_SENT) > 0 &&
+		strcmp(rec, "ann 11 1000 sent") == 0 && fs_stock_record_parse(rec, &r) == 0 &&
+		r.broker == FS_STOCK_BROKER_SENT && r.reserved_ms == 1000,
+	    "a hold whose order the broker may not have ends \" sent\", and reads back so");
+	check(fs_stock_record_parse("ann 11 1000 sen", &r) == -1 &&
+		fs_stock_record_parse("ann 11 1000 sent ", &r) == -1 &&
+		fs_stock_record_parse("ann 11 1000sent", &r) == -1,
+	    "no other ending is a hold record");
 	check(fs_stock_record_parse("ann", &r) == -1 && fs_stock_record_parse(" 11 5", &r) == -1 &&
 		fs_stock_record_parse("ann 0 5", &r) == -1 &&
 		fs_stock_record_parse("ann x 5", &r) == -1 &&
@@ -56,7 +65,8 @@ check_records(void)
 	user[sizeof(user) - 1] = '\0';
 	snprintf(rec, sizeof(rec), "%s 11 5", user);
 	check(fs_stock_record_parse(rec, &r) == -1, "a user over FS_STOCK_USER_MAX is refused");
-	check(fs_stock_record_format(rec, 8, "ann", 11, 1000) == -1, "a small buffer is refused");
+	check(fs_stock_record_format(rec, 8, "ann", 11, 1000, FS_STOCK_BROKER_HAS) == -1,
+	    "a small buffer is refused");
 	check(fs_stock_restock_parse("7 11", &sale, &item) == 0 && sale == 7 && item == 11 &&
 		fs_stock_restock_parse("7", &sale, &item) == -1,
 	    "restock messages are \"<sale> <item>\"");

@@ -109,8 +109,11 @@ fi
 
 # Two herds of 1,000 shoppers, 1.2 s apart (a second boundary between
 # them). The origin then sees one request per wall-clock second at most
-# (each time the remembered answer expires; meanwhile the others still get
-# it: proxy_cache_use_stale updating), and at least one.
+# (the first of each second; the others wait for its answer:
+# proxy_cache_lock), and at least one. The burst leaves the edge's error
+# log free of "[crit] cache file ... has too long header" (issue 36: a
+# cache file replaced under readers).
+crit0=$(grep -c 'has too long header' "$FLASHSALE_STATE/log/nginx-edge-error.log")
 tokfile=$FLASHSALE_STATE/edge-herd.tokens
 yes "$t3 $path" | head -n 1000 >"$tokfile"
 herd() {
@@ -133,10 +136,19 @@ if [ "$n" -ge 1 ] && [ "$n" -le "$most" ]; then
 else
 	not_ok "edge: the origin sees one sold-out purchase per second at most, and at least one" "$n in $most seconds"
 fi
-h=$(curl -s -o "$FLASHSALE_STATE/edge-body" -D - -X POST -H "Authorization: Bearer $t3" "$edge$path" | tr -d '\r')
+# The first purchase of a new second goes to the origin (MISS): up to three
+# presses, until one is answered from what the edge remembers.
+tries=0
+while [ $tries -lt 3 ]; do
+	h=$(curl -s -o "$FLASHSALE_STATE/edge-body" -D - -X POST -H "Authorization: Bearer $t3" "$edge$path" | tr -d '\r')
+	[ "$(printf '%s\n' "$h" | sed -n 's/^X-Cache: //Ip')" = HIT ] && break
+	tries=$((tries + 1))
+done
 is "$(printf '%s\n' "$h" | sed -n 's/^Cache-Control: //Ip')" no-store "edge: the remembered 410 still tells browsers no-store"
 is "$(json_get "$(cat "$FLASHSALE_STATE/edge-body")" error)" SOLD_OUT "edge: the remembered answer is the origin's SOLD_OUT"
 is "$(printf '%s\n' "$h" | sed -n 's/^X-Cache: //Ip')" HIT "edge: the edge answered it from what it remembers"
+is "$(($(grep -c 'has too long header' "$FLASHSALE_STATE/log/nginx-edge-error.log") - crit0))" 0 \
+	"edge: no 'cache file has too long header' in the edge's error log after the herds"
 
 # --- A unit comes back: through the edge it sells again from the next
 # wall-clock second on: the edge's answer expires at the end of the second
