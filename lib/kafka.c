@@ -207,6 +207,12 @@ security_set(rd_kafka_conf_t *conf, char *err, size_t errlen)
 		{ "sasl.password", security.password },
 		{ "ssl.ca.location", security.ca },
 		{ "ssl.endpoint.identification.algorithm", "https" },
+		/*
+		 * Over TLS a request leaves in several records: with Nagle's
+		 * algorithm the second waits for the broker's delayed ACK (the
+		 * purchase bench's d: p50 25 -> 90 ms, 4x the handler's CPU).
+		 */
+		{ "socket.nagle.disable", "true" },
 	};
 
 	pthread_once(&security_once, security_load);
