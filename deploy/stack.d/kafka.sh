@@ -115,7 +115,7 @@ start_kafka_node() {
 	# A log directory formatted before the brokers took SASL has none of
 	# the principals: the brokers could not even reach each other.
 	if [ -f "$KAFKA_DATA/meta.properties" ] && [ ! -f "$KAFKA_DIR/scram-users" ]; then
-		die "$KAFKA_DATA was formatted without the SCRAM users that SASL_SSL needs: drain the consumer, stop the stack and remove $KAFKA_DIR (docs/OPERATING.md)"
+		die "$KAFKA_DATA was formatted without the SCRAM users that SASL_SSL needs: drain the consumer, stop the stack and remove $KAFKA_DIR (docs/SECURITY.md)"
 	fi
 	# Format the log directory once, with the stack's cluster id (every
 	# node of a cluster shares it) and the principals' SCRAM credentials.
