@@ -70,7 +70,12 @@ start_handler() {
 	case $procs in
 	'' | *[!0-9]* | 0) die "$prog: bad process count '$procs'" ;;
 	esac
-	export_env handlers
+	# The purchase handlers write orders as their own Kafka principal.
+	if [ "$prog" = flashsale-purchase ]; then
+		export_env purchase
+	else
+		export_env handlers
+	fi
 	rm -f "$pidfile"
 	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 	spawn-fcgi -s "$RUN/$prog.sock" -M 0660 -F "$procs" -P "$pidfile" -- \

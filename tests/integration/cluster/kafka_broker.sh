@@ -3,14 +3,39 @@
 # three copies and min.insync.replicas=2, the producer acks=all with
 # idempotence: every 202 is an order on two brokers at least, so none is
 # missing from PostgreSQL afterwards, and none is recorded twice.
+# First: no listener of any node (clients', controller's, replication's)
+# answers PLAINTEXT, and the consumer's principal may not write an order
+# (issue 33; single/kafka_auth.sh has the rest).
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
+
+plain_open=
+for n in 1 2 3; do
+	for port in $((FLASHSALE_PORT_BASE + 30 + n)) $((FLASHSALE_PORT_BASE + 33 + n)) \
+		$((FLASHSALE_PORT_BASE + 40 + n)); do
+		kb_out=$(kcat -b "127.0.0.1:$port" -L -m 3 2>&1) && plain_open="$plain_open $port"
+		case $kb_out in
+		*"Disconnected while requesting ApiVersion"*) ;;
+		*) plain_open="$plain_open $port($kb_out)" ;;
+		esac
+	done
+done
+is "$plain_open" "" "no listener of the three Kafka nodes answers PLAINTEXT"
+printf '1\t{"orderId":"forged-%s","saleId":1,"itemId":1,"userId":"mallory","reservedAt":1}\n' "$$" \
+	>"$FLASHSALE_STATE/forged.tsv"
+kb_out=$(kcat -F "$FLASHSALE_STATE/secrets/kafka-consumer.kcat" -b "$FLASHSALE_KAFKA_BROKERS" -P \
+	-t "$FLASHSALE_KAFKA_TOPIC" -K '\t' -l "$FLASHSALE_STATE/forged.tsv" 2>&1)
+case $kb_out in
+*"Topic authorization failed"*) ok "the consumer's principal may not write an order to the cluster" ;;
+*) not_ok "the consumer's principal may not write an order to the cluster" "$kb_out" ;;
+esac
+rm -f "$FLASHSALE_STATE/forged.tsv"
 
 units=600
 set -- $(new_sale -5 $units)
 sale=$1 item=$2
 # The leader of the order topic's partition 0 goes.
-leader=$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+leader=$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 	sed -n 's/^ *partition 0, leader \([0-9]*\),.*/\1/p')
 case $leader in
 [1-3]) ok "partition 0 of the order topic is led by kafka-$leader" ;;
@@ -37,9 +62,9 @@ k_topic "$sale" kb
 k_report "kafka broker killed" 1 "$requests"
 # Back to three copies of every partition (bounded wait).
 deadline=$(($(date +%s) + 60))
-until [ "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+until [ "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 	grep -c 'isrs: [1-3],[1-3],[1-3]$')" = 8 ] || [ "$(date +%s)" -ge "$deadline" ]; do
 	sleep 0.5
 done
-is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
+is "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
     "8" "kafka-$leader caught up: all 8 partitions have 3 replicas in sync"
