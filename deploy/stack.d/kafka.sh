@@ -31,8 +31,8 @@ ensure_kafka_secrets() {
 	mkdir -p "$TLS_PUBLIC"
 	chmod 755 "$TLS_PUBLIC"
 	if ! cmp -s "$TLS_CA/ca.crt" "$TLS_PUBLIC/ca.crt"; then
-		cp "$TLS_CA/ca.crt" "$TLS_PUBLIC/ca.crt.tmp" && chmod 644 "$TLS_PUBLIC/ca.crt.tmp" &&
-			mv "$TLS_PUBLIC/ca.crt.tmp" "$TLS_PUBLIC/ca.crt" || die "cannot write $TLS_PUBLIC/ca.crt"
+		{ cp "$TLS_CA/ca.crt" "$TLS_PUBLIC/ca.crt.tmp" && chmod 644 "$TLS_PUBLIC/ca.crt.tmp" &&
+			mv "$TLS_PUBLIC/ca.crt.tmp" "$TLS_PUBLIC/ca.crt"; } || die "cannot write $TLS_PUBLIC/ca.crt"
 	fi
 }
 

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The stack's certificate authority and the certificates it signs (sourced
 # by deploy/stack; POSIX sh, functions only, openssl's command line).
 #

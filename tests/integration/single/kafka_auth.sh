@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Kafka lets in only who it knows, over TLS, and each only to its job
 # (issue 33): every listener (the clients', the controllers') is SASL_SSL,
 # nothing answers PLAINTEXT; a client with no credentials or the wrong
