@@ -129,6 +129,13 @@ static const struct {
 	[FS_M_ORDERS_FAILED] = { "flashsale_consumer_orders_total", "result=\"failed\"", NULL },
 	[FS_M_ORDERS_DUPLICATE] = { "flashsale_consumer_orders_total", "result=\"duplicate\"", NULL },
 	[FS_M_ORDERS_MALFORMED] = { "flashsale_consumer_orders_total", "result=\"malformed\"", NULL },
+	[FS_M_ORDERS_NO_MAC] = { "flashsale_consumer_unauthenticated_total", "reason=\"no_mac\"",
+	    "Messages of the order topic that no holder of an order key made, by reason: no MAC, "
+	    "an unknown key id, a MAC that does not check. Never an order; each a dead letter." },
+	[FS_M_ORDERS_UNKNOWN_KEY] = { "flashsale_consumer_unauthenticated_total",
+	    "reason=\"unknown_key\"", NULL },
+	[FS_M_ORDERS_BAD_MAC] = { "flashsale_consumer_unauthenticated_total", "reason=\"bad_mac\"",
+	    NULL },
 	[FS_M_ORDERS_DEAD_LETTERED] = { "flashsale_consumer_dead_letters_total", NULL,
 	    "Messages sent to the dead-letter topic." },
 	[FS_M_EXPIRY_RUNS] = { "flashsale_expiry_runs_total", NULL,
