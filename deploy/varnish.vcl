@@ -35,7 +35,7 @@ backend origin {
 }
 # @SINGLE_END@
 # @CLUSTER_BEGIN@
-# Two origin hosts (deploy/cluster.sh), taken in turn. An origin that
+# Two origin hosts (deploy/stack.d/cluster.sh), taken in turn. An origin that
 # stops answering is sick after two failed probes of a window of three (a
 # probe each 500 ms, 400 ms to answer: one slow answer under a burst does
 # not take it out), so the edge stops sending to it within about a second;

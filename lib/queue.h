@@ -2,11 +2,7 @@
  * The waiting room of a sale (docs/QUEUE.md): places drawn from a committed
  * seed, passes and tickets bound to a shopper and a sale, the join's proof
  * of work, the queue's Redis layout and the pacer that admits places.
- * A family behind this header:
- *   queue.c         keys, draw, passes, tickets, proof of work, settings (no store)
- *   queue_redis.c   the Redis layout fs:{S}:q:* and its scripts (join, pass, state)
- *   queue_pacer.c   the pacer: admission paced to the stock, journal to PostgreSQL
- *   queue_verify.c  the check of a waiting room from PostgreSQL alone (queue verify)
+ * A family behind this header: lib/README lists its files and their jobs.
  */
 #ifndef FS_QUEUE_H
 #define FS_QUEUE_H

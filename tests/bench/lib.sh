@@ -53,7 +53,7 @@ fs_json() { "${BINDIR:-$FLASHSALE_BINDIR}/tests/tools/fs-json" "$@"; }
 # --- setup and teardown ----------------------------------------------------
 
 # Refuses a port base whose ports (up to base+52, the cluster topology's
-# reach: its database pair, deploy/cluster_pg.sh) meet the kernel's
+# reach: its database pair, deploy/stack.d/cluster-pg.sh) meet the kernel's
 # ephemeral range: any outgoing connection may
 # hold one of them as its source port, and its TIME_WAIT refuses a bind
 # (varnishd's) for up to a minute.
@@ -292,7 +292,7 @@ component_pids() {
 		esac
 	done
 	if [ "$1" = postgres ]; then
-		# The cluster topology's two nodes (deploy/cluster_pg.sh) both
+		# The cluster topology's two nodes (deploy/stack.d/cluster-pg.sh) both
 		# count: the standby's work is the price of synchronous commits.
 		for pgdata in "$STATE/postgres" "$STATE"/pgha/pg-[0-9]; do
 			master=$(head -n 1 "$pgdata/postmaster.pid" 2>/dev/null)

@@ -62,7 +62,7 @@ is "$(cd "$top_srcdir" && grep -l '^| `FLASHSALE_[A-Z_]*` |' README.md docs/*.md
 	"README.md and docs/ leave the table of variables to flashsale.conf(5)"
 # Every variable that the local stack's scripts read with a default is in
 # the page's LOCAL STACK section (or, being a program's, in ENVIRONMENT).
-grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/cluster.sh \
+grep -oh '${FLASHSALE_[A-Z_]*:\{0,1\}-' "$top_srcdir"/deploy/stack "$top_srcdir"/deploy/stack.d/*.sh \
 	"$top_srcdir"/deploy/install-deps "$top_srcdir"/deploy/demo |
 	sed 's/^${//; s/:\{0,1\}-$//' | sort -u >"$tmp/stackvars"
 grep '^\.It Ev FLASHSALE_' "$top_srcdir/man/flashsale.conf.5" | grep -o 'FLASHSALE_[A-Z_]*' |

@@ -8,13 +8,26 @@
 # the cluster topology and runs the files of cluster/ instead of single/.
 # FLASHSALE_TEST_ONLY: space-separated parts of file paths ("purchase
 # single/edge"): only the files whose path holds one of them run.
+# FLASHSALE_TEST_STACK=up: a stack kept between runs, to run one file again
+# and again in seconds: the first run starts it in FLASHSALE_TEST_STATE
+# (default /tmp/flashsale-test-TOPOLOGY-PORTBASE), every run leaves it up,
+# and a run that finds it up (deploy/stack status) uses it as it is.
+# `FLASHSALE_STATE=DIR deploy/stack down` stops it (docs/TESTING.md).
 set -u
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 export top_srcdir
 export FLASHSALE_BINDIR=${FLASHSALE_BINDIR:-$(pwd)}
-export FLASHSALE_STATE=${FLASHSALE_TEST_STATE:-$(mktemp -d /tmp/flashsale-test.XXXXXX)}
 export FLASHSALE_PORT_BASE=${FLASHSALE_TEST_PORT_BASE:-28080}
+keep_stack=${FLASHSALE_TEST_STACK:-}
+case $keep_stack in
+up)
+	FLASHSALE_STATE=${FLASHSALE_TEST_STATE:-/tmp/flashsale-test-${FLASHSALE_TOPOLOGY:-single}-$FLASHSALE_PORT_BASE}
+	mkdir -p "$FLASHSALE_STATE" ;;
+'') FLASHSALE_STATE=${FLASHSALE_TEST_STATE:-$(mktemp -d /tmp/flashsale-test.XXXXXX)} ;;
+*) echo "1..1"; echo "not ok 1 - FLASHSALE_TEST_STACK is up or unset, not '$keep_stack'"; exit 1 ;;
+esac
+export FLASHSALE_STATE
 # The servers live long and exit by signal: leak reports would only be noise.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 # Rate limits would hide contention results; the limit tests set their own.
@@ -61,10 +74,18 @@ cleanup() {
 	"$stack" down >"$FLASHSALE_STATE/stack-down.log" 2>&1 || true
 	case "${FLASHSALE_TEST_KEEP:-}" in 1) ;; *) rm -rf "$FLASHSALE_STATE" ;; esac
 }
-trap cleanup EXIT
+start_stack=1
+if [ "$keep_stack" = up ] && "$stack" status >/dev/null 2>&1; then
+	diag "using the stack that is up in $FLASHSALE_STATE (FLASHSALE_TEST_STACK=up)"
+	start_stack=0
+elif [ "$keep_stack" = up ]; then
+	diag "starting a stack kept up in $FLASHSALE_STATE (FLASHSALE_TEST_STACK=up)"
+else
+	trap cleanup EXIT
+fi
 trap 'exit 130' INT TERM
 
-if ! "$stack" up >"$FLASHSALE_STATE/stack-up.log" 2>&1; then
+if [ "$start_stack" = 1 ] && ! "$stack" up >"$FLASHSALE_STATE/stack-up.log" 2>&1; then
 	echo "1..1"
 	echo "not ok 1 - deploy/stack up (see below)"
 	sed 's/^/# /' "$FLASHSALE_STATE/stack-up.log"

@@ -34,7 +34,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "expect.h"
+#include "cases.h"
 #include "clock.h"
 #include "fcgi.h"
 
@@ -579,38 +579,66 @@ check_batch_direct(void)
 	    "a recv that ends the batch again (an answer using the store) runs once");
 }
 
-int
-main(void)
+/* --- the cases ------------------------------------------------------------- */
+
+static pthread_t server;
+static int server_started, server_stopped;
+
+/*
+ * A new connection to the event loops, which start at the first one (the
+ * worker threads' case forks, so it runs before any thread of this
+ * process: it is the first case).
+ */
+static int
+loop_dial(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd;
+
+	if (!server_started) {
+		snprintf(sock_path, sizeof(sock_path), "/tmp/test-fcgi.%ld.sock", (long)getpid());
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+		unlink(sock_path);
+		if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+		    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 64) != 0 ||
+		    dup2(lfd, 0) != 0) {
+			perror("listen");
+			exit(2);
+		}
+		close(lfd);
+		pthread_create(&server, NULL, serve, NULL);
+		server_started = 1;
+	}
+	return dial();
+}
+
+/* SIGTERM to the loops and their return (the server thread joined). */
+static void
+stop_server(void)
+{
+	if (!server_started || server_stopped)
+		return;
+	kill(getpid(), SIGTERM);
+	pthread_join(server, NULL);
+	server_stopped = 1;
+	unlink(sock_path);
+}
+
+static void
+test_thread_workers(void)
+{
+	thread_workers();
+}
+
+/* Two requests on one kept connection, the second written a byte at a time. */
+static void
+test_kept_connection(void)
+{
 	unsigned char req[16384];
 	char ans[70000];
-	pthread_t server;
-	sigset_t stops;
-	int lfd, a, b, c;
+	int a = loop_dial();
 	size_t n;
 
-	/* The stop signal reaches only the server's sigwait. */
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &stops, NULL);
-	signal(SIGPIPE, SIG_IGN); /* a handler that died fails a write, not the test */
-	/* Before any thread of this process starts: it forks. */
-	thread_workers();
-	snprintf(sock_path, sizeof(sock_path), "/tmp/test-fcgi.%ld.sock", (long)getpid());
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	unlink(sock_path);
-	if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 64) != 0 ||
-	    dup2(lfd, 0) != 0) {
-		perror("listen");
-		return 2;
-	}
-	close(lfd);
-	pthread_create(&server, NULL, serve, NULL);
-
-	/* Two requests on one kept connection, the second written a byte at a time. */
-	a = dial();
 	n = request(req, 1, 1, "/now", "first", "hello");
 	send_all(a, req, n, 0);
 	check(answer_of(a, 1, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
@@ -622,9 +650,18 @@ main(void)
 	check(answer_of(a, 2, ans, sizeof(ans)) == 0 &&
 		contains(ans, "{\"uri\":\"/now\",\"x\":\"second\",\"len\":0}"),
 	    "a second request on the kept connection, written a byte at a time");
+	close(a);
+}
 
-	/* Answered later, from another thread, while other requests go on. */
-	b = dial();
+/* Answered later, from another thread, while other requests go on. */
+static void
+test_answered_later(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial(), b = loop_dial();
+	size_t n;
+
 	n = request(req, 7, 1, "/later", "", "");
 	send_all(b, req, n, 0);
 	n = request(req, 3, 1, "/now", "meanwhile", "");
@@ -635,8 +672,19 @@ main(void)
 	check(answer_of(b, 7, ans, sizeof(ans)) == 0 && contains(ans, "Status: 202 Accepted\r\n") &&
 		contains(ans, "{\"later\":true}"),
 	    "the open request is answered by the task posted to its loop");
+	close(a);
+	close(b);
+}
 
-	/* Left for the end of the loop's round, whole or a byte at a time. */
+/* Left for the end of the loop's round, whole or a byte at a time. */
+static void
+test_round_end(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial();
+	size_t n;
+
 	n = request(req, 8, 1, "/round", "", "");
 	send_all(a, req, n, 0);
 	check(answer_of(a, 8, ans, sizeof(ans)) == 0 && contains(ans, "Status: 200 OK\r\n") &&
@@ -646,93 +694,143 @@ main(void)
 	send_all(a, req, n, 1);
 	check(answer_of(a, 9, ans, sizeof(ans)) == 0 && contains(ans, "{\"round\":1}"),
 	    "... also when it came a byte at a time over many rounds");
+	close(a);
+}
 
-	/* Left open until a descriptor the worker watches reads, or its deadline. */
-	{
-		struct pollfd pfd = { .fd = a, .events = POLLIN };
-		int64_t t0;
+/* Left open until a descriptor the worker watches reads, or its deadline. */
+static void
+test_watched_descriptor(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial();
+	struct pollfd pfd = { .fd = a, .events = POLLIN };
+	int64_t t0;
+	size_t n;
 
-		check(fs_fcgi_watch(0, 0, watch_ready, NULL) == -1,
-		    "a thread that runs no loop cannot watch a descriptor");
-		n = request(req, 13, 1, "/watch", "", "");
-		send_all(a, req, n, 0);
-		while (watch_wfd < 0)
-			sched_yield();
-		check(poll(&pfd, 1, 100) == 0, "a watched request stays open while the pipe is silent");
-		check(write(watch_wfd, "x", 1) == 1, "the pipe written");
-		check(answer_of(a, 13, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"readable\"}") &&
-			watch_calls == 1,
-		    "... and is answered by ready once the descriptor reads, called once");
-		t0 = fs_clock_mono_ms();
-		n = request(req, 14, 1, "/deadline", "", "");
-		send_all(a, req, n, 0);
-		check(answer_of(a, 14, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"deadline\"}") &&
-			fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS &&
-			watch_calls == 2,
-		    "a silent descriptor's ready runs at its deadline, before the loop's own wake");
-	}
+	check(fs_fcgi_watch(0, 0, watch_ready, NULL) == -1,
+	    "a thread that runs no loop cannot watch a descriptor");
+	n = request(req, 13, 1, "/watch", "", "");
+	send_all(a, req, n, 0);
+	while (watch_wfd < 0)
+		sched_yield();
+	check(poll(&pfd, 1, 100) == 0, "a watched request stays open while the pipe is silent");
+	check(write(watch_wfd, "x", 1) == 1, "the pipe written");
+	check(answer_of(a, 13, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"readable\"}") &&
+		watch_calls == 1,
+	    "... and is answered by ready once the descriptor reads, called once");
+	t0 = fs_clock_mono_ms();
+	n = request(req, 14, 1, "/deadline", "", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 14, ans, sizeof(ans)) == 0 && contains(ans, "{\"watch\":\"deadline\"}") &&
+		fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS &&
+		watch_calls == 2,
+	    "a silent descriptor's ready runs at its deadline, before the loop's own wake");
+	close(a);
+}
 
-	/* A loop's batch: open until its replies read, or its deadline. */
-	{
-		struct pollfd pfd = { .fd = a, .events = POLLIN };
-		int64_t t0;
+/* A loop's batch: open until its replies read, or its deadline. */
+static void
+test_batch(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial();
+	struct pollfd pfd = { .fd = a, .events = POLLIN };
+	int64_t t0;
+	size_t n;
 
-		check_batch_direct();
-		n = request(req, 15, 1, "/batch", "", "");
-		send_all(a, req, n, 0);
-		while (batch_wfd < 0)
-			sched_yield();
-		check(poll(&pfd, 1, 100) == 0, "a request in a batch out stays open while the store is silent");
-		check(write(batch_wfd, "x", 1) == 1, "the batch's pipe written");
-		check(answer_of(a, 15, ans, sizeof(ans)) == 0 &&
-			contains(ans, "{\"batch\":1,\"by\":\"readable\"}"),
-		    "... and is answered by the batch's recv once its replies read");
-		t0 = fs_clock_mono_ms();
-		n = request(req, 16, 1, "/overdue", "", "");
-		send_all(a, req, n, 0);
-		check(answer_of(a, 16, ans, sizeof(ans)) == 0 &&
-			contains(ans, "{\"batch\":1,\"by\":\"deadline\"}") &&
-			fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS,
-		    "a batch whose replies never come is answered at its deadline");
-	}
+	check_batch_direct();
+	n = request(req, 15, 1, "/batch", "", "");
+	send_all(a, req, n, 0);
+	while (batch_wfd < 0)
+		sched_yield();
+	check(poll(&pfd, 1, 100) == 0, "a request in a batch out stays open while the store is silent");
+	check(write(batch_wfd, "x", 1) == 1, "the batch's pipe written");
+	check(answer_of(a, 15, ans, sizeof(ans)) == 0 &&
+		contains(ans, "{\"batch\":1,\"by\":\"readable\"}"),
+	    "... and is answered by the batch's recv once its replies read");
+	t0 = fs_clock_mono_ms();
+	n = request(req, 16, 1, "/overdue", "", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 16, ans, sizeof(ans)) == 0 &&
+		contains(ans, "{\"batch\":1,\"by\":\"deadline\"}") &&
+		fs_clock_mono_ms() - t0 >= 50 && fs_clock_mono_ms() - t0 < ACCEPT_WAKE_BOUND_MS,
+	    "a batch whose replies never come is answered at its deadline");
+	close(a);
+}
 
-	/* A second answer is dropped: one END_REQUEST, the first body. */
+/* A second answer is dropped: one END_REQUEST, the first body. */
+static void
+test_second_answer(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial();
+	size_t n;
+
 	n = request(req, 4, 1, "/twice", "", "");
 	send_all(a, req, n, 0);
 	check(answer_of(a, 4, ans, sizeof(ans)) == 0 && contains(ans, "{\"n\":1}") &&
 		!contains(ans, "{\"n\":2}"),
 	    "a second answer to one request is dropped");
+	close(a);
+}
 
-	/* The probe, and the error body that carries nginx's request id. */
+/* The probe, and the error body that carries nginx's request id. */
+static void
+test_probe_and_limit(void)
+{
+	unsigned char req[16384];
+	char ans[70000], big[FS_FCGI_BODY_MAX + 2];
+	int a = loop_dial();
+	size_t n;
+
 	n = request(req, 5, 1, "/healthz", "", "");
 	send_all(a, req, n, 0);
 	check(answer_of(a, 5, ans, sizeof(ans)) == 0 && contains(ans, "{\"status\":\"alive\"}"),
 	    "/healthz is answered by the driver");
-	{
-		char big[FS_FCGI_BODY_MAX + 2];
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	n = request(req, 6, 1, "/now", "", big);
+	send_all(a, req, n, 0);
+	check(answer_of(a, 6, ans, sizeof(ans)) == 0 &&
+		contains(ans, "Status: 413 ") && contains(ans, "\"requestId\":\"00ff\""),
+	    "a body over the limit: 413 with the request id");
+	close(a);
+}
 
-		memset(big, 'b', sizeof(big) - 1);
-		big[sizeof(big) - 1] = '\0';
-		n = request(req, 6, 1, "/now", "", big);
-		send_all(a, req, n, 0);
-		check(answer_of(a, 6, ans, sizeof(ans)) == 0 &&
-			contains(ans, "Status: 413 ") && contains(ans, "\"requestId\":\"00ff\""),
-		    "a body over the limit: 413 with the request id");
-	}
+/* Aborted before it was whole: ended with no output, the connection kept. */
+static void
+test_aborted(void)
+{
+	unsigned char begin[8] = { 0, 1, 1, 0, 0, 0, 0, 0 };
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial();
+	size_t n;
 
-	/* Aborted before it was whole: ended with no output, the connection kept. */
-	{
-		unsigned char begin[8] = { 0, 1, 1, 0, 0, 0, 0, 0 };
+	n = record(req, 1, 12, begin, 8, 0);
+	n += record(req + n, 2, 12, "", 0, 0);
+	send_all(a, req, n, 0);
+	check(answer_of(a, 12, ans, sizeof(ans)) == 0 && ans[0] == '\0',
+	    "a request aborted before it was handed over ends with no output");
+	n = request(req, 17, 1, "/now", "kept", "");
+	send_all(a, req, n, 0);
+	check(answer_of(a, 17, ans, sizeof(ans)) == 0 && contains(ans, "\"x\":\"kept\""),
+	    "... and its connection serves the next request");
+	close(a);
+}
 
-		n = record(req, 1, 12, begin, 8, 0);
-		n += record(req + n, 2, 12, "", 0, 0);
-		send_all(a, req, n, 0);
-		check(answer_of(a, 12, ans, sizeof(ans)) == 0 && ans[0] == '\0',
-		    "a request aborted before it was handed over ends with no output");
-	}
+/* A connection that goes away while its request is in hand. */
+static void
+test_closed_connection(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int a = loop_dial(), c = loop_dial();
+	size_t n;
 
-	/* A connection that goes away while its request is in hand. */
-	c = dial();
 	n = request(req, 9, 1, "/later", "", "");
 	send_all(c, req, n, 0);
 	close(c);
@@ -743,9 +841,17 @@ main(void)
 	    "the loop goes on after an answer to a closed connection");
 	check(read(a, ans, 1) == 0, "a request without FCGI_KEEP_CONN closes its connection");
 	close(a);
+}
 
-	/* Stopping: no new connection, the request in hand still answered. */
-	b = dial();
+/* Stopping: no new connection, the request in hand still answered. */
+static void
+test_stopping(void)
+{
+	unsigned char req[16384];
+	char ans[70000];
+	int b = loop_dial();
+	size_t n;
+
 	n = request(req, 11, 1, "/later", "", "");
 	send_all(b, req, n, 0);
 	pthread_mutex_lock(&later.mu);
@@ -760,7 +866,38 @@ main(void)
 	    "a stopping loop answers the request in hand");
 	close(b);
 	pthread_join(server, NULL);
-	check(serve_rc == 0 && served_setup && torn_down, "serve returns 0 after teardown");
+	server_stopped = 1;
 	unlink(sock_path);
-	return failures == 0 ? 0 : 1;
+	check(serve_rc == 0 && served_setup && torn_down, "serve returns 0 after teardown");
+}
+
+int
+main(int argc, char **argv)
+{
+	/* In this order: the worker threads' case forks before any thread starts, stopping is last. */
+	static const struct fs_test_case cases[] = {
+		{ "thread_workers", test_thread_workers },
+		{ "kept_connection", test_kept_connection },
+		{ "answered_later", test_answered_later },
+		{ "round_end", test_round_end },
+		{ "watched_descriptor", test_watched_descriptor },
+		{ "batch", test_batch },
+		{ "second_answer", test_second_answer },
+		{ "probe_and_limit", test_probe_and_limit },
+		{ "aborted", test_aborted },
+		{ "closed_connection", test_closed_connection },
+		{ "stopping", test_stopping },
+		{ NULL, NULL },
+	};
+	sigset_t stops;
+	int rc;
+
+	/* The stop signal reaches only the server's sigwait. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a handler that died fails a write, not the test */
+	rc = fs_test_cases(argc, argv, cases);
+	stop_server();
+	return rc;
 }

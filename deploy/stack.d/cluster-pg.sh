@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# PostgreSQL of the cluster topology, sourced by deploy/cluster.sh: two
+# PostgreSQL of the cluster topology, sourced by deploy/stack: two
 # nodes with synchronous replication under pg_auto_failover (Debian's
 # postgresql-15-auto-failover), whose monitor decides failovers.
 #
@@ -45,7 +45,7 @@ PGAF_SOCKDIR=/var/run/postgresql
 pg_node_port() { echo $((BASE + 50 + $1)); }
 pg_node_data() { echo "$PGAF_HOME/pg-$1"; }
 
-# The peer links of node N go through flashsale-relay (deploy/cluster.sh,
+# The peer links of node N go through flashsale-relay (cluster-relay.sh,
 # labelled pg-N), so that a test can cut the node off from the monitor and
 # the other node while the programs still reach it: the node registers
 # 127.0.5.N as its hostname (the monitor's health checks and the other
