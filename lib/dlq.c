@@ -54,8 +54,11 @@ keep_letter(void *arg, const rd_kafka_message_t *m)
 		e->verdict = FS_DLQ_MALFORMED;
 		break;
 	default:
+		/* The order it claims, for the report and the sale filter only. */
 		e->verdict = FS_DLQ_UNAUTHENTICATED;
 		snprintf(e->detail, sizeof(e->detail), "%s", fs_ordertopic_verdict_name(v));
+		if (m->payload == NULL || fs_ordertopic_decode(m->payload, m->len, &e->order) != 0)
+			memset(&e->order, 0, sizeof(e->order));
 		break;
 	}
 	return 0;
@@ -189,8 +192,7 @@ fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_ordertopic *t, uint64_t sale, fs_dlq_r
 	for (long i = 0; i < l.n; i++) {
 		struct fs_dlq_entry *e = &l.e[i];
 
-		if (sale != 0 && e->verdict != FS_DLQ_UNAUTHENTICATED &&
-		    (e->verdict == FS_DLQ_MALFORMED || e->order.sale != sale))
+		if (sale != 0 && (e->verdict == FS_DLQ_MALFORMED || e->order.sale != sale))
 			e->verdict = FS_DLQ_OTHER_SALE;
 		else if (e->verdict == FS_DLQ__MAX &&
 		    replay_one(pg, st, t, e, err, errlen) != 0)

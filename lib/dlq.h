@@ -47,7 +47,8 @@ enum fs_dlq_verdict {
 };
 
 struct fs_dlq_entry {
-	struct fs_order order;	/* as the dead letter says (id "" when malformed) */
+	struct fs_order order;	/* as the dead letter says (id "" when malformed);
+				   unauthenticated: what it claims, never trusted */
 	char reason[32];	/* the consumer's reason header */
 	enum fs_dlq_verdict verdict;
 	char detail[64];	/* the recorded status, the shopper's other order, why
@@ -64,8 +65,8 @@ struct fs_dlq_summary {
 const char *fs_dlq_verdict_name(enum fs_dlq_verdict);
 /*
  * Replays the dead letters of topic's .dlq (all sales when sale is 0) onto
- * topic with producer, reporting each (an unauthenticated letter whatever
- * the sale: it names none that can be trusted). topic holds the order keys. 0 when every letter was judged
+ * topic with producer, reporting each (an unauthenticated letter by the
+ * sale it claims). topic holds the order keys. 0 when every letter was judged
  * (replayed or not), -1 with err set when a store failed midway (what was
  * done stays done; run it again).
  */

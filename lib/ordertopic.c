@@ -257,37 +257,78 @@ item_key(uint64_t item, char key[24])
 	return strlen(key);
 }
 
-int
-fs_ordertopic_message(const fs_ordertopic *t, const struct fs_order *o, struct fs_ordertopic_msg *m,
+/* The MAC of a message under the first order key: its id into kid, the MAC (base64url) into mac. */
+static int
+sign(const fs_ordertopic *t, const void *key, size_t keylen, const void *value,
+    size_t len, char kid[FS_ORDERTOPIC_KID_MAX + 1], char mac[FS_ORDERTOPIC_MAC_TEXT + 1],
     char *err, size_t errlen)
 {
-	unsigned char in[MAC_INPUT_MAX], mac[crypto_auth_BYTES];
-	size_t keylen, inlen;
-	int n;
+	unsigned char in[MAC_INPUT_MAX], bin[crypto_auth_BYTES];
+	size_t inlen;
 
-	memset(m, 0, sizeof(*m));
 	if (t->nkeys == 0) {
 		snprintf(err, errlen, "no order key to sign the order with");
 		return -1;
 	}
+	snprintf(kid, FS_ORDERTOPIC_KID_MAX + 1, "%s", t->keys[0].kid);
+	if ((inlen = mac_input(in, kid, key, keylen, value, len)) == 0) {
+		snprintf(err, errlen, "order message too long");
+		return -1;
+	}
+	crypto_auth(bin, in, inlen, t->keys[0].key);
+	if (fs_b64url_encode(mac, FS_ORDERTOPIC_MAC_TEXT + 1, bin, sizeof(bin), NULL) !=
+	    FS_B64URL_OK) {
+		snprintf(err, errlen, "order MAC does not fit");
+		return -1;
+	}
+	return 0;
+}
+
+/* Points m's Kafka form at its buffers; the key and value are there, kid and mac made. */
+static void
+wire(struct fs_ordertopic_msg *m, size_t keylen, size_t len)
+{
+	m->kafka.key = m->key;
+	m->kafka.keylen = keylen;
+	m->kafka.value = m->value;
+	m->kafka.len = len;
+	m->kafka.header[0] = (struct fs_kafka_header){ HDR_KID, m->kid };
+	m->kafka.header[1] = (struct fs_kafka_header){ HDR_MAC, m->mac };
+}
+
+int
+fs_ordertopic_message(const fs_ordertopic *t, const struct fs_order *o, struct fs_ordertopic_msg *m,
+    char *err, size_t errlen)
+{
+	size_t keylen;
+	int n;
+
+	memset(m, 0, sizeof(*m));
 	if ((n = fs_ordertopic_encode(o, m->value, sizeof(m->value))) < 0) {
 		snprintf(err, errlen, "order message too long");
 		return -1;
 	}
 	keylen = item_key(o->item, m->key);
-	snprintf(m->kid, sizeof(m->kid), "%s", t->keys[0].kid);
-	inlen = mac_input(in, m->kid, m->key, keylen, m->value, (size_t)n);
-	crypto_auth(mac, in, inlen, t->keys[0].key);
-	if (fs_b64url_encode(m->mac, sizeof(m->mac), mac, sizeof(mac), NULL) != FS_B64URL_OK) {
-		snprintf(err, errlen, "order MAC does not fit");
+	if (sign(t, m->key, keylen, m->value, (size_t)n, m->kid, m->mac, err, errlen) != 0)
+		return -1;
+	wire(m, keylen, (size_t)n);
+	return 0;
+}
+
+int
+fs_ordertopic_message_bytes(const fs_ordertopic *t, const void *key, size_t keylen,
+    const void *value, size_t len, struct fs_ordertopic_msg *m, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (keylen > sizeof(m->key) || len > sizeof(m->value)) {
+		snprintf(err, errlen, "message key or value too long for an order message");
 		return -1;
 	}
-	m->kafka.key = m->key;
-	m->kafka.keylen = keylen;
-	m->kafka.value = m->value;
-	m->kafka.len = (size_t)n;
-	m->kafka.header[0] = (struct fs_kafka_header){ HDR_KID, m->kid };
-	m->kafka.header[1] = (struct fs_kafka_header){ HDR_MAC, m->mac };
+	memcpy(m->key, key, keylen);
+	memcpy(m->value, value, len);
+	if (sign(t, m->key, keylen, m->value, len, m->kid, m->mac, err, errlen) != 0)
+		return -1;
+	wire(m, keylen, len);
 	return 0;
 }
 

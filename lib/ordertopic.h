@@ -109,6 +109,13 @@ int fs_ordertopic_decode(const void *msg, size_t len, struct fs_order *o);
 int fs_ordertopic_message(const fs_ordertopic *, const struct fs_order *,
     struct fs_ordertopic_msg *m, char *err, size_t errlen);
 /*
+ * The same for a message key and value given as bytes (a tool that writes
+ * messages by hand): copied into m and signed. 0, or -1 with err written
+ * (no key, or a key or value too long for an order message).
+ */
+int fs_ordertopic_message_bytes(const fs_ordertopic *, const void *key, size_t keylen,
+    const void *value, size_t len, struct fs_ordertopic_msg *m, char *err, size_t errlen);
+/*
  * The one way to read a message of the topic (or a dead letter): its MAC
  * checked in constant time under the key its fs-kid names, then its order
  * decoded into o. Anything but FS_ORDERTOPIC_OK leaves o zeroed and can
