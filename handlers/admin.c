@@ -36,6 +36,8 @@ static const char usage[] =
     "  kafka topics                      create the order topic (8 partitions) and its .dlq (1),\n"
     "                                    one copy per broker listed (3 at most; with 3,\n"
     "                                    min.insync.replicas=2)\n"
+    "  kafka grants                      grant each job's Kafka principal its ACLs (as the\n"
+    "                                    operator's principal; see docs/SECURITY.md)\n"
     "  config                            the environment variables and their defaults\n"
     "  reconcile SALE_ID|--all [--check|--repair]\n"
     "                                    invariants 1-5 of DESIGN.md, PostgreSQL against Redis,\n"
@@ -85,6 +87,7 @@ static const struct command commands[] = {
 	{ "token", "mint", 0, 0, ANY, admin_token_mint, NULL },
 	{ "queue", "pass", 1, 1, 5, NULL, admin_queue_pass },
 	{ "kafka", "topics", 0, 0, 0, admin_kafka_topics, NULL },
+	{ "kafka", "grants", 0, 0, 0, admin_kafka_grants, NULL },
 	{ "config", NULL, 0, 0, 0, admin_config, NULL },
 	{ "reconcile", NULL, 0, 1, ANY, admin_reconcile, NULL },
 	{ "dlq", "replay", 0, 0, ANY, admin_dlq_replay, NULL },

@@ -76,6 +76,7 @@ int admin_sale_watch(uint64_t sale, int argc, char **argv);
 
 /* admin_ops.c */
 int admin_kafka_topics(int argc, char **argv);
+int admin_kafka_grants(int argc, char **argv);
 int admin_config(int argc, char **argv);
 int admin_reconcile(int argc, char **argv);
 int admin_dlq_replay(int argc, char **argv);

@@ -40,6 +40,27 @@ admin_kafka_topics(int argc, char **argv)
 	return 0;
 }
 
+/* Each job's principal its ACLs on the topics, the group and the cluster. */
+int
+admin_kafka_grants(int argc, char **argv)
+{
+	fs_ordertopic topic;
+	struct fs_cfg cfg;
+	char err[256];
+
+	(void)argc;
+	(void)argv;
+	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
+		return 1;
+	if (fs_ordertopic_init(&topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_ordertopic_grant(&topic, err, sizeof(err)) != 0)
+		return admin_fail("%s", err);
+	printf("ACLs granted: %s, %s, %s, %s\n", FS_ORDERTOPIC_USER_PURCHASE,
+	    FS_ORDERTOPIC_USER_CONSUMER, FS_ORDERTOPIC_USER_MONITOR, FS_ORDERTOPIC_USER_REPLAYER);
+	return 0;
+}
+
 /* The table of settings; then the environment's values are checked (exit 1 when wrong). */
 int
 admin_config(int argc, char **argv)

@@ -32,6 +32,14 @@ static const struct {
 	    "Kafka bootstrap servers, host:port[,host:port]" },
 	[FS_CFG_KAFKA_TOPIC] = { "FLASHSALE_KAFKA_TOPIC", "flash-sale-orders",
 	    "order topic; dead letters go to <topic>.dlq" },
+	[FS_CFG_KAFKA_USER] = { "FLASHSALE_KAFKA_USER", "",
+	    "Kafka principal (SCRAM-SHA-512 user) to authenticate as over SASL_SSL (empty: "
+	    "PLAINTEXT, for the unit tests' in-process mock broker only)" },
+	[FS_CFG_KAFKA_PASSWORD_FILE] = { "FLASHSALE_KAFKA_PASSWORD_FILE", "",
+	    "file holding that principal's SCRAM password, mode 0600" },
+	[FS_CFG_KAFKA_CA_FILE] = { "FLASHSALE_KAFKA_CA_FILE", "",
+	    "PEM file of the authority that signed the brokers' certificates; each broker's "
+	    "certificate must name the address it is reached at" },
 	[FS_CFG_KEYS_DIR] = { "FLASHSALE_KEYS_DIR", NULL,
 	    "directory of key files (jwt-ed25519.pub/.key, jwt-hs256.key, url.key)" },
 	[FS_CFG_JWT_ISSUER] = { "FLASHSALE_JWT_ISSUER", "",
@@ -214,6 +222,14 @@ check_dependencies(struct fs_cfg *cfg)
 	     in_flight_ms = fs_cfg_long(cfg, FS_CFG_KAFKA_TIMEOUT_MS) +
 	    fs_cfg_long(cfg, FS_CFG_KAFKA_LINGER_MS);
 
+	if (*cfg->value[FS_CFG_KAFKA_USER] != '\0' &&
+	    (*cfg->value[FS_CFG_KAFKA_PASSWORD_FILE] == '\0' || *cfg->value[FS_CFG_KAFKA_CA_FILE] == '\0')) {
+		cfg->err = 1;
+		snprintf(cfg->errstr, sizeof(cfg->errstr),
+		    "FLASHSALE_KAFKA_USER is set without FLASHSALE_KAFKA_PASSWORD_FILE and "
+		    "FLASHSALE_KAFKA_CA_FILE: the brokers take SASL_SSL only");
+		return -1;
+	}
 	if (age_ms < in_flight_ms + FS_CFG_HOLD_MARGIN_MS) {
 		cfg->err = 1;
 		snprintf(cfg->errstr, sizeof(cfg->errstr),

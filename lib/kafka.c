@@ -1,6 +1,7 @@
 /*
  * lib/kafka: the one librdkafka client set-up of the family (the log hook,
- * the brokers, the log level, then each client's own settings), the
+ * the brokers, the brokers' security, the log level, then each client's
+ * own settings), the
  * producer shared by threads, the partitioner and message headers. The
  * consumer-group member is lib/kafka_consumer.c, the operators' calls
  * (topics, lags, reading a topic) lib/kafka_admin.c.
@@ -19,8 +20,10 @@
 
 #include <json-c/json.h>
 
+#include "cfg.h"
 #include "clock.h"
 #include "kafka_int.h"
+#include "keyfile.h"
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
@@ -155,6 +158,70 @@ on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
 	    "kafka %s: %s", facility, text);
 }
 
+/*
+ * How every client of this process meets the brokers, read once from the
+ * environment (lib/cfg): SASL_SSL with SCRAM-SHA-512 as FLASHSALE_KAFKA_USER,
+ * its password from FLASHSALE_KAFKA_PASSWORD_FILE (kept for the clients
+ * made later, never logged), the brokers' certificates checked against
+ * FLASHSALE_KAFKA_CA_FILE and their names against the addresses dialled.
+ * No user: PLAINTEXT, which only the unit tests' in-process mock broker
+ * speaks (the brokers of the stack refuse it).
+ */
+static struct {
+	char user[256];
+	char password[256];
+	char ca[512];
+	char err[256];
+} security;
+static pthread_once_t security_once = PTHREAD_ONCE_INIT;
+
+static void
+security_load(void)
+{
+	struct fs_cfg *cfg = malloc(sizeof(*cfg));
+
+	if (cfg == NULL) {
+		snprintf(security.err, sizeof(security.err), "kafka security: out of memory");
+		return;
+	}
+	if (fs_cfg_load(cfg, 0) != 0)
+		snprintf(security.err, sizeof(security.err), "%s", cfg->errstr);
+	else if (*fs_cfg_get(cfg, FS_CFG_KAFKA_USER) != '\0') {
+		snprintf(security.user, sizeof(security.user), "%s", fs_cfg_get(cfg, FS_CFG_KAFKA_USER));
+		snprintf(security.ca, sizeof(security.ca), "%s", fs_cfg_get(cfg, FS_CFG_KAFKA_CA_FILE));
+		if (fs_keyfile_read_secret(fs_cfg_get(cfg, FS_CFG_KAFKA_PASSWORD_FILE), security.password,
+			sizeof(security.password), security.err, sizeof(security.err)) != 0)
+			security.user[0] = '\0';
+	}
+	free(cfg);
+}
+
+/* The security settings of every client onto conf: 0, or -1 with err set. */
+static int
+security_set(rd_kafka_conf_t *conf, char *err, size_t errlen)
+{
+	const struct fs_kafka_setting set[] = {
+		{ "security.protocol", "SASL_SSL" },
+		{ "sasl.mechanisms", "SCRAM-SHA-512" },
+		{ "sasl.username", security.user },
+		{ "sasl.password", security.password },
+		{ "ssl.ca.location", security.ca },
+		{ "ssl.endpoint.identification.algorithm", "https" },
+	};
+
+	pthread_once(&security_once, security_load);
+	if (security.err[0] != '\0') {
+		snprintf(err, errlen, "%s", security.err);
+		return -1;
+	}
+	if (security.user[0] == '\0')
+		return 0;
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		if (rd_kafka_conf_set(conf, set[i].name, set[i].value, err, errlen) != RD_KAFKA_CONF_OK)
+			return -1;
+	return 0;
+}
+
 rd_kafka_t *
 fs_kafka_client_new(rd_kafka_type_t type, const char *brokers, const struct fs_kafka_setting *set,
     size_t nset, void (*callbacks)(rd_kafka_conf_t *), void *opaque, char *err, size_t errlen)
@@ -164,6 +231,7 @@ fs_kafka_client_new(rd_kafka_type_t type, const char *brokers, const struct fs_k
 
 	rd_kafka_conf_set_log_cb(conf, on_log);
 	if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, errlen) != RD_KAFKA_CONF_OK ||
+	    security_set(conf, err, errlen) != 0 ||
 	    rd_kafka_conf_set(conf, "log_level", "3", err, errlen) != RD_KAFKA_CONF_OK)
 		goto fail;
 	for (size_t i = 0; i < nset; i++)

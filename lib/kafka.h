@@ -114,6 +114,21 @@ int fs_kafka_create_topic(const char *brokers, const char *topic, int partitions
 
 #define FS_KAFKA_PARTITIONS_MAX 1024
 
+/* One grant of the brokers' authorizer: principal may do operation on a resource. */
+struct fs_kafka_acl {
+	rd_kafka_ResourceType_t type;	/* TOPIC, GROUP or BROKER (the cluster) */
+	const char *name;		/* the topic or group (literal); the cluster: "kafka-cluster" */
+	const char *principal;		/* "User:NAME" */
+	rd_kafka_AclOperation_t operation;
+};
+
+/*
+ * Grants acls[0..n) (ALLOW, from any host); a grant that exists already is
+ * left as it is. 0, or -1 with err naming the first refused.
+ */
+int fs_kafka_create_acls(const char *brokers, const struct fs_kafka_acl *acls, size_t n, char *err,
+    size_t errlen);
+
 /*
  * A consumer-group member that commits only when told to: auto commit is
  * off, a new group starts at the earliest offset, and a commit names the

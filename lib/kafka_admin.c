@@ -1,6 +1,6 @@
 /*
  * lib/kafka's operators' calls, each with a short-lived client of the one
- * set-up: create a topic, a consumer group's lag, read a topic from a
+ * set-up: create a topic, grant the principals' ACLs, a consumer group's lag, read a topic from a
  * group's committed offsets to its end (dead letters, checks).
  */
 #include "config.h"
@@ -68,6 +68,71 @@ out:
 	if (nt != NULL)
 		rd_kafka_NewTopic_destroy(nt);
 	rd_kafka_destroy(rk);
+	return rc;
+}
+
+int
+fs_kafka_create_acls(const char *brokers, const struct fs_kafka_acl *acls, size_t n, char *err,
+    size_t errlen)
+{
+	rd_kafka_AclBinding_t **b = calloc(n > 0 ? n : 1, sizeof(*b));
+	rd_kafka_AdminOptions_t *opts = NULL;
+	const rd_kafka_acl_result_t **res;
+	const rd_kafka_error_t *e;
+	rd_kafka_queue_t *q = NULL;
+	rd_kafka_event_t *ev = NULL;
+	rd_kafka_t *rk = NULL;
+	size_t nres, i;
+	int rc = -1;
+
+	if (b == NULL) {
+		snprintf(err, errlen, "grants: out of memory");
+		return -1;
+	}
+	if ((rk = fs_kafka_client_new(RD_KAFKA_PRODUCER, brokers, NULL, 0, NULL, NULL, err,
+		 errlen)) == NULL)
+		goto out;
+	for (i = 0; i < n; i++)
+		if ((b[i] = rd_kafka_AclBinding_new(acls[i].type, acls[i].name,
+			 RD_KAFKA_RESOURCE_PATTERN_LITERAL, acls[i].principal, "*", acls[i].operation,
+			 RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW, err, errlen)) == NULL)
+			goto out;
+	q = rd_kafka_queue_new(rk);
+	opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATEACLS);
+	if (rd_kafka_AdminOptions_set_request_timeout(opts, 10000, err, errlen) != 0)
+		goto out;
+	rd_kafka_CreateAcls(rk, b, n, opts, q);
+	if ((ev = rd_kafka_queue_poll(q, 15000)) == NULL) {
+		snprintf(err, errlen, "grants: no answer from the broker");
+		goto out;
+	}
+	if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errlen, "grants: %s", rd_kafka_event_error_string(ev));
+		goto out;
+	}
+	res = rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(ev), &nres);
+	for (i = 0; i < nres; i++)
+		if ((e = rd_kafka_acl_result_error(res[i])) != NULL) {
+			snprintf(err, errlen, "grant %s on %s: %s", i < n ? acls[i].principal : "?",
+			    i < n ? acls[i].name : "?", rd_kafka_error_string(e));
+			goto out;
+		}
+	rc = nres == n ? 0 : -1;
+	if (rc != 0)
+		snprintf(err, errlen, "grants: %zu answers to %zu grants", nres, n);
+out:
+	if (ev != NULL)
+		rd_kafka_event_destroy(ev);
+	if (opts != NULL)
+		rd_kafka_AdminOptions_destroy(opts);
+	if (q != NULL)
+		rd_kafka_queue_destroy(q);
+	for (i = 0; i < n; i++)
+		if (b[i] != NULL)
+			rd_kafka_AclBinding_destroy(b[i]);
+	free(b);
+	if (rk != NULL)
+		rd_kafka_destroy(rk);
 	return rc;
 }
 

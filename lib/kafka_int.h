@@ -18,7 +18,8 @@ struct fs_kafka_setting {
 
 /*
  * The one way the family makes a librdkafka client: librdkafka's log lines
- * through fs_log, the brokers, log level 3 (errors), then set[0..nset)
+ * through fs_log, the brokers, the brokers' security (SASL_SSL as
+ * FLASHSALE_KAFKA_USER: see kafka.c), log level 3 (errors), then set[0..nset)
  * in order; callbacks, when not NULL, sets the client's own hooks on the
  * configuration, and opaque, when not NULL, is what they are given. The
  * client (rd_kafka_destroy frees it), or NULL with err set.

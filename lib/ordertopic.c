@@ -414,6 +414,40 @@ fs_ordertopic_create(const fs_ordertopic *t, char *err, size_t errlen)
 	return 0;
 }
 
+int
+fs_ordertopic_grant(const fs_ordertopic *t, char *err, size_t errlen)
+{
+#define P(u) "User:" u
+	const rd_kafka_ResourceType_t T = RD_KAFKA_RESOURCE_TOPIC, G = RD_KAFKA_RESOURCE_GROUP,
+				      C = RD_KAFKA_RESOURCE_BROKER;
+	const char *cluster = "kafka-cluster";
+	const struct fs_kafka_acl acls[] = {
+		/* The purchase handlers: idempotent writes of orders. */
+		{ C, cluster, P(FS_ORDERTOPIC_USER_PURCHASE), RD_KAFKA_ACL_OPERATION_IDEMPOTENT_WRITE },
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_PURCHASE), RD_KAFKA_ACL_OPERATION_WRITE },
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_PURCHASE), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		/* The consumer: reads orders in its group, writes dead letters (idempotent). */
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_READ },
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		{ G, FS_ORDERTOPIC_GROUP, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_READ },
+		{ C, cluster, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_IDEMPOTENT_WRITE },
+		{ T, t->dlq, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_WRITE },
+		{ T, t->dlq, P(FS_ORDERTOPIC_USER_CONSUMER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		/* The monitors (metrics, expiry): the group's committed offsets and the ends. */
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_MONITOR), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		{ G, FS_ORDERTOPIC_GROUP, P(FS_ORDERTOPIC_USER_MONITOR), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		/* The replayer: reads dead letters, writes orders again (idempotent). */
+		{ T, t->dlq, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_READ },
+		{ T, t->dlq, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		{ C, cluster, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_IDEMPOTENT_WRITE },
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_WRITE },
+		{ T, t->topic, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+	};
+#undef P
+
+	return fs_kafka_create_acls(t->brokers, acls, sizeof(acls) / sizeof(acls[0]), err, errlen);
+}
+
 fs_kafka_consumer *
 fs_ordertopic_subscribe(const fs_ordertopic *t, int track_eof, char *err, size_t errlen)
 {

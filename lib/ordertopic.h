@@ -42,6 +42,17 @@ struct fs_ordertopic_key {
 	unsigned char key[FS_ORDERTOPIC_KEY_BYTES];
 };
 
+/*
+ * The Kafka principals (SCRAM users) of the jobs, each granted only what
+ * its job needs (fs_ordertopic_grant). The brokers' own principal and the
+ * operator's (topics and ACLs: the right to grant is the right to take
+ * anything) are the brokers' super.users, granted nothing here.
+ */
+#define FS_ORDERTOPIC_USER_PURCHASE "flashsale-purchase" /* writes orders */
+#define FS_ORDERTOPIC_USER_CONSUMER "flashsale-consumer" /* records them; writes dead letters */
+#define FS_ORDERTOPIC_USER_MONITOR  "flashsale-monitor"	 /* reads the group's lag */
+#define FS_ORDERTOPIC_USER_REPLAYER "flashsale-replayer" /* replays dead letters */
+
 typedef struct fs_ordertopic {
 	char brokers[512];
 	char topic[FS_ORDERTOPIC_NAME_MAX + 1];
@@ -150,6 +161,11 @@ enum fs_kafka_delivery fs_ordertopic_dead_letters(fs_ordertopic *, const struct 
 int fs_ordertopic_replicas(const char *brokers);
 /* Creates the topic and its dead letters (idempotent); 0, or -1 with err written. */
 int fs_ordertopic_create(const fs_ordertopic *, char *err, size_t errlen);
+/*
+ * Grants each job's principal its ACLs on the topics, the group and the
+ * cluster (idempotent; needs the operator's principal); 0, or -1 with err.
+ */
+int fs_ordertopic_grant(const fs_ordertopic *, char *err, size_t errlen);
 /* Joins the recording group on the topic (track_eof: see fs_kafka_consumer_new). */
 fs_kafka_consumer *fs_ordertopic_subscribe(const fs_ordertopic *, int track_eof, char *err,
     size_t errlen);

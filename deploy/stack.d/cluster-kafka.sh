@@ -35,11 +35,18 @@ use_kafka() {
 	KAFKA_DIR=$STATE/kafka-$1
 	KAFKA_DATA=$KAFKA_DIR/data
 	KAFKA_CONF=$CONF/kafka-$1.properties
+	# Its certificate names every address it is dialled at: 127.0.0.1 by
+	# the clients, its replication address and, by each other node I, the
+	# relay's address of its controller (kafka_peer_ip I N).
+	KAFKA_SAN=IP:127.0.0.1,IP:$KAFKA_PEER_IP
+	for i in $KAFKA_NODES; do
+		[ "$i" = "$1" ] || KAFKA_SAN=$KAFKA_SAN,IP:$(kafka_peer_ip "$i" "$1")
+	done
 }
 
 # All three brokers in the metadata.
 kafka_cluster_ready() {
-	kcat -b "$KAFKA_BROKERS" -L -m 3 2>/dev/null | grep -q '^ *3 brokers:'
+	kafka_kcat -b "$KAFKA_BROKERS" -L -m 3 2>/dev/null | grep -q '^ *3 brokers:'
 }
 
 start_kafka_cluster() {

@@ -13,7 +13,7 @@ start_consumer() {
 		return 0
 	fi
 	[ -x "$prog" ] || die "$(not_built "${prog#"$BINDIR"/}")"
-	export_env handlers
+	export_env consumer
 	spawn "$RUN/flashsale-$CONSUMER.pid" "$LOG/flashsale-$CONSUMER.log" "$prog"
 	wait_for 5 ready_consumer || die "flashsale-consumer exited; see $LOG/flashsale-$CONSUMER.log"
 	say "$CONSUMER" "up (pid $(cat "$RUN/flashsale-$CONSUMER.pid"))"

@@ -3,14 +3,18 @@
 # its secrets (sourced by deploy/stack).
 
 # Prints the environment of every program as NAME=value lines: the
-# operator's (ROLE admin, the default) or the handlers' (ROLE handlers),
-# which differ in their Redis user.
+# operator's (ROLE admin, the default) or the handlers' (ROLE handlers;
+# consumer and purchase: the same as the consumer's and the purchase
+# handler's), which differ in their Redis user and their Kafka principal
+# (each job its own: lib/ordertopic.h; the handlers', flashsale-monitor,
+# reads the order group's lag only).
 env_lines() {
-	if [ "${1:-admin}" = handlers ]; then
-		redis_user=flashsale
-	else
-		redis_user=flashsale-admin
-	fi
+	case ${1:-admin} in
+	admin) redis_user=flashsale-admin kafka_user=operator ;;
+	handlers) redis_user=flashsale kafka_user=monitor ;;
+	consumer | purchase) redis_user=flashsale kafka_user=$1 ;;
+	*) die "no environment '$1' (admin, handlers, consumer, purchase)" ;;
+	esac
 	cat <<EOF
 FLASHSALE_STATE=$STATE
 FLASHSALE_PORT_BASE=$BASE
@@ -20,6 +24,9 @@ FLASHSALE_REDIS_PASSWORD_FILE=$SECRETS/redis-$redis_user.password
 FLASHSALE_PG=$(pg_conninfo flashsale)
 FLASHSALE_KAFKA_BROKERS=$KAFKA_BROKERS
 FLASHSALE_KAFKA_TOPIC=$TOPIC
+FLASHSALE_KAFKA_USER=flashsale-$kafka_user
+FLASHSALE_KAFKA_PASSWORD_FILE=$SECRETS/kafka-$kafka_user.password
+FLASHSALE_KAFKA_CA_FILE=$TLS_PUBLIC/ca.crt
 FLASHSALE_KEYS_DIR=$STATE/keys
 FLASHSALE_JWKS_FILE=$JWKS_FILE
 FLASHSALE_ORDER_KEYS_FILE=$SECRETS/order.keys
@@ -110,6 +117,7 @@ ensure_secrets() {
 	ensure_secret redis-flashsale.password
 	ensure_secret redis-flashsale-admin.password
 	ensure_order_keys
+	ensure_kafka_secrets
 	pg_password=$(cat "$SECRETS/pg.password")
 	(umask 077 && for pg_port in $PG_PORTS; do
 		printf '%s:%s:*:%s:%s\n' "$PG_SOCKDIR" "$pg_port" "$PG_ROLE" "$pg_password"

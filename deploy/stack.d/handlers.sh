@@ -66,7 +66,12 @@ start_handler() {
 	case $procs in
 	'' | *[!0-9]* | 0) die "$prog: bad process count '$procs'" ;;
 	esac
-	export_env handlers
+	# The purchase handlers write orders as their own Kafka principal.
+	if [ "$prog" = flashsale-purchase ]; then
+		export_env purchase
+	else
+		export_env handlers
+	fi
 	rm -f "$pidfile"
 	spawn-fcgi -s "$RUN/$prog.sock" -M 0660 -F "$procs" -P "$pidfile" -- \
 		/bin/sh -c 'exec "$0" >>"$1" 2>&1' "$BINDIR/$prog" "$LOG/$prog.log" \

@@ -98,6 +98,11 @@ LOG=$STATE/log
 METRICS_DIR=$STATE/metrics
 PGDATA=$STATE/postgres
 SECRETS=$STATE/secrets
+# The stack's certificate authority (stack.d/tls.sh): its key in a
+# directory of root's alone (0700, beside the secrets); its certificate,
+# which every client trusts, where anybody may read it.
+TLS_CA=$STATE/ca
+TLS_PUBLIC=$STATE/tls
 JWKS_FILE=$STATE/keys/jwks.json
 PG_ROLE=flashsale
 PUB_SOCK=$RUN/nchan/pub.sock
@@ -122,6 +127,9 @@ KAFKA_VOTERS=1@127.0.0.1:$PORT_CONTROLLER
 KAFKA_REPLICAS=1
 KAFKA_MIN_ISR=1
 KAFKA_DATA=$KAFKA_DIR/data
+# The addresses a Kafka node's certificate names (its clients and peers
+# dial them; stack.d/cluster-kafka.sh: each node's).
+KAFKA_SAN=IP:127.0.0.1
 
 # The topology: "single" (one of each, the default) or "cluster"
 # (stack.d/cluster.sh). "up" records it in the state directory, so that the

@@ -167,6 +167,12 @@ bench_cleanup() {
 	exit "$rc"
 }
 
+# kcat as the stack's Kafka operator (SASL_SSL; deploy/stack writes the
+# configuration, password included, 0600): tests/integration/lib.sh's.
+fs_kcat() {
+	kcat -F "$FLASHSALE_STATE/secrets/kafka-operator.kcat" "$@"
+}
+
 # redis-cli as the stack's operator user (deploy/stack env): the password
 # goes through the environment, not the command line.
 # A cluster's address list names its first node (-c follows redirects).

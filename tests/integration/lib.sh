@@ -172,9 +172,16 @@ http() {
 	printf '%s %s' "$(cat "$FLASHSALE_STATE/status")" "$(cat "$FLASHSALE_STATE/body")"
 }
 
+# kcat as the stack's Kafka operator: SASL_SSL with SCRAM-SHA-512, the
+# brokers' certificates checked against the stack's authority (deploy/stack
+# writes this configuration, with the password, 0600: never an argument).
+fs_kcat() {
+	kcat -F "$FLASHSALE_STATE/secrets/kafka-operator.kcat" "$@"
+}
+
 # Messages on the order topic (reads to the end, then exits).
 topic_messages() {
-	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
+	fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "${1:-flash-sale-orders}" -e -q -f '%s\n' 2>/dev/null
 }
 
 # The order messages of SALE on the topic, one a line (the topic's junk,

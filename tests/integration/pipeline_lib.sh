@@ -30,12 +30,12 @@ p_status() { psql_q "SELECT status FROM orders WHERE id = '$1'"; }
 p_count() { psql_q "SELECT count(*) FROM orders WHERE $1"; }
 
 # p_dead_letters [REASON [ORDER]]: how many dead letters there are (with
-# the header reason=REASON; of the order ORDER). kcat -J wraps each in JSON,
+# the header reason=REASON; of the order ORDER). fs_kcat -J wraps each in JSON,
 # {"headers":..., "payload":"the message", ...}: the headers' values (the
 # reason is the only one) are .headers[], whether kcat lists them as
 # ["reason","CODE"] or {"reason":"CODE"}.
 p_dead_letters() {
-	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC.dlq" -e -q -J 2>/dev/null |
+	fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC.dlq" -e -q -J 2>/dev/null |
 		if [ -n "${1:-}" ]; then fs_json -l -w ".headers[]=$1" .payload; else fs_json -l .payload; fi |
 		if [ -n "${2:-}" ]; then fs_json -l -w .orderId="$2" .; else cat; fi | wc -l | tr -d ' '
 }

@@ -51,6 +51,18 @@ main(void)
 		strstr(cfg.errstr, "100 to 300000") != NULL,
 	    "a malformed integer stops the load, with its range");
 	unsetenv("FLASHSALE_KAFKA_TIMEOUT_MS");
+	/* A Kafka user without its password or the brokers' authority cannot speak SASL_SSL. */
+	setenv("FLASHSALE_KAFKA_USER", "flashsale-purchase", 1);
+	check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, "FLASHSALE_KAFKA_PASSWORD_FILE") != NULL,
+	    "a Kafka user without a password file is refused");
+	setenv("FLASHSALE_KAFKA_PASSWORD_FILE", "/nonexistent/kafka.password", 1);
+	check(fs_cfg_load(&cfg, 0) == -1 && strstr(cfg.errstr, "FLASHSALE_KAFKA_CA_FILE") != NULL,
+	    "nor without the brokers' authority");
+	setenv("FLASHSALE_KAFKA_CA_FILE", "/nonexistent/ca.crt", 1);
+	check(fs_cfg_load(&cfg, 0) == 0, "with both it loads");
+	unsetenv("FLASHSALE_KAFKA_USER");
+	unsetenv("FLASHSALE_KAFKA_PASSWORD_FILE");
+	unsetenv("FLASHSALE_KAFKA_CA_FILE");
 	{
 		static const char *const bad[][2] = {
 			{ "FLASHSALE_PURCHASE_THREADS", "0" },

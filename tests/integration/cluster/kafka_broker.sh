@@ -9,7 +9,7 @@ units=600
 set -- $(new_sale -5 $units)
 sale=$1 item=$2
 # The leader of the order topic's partition 0 goes.
-leader=$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+leader=$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 	sed -n 's/^ *partition 0, leader \([0-9]*\),.*/\1/p')
 case $leader in
 [1-3]) ok "partition 0 of the order topic is led by kafka-$leader" ;;
@@ -36,9 +36,9 @@ k_topic "$sale" kb
 k_report "kafka broker killed" 1 "$requests"
 # Back to three copies of every partition (bounded wait).
 deadline=$(($(date +%s) + 60))
-until [ "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+until [ "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 	grep -c 'isrs: [1-3],[1-3],[1-3]$')" = 8 ] || [ "$(date +%s)" -ge "$deadline" ]; do
 	sleep 0.5
 done
-is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
+is "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
     "8" "kafka-$leader caught up: all 8 partitions have 3 replicas in sync"

@@ -18,10 +18,10 @@ sale=$1 item=$2
 admin token mint --user "kp-first-$sale" --count 1 >"$FLASHSALE_STATE/kp-first-tokens"
 fire_all "$(purchase_path "$sale")" "$FLASHSALE_STATE/kp-first-tokens" "$FLASHSALE_STATE/kp-first-out" 1
 is "$(cut -d' ' -f1 "$FLASHSALE_STATE/kp-first-out")" 202 "a first shopper buys"
-partition=$(kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%p %s\n' 2>/dev/null |
+partition=$(fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%p %s\n' 2>/dev/null |
 	grep "\"saleId\":$sale[,}]" | head -n 1 | cut -d' ' -f1)
 k_leader() {
-	kcat -b "$1" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+	fs_kcat -b "$1" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 		sed -n "s/^ *partition $partition, leader \([0-9-]*\),.*/\1/p"
 }
 leader=$(k_leader "$FLASHSALE_KAFKA_BROKERS")
@@ -84,10 +84,10 @@ is "$k_live" "$((k_202 + k_409_live + k_unannounced))" \
 k_report "kafka broker partitioned" 1 "$requests"
 # The healed node catches up: all 8 partitions back to 3 in-sync copies.
 deadline=$(($(date +%s) + 60))
-until [ "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
+until [ "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null |
 	grep -c 'isrs: [1-3],[1-3],[1-3]$')" = 8 ] || [ "$(date +%s)" -ge "$deadline" ]; do
 	sleep 0.5
 done
-is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
+is "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t "$FLASHSALE_KAFKA_TOPIC" 2>/dev/null | grep -c 'isrs: [1-3],[1-3],[1-3]$')" \
     "8" "kafka-$leader rejoins: all 8 partitions have 3 replicas in sync ($(($(k_now_ms) - heal_ms)) ms after the heal)"
 diag "kafka partition: cut at 0 ms, leadership moved at $moved_ms ms, healed at $((heal_ms - cut_ms)) ms"

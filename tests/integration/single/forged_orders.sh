@@ -1,6 +1,7 @@
 # Issue 33: an order exists only if a purchase handler made it. Mid-sale, a
-# writer that reaches the order topic (kcat here: whatever broker
-# credentials it holds, it holds no order key) writes well-formed order
+# writer that reaches the order topic with the purchase handlers' own broker
+# credentials (kcat as the principal flashsale-purchase: it may write
+# orders, but it holds no order key) writes well-formed order
 # messages for shoppers who never pressed Buy: one without a MAC, one with
 # a wrong MAC, one with an honest message's MAC over altered bytes, and
 # one with a correct MAC under an order key that a rotation removed. None
@@ -29,8 +30,12 @@ set_keys() {
 }
 
 # forge [kcat -H ...]: the lines KEY<TAB>VALUE of standard input onto the
-# order topic as kcat writes them, with the headers given and no others.
-forge() { kcat -P -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -K '\t' "$@" 2>/dev/null; }
+# order topic as kcat writes them as the purchase handlers' principal, with
+# the headers given and no others.
+forge() {
+	kcat -F "$FLASHSALE_STATE/secrets/kafka-purchase.kcat" -P -b "$FLASHSALE_KAFKA_BROKERS" \
+	    -t "$FLASHSALE_KAFKA_TOPIC" -K '\t' "$@" 2>/dev/null
+}
 
 # unauth REASON: the consumer's count of unauthenticated messages (GET /metrics).
 unauth() {
@@ -42,7 +47,7 @@ unauth() {
 # headers_of ORDER: the fs-kid and fs-mac headers of ORDER's message on the
 # topic, "KID MAC" (kcat's %h: name=value,name=value).
 headers_of() {
-	kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%h\t%s\n' 2>/dev/null |
+	fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%h\t%s\n' 2>/dev/null |
 		grep -F "\"orderId\":\"$1\"" | head -n 1 | cut -f 1 | tr ',' '\n' |
 		sed -n 's/^fs-kid=//p; s/^fs-mac=//p' | tr '\n' ' ' | sed 's/ $//'
 }
@@ -72,7 +77,7 @@ printf '%s\t%s\n' "$item" "$(p_message "$f1" "$sale" "$item" "forger-1-$sale" "$
 printf '%s\t%s\n' "$item" "$(p_message "$f2" "$sale" "$item" "forger-2-$sale" "$(p_now_ms)")" |
 	forge -H "fs-kid=$old_kid" -H "fs-mac=$(head -c 32 /dev/urandom | basenc --base64url -w0 | tr -d =)"
 # The honest message's bytes with another order and shopper, under its own MAC.
-kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%s\n' 2>/dev/null |
+fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%s\n' 2>/dev/null |
 	grep -F "\"orderId\":\"$honest\"" | head -n 1 |
 	sed "s/$honest/$f3/; s/\"userId\":\"h1-$sale-1\"/\"userId\":\"forger-3-$sale\"/" >"$work/altered"
 is "$(fs_json .userId <"$work/altered") $(fs_json .orderId <"$work/altered")" "forger-3-$sale $f3" \
@@ -99,7 +104,8 @@ set_keys "$new"
 check "rotation 3: the consumer restarts without the old key" "$stack" restart consumer
 (umask 077 && printf '%s\n' "$old" >"$work/old.keys")
 printf '%s\t%s\n' "$item" "$(p_message "$f4" "$sale" "$item" "forger-4-$sale" "$(p_now_ms)")" |
-	FLASHSALE_ORDER_KEYS_FILE=$work/old.keys p_send
+	FLASHSALE_ORDER_KEYS_FILE=$work/old.keys FLASHSALE_KAFKA_USER=flashsale-purchase \
+	    FLASHSALE_KAFKA_PASSWORD_FILE=$FLASHSALE_STATE/secrets/kafka-purchase.password p_send
 is "$(p_buy_all "$path" "h4-$sale" 2 "$work/h4")" "2" "the last two units: honest purchases answered 202"
 check "the consumer catches up" consumer_caught_up 60
 

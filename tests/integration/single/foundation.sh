@@ -2,7 +2,7 @@
 # and the admin tool moves a sale from PostgreSQL into Redis faithfully.
 
 check "deploy/stack status: every part up" "$stack" status
-topics=$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L 2>&1)
+topics=$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L 2>&1)
 case "$topics" in
 *'topic "flash-sale-orders" with 8 partitions'*) ok "kafka lists flash-sale-orders with 8 partitions" ;;
 *) not_ok "kafka lists flash-sale-orders with 8 partitions" "$topics" ;;
@@ -12,7 +12,7 @@ case "$topics" in
 *) not_ok "kafka lists the dead-letter topic" "$topics" ;;
 esac
 check "kafka topics again keeps the existing topics" admin kafka topics
-is "$(kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t flash-sale-orders 2>&1 | grep -c 'partition [0-9]*,')" "8" \
+is "$(fs_kcat -b "$FLASHSALE_KAFKA_BROKERS" -L -t flash-sale-orders 2>&1 | grep -c 'partition [0-9]*,')" "8" \
     "the order topic still has its 8 partitions"
 is "$(psql_q "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables
 	WHERE table_schema = 'public' AND table_name IN ('sales', 'items', 'orders')")" \

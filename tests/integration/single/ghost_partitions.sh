@@ -30,7 +30,7 @@ for item in $items; do
 	[ "${ans%% *}" = 202 ] || not_ok "a first order of item $item is accepted" "$ans"
 done
 consumer_caught_up 30
-kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%k %p\n' 2>/dev/null |
+fs_kcat -C -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -e -q -f '%k %p\n' 2>/dev/null |
 	awk -v items=" $items " 'index(items, " " $1 " ") { print $1, $2 }' | sort -u >"$FLASHSALE_STATE/parts-$sale"
 is "$(wc -l <"$FLASHSALE_STATE/parts-$sale" | tr -d ' ')" "8" "each item's orders are on one partition"
 a=$(awk 'NR == 1 { print $1 }' "$FLASHSALE_STATE/parts-$sale")
