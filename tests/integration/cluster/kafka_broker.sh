@@ -2,8 +2,33 @@
 # three copies and min.insync.replicas=2, the producer acks=all with
 # idempotence: every 202 is an order on two brokers at least, so none is
 # missing from PostgreSQL afterwards, and none is recorded twice.
+# First: no listener of any node (clients', controller's, replication's)
+# answers PLAINTEXT, and the consumer's principal may not write an order
+# (issue 33; single/kafka_auth.sh has the rest).
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
+
+plain_open=
+for n in 1 2 3; do
+	for port in $((FLASHSALE_PORT_BASE + 30 + n)) $((FLASHSALE_PORT_BASE + 33 + n)) \
+		$((FLASHSALE_PORT_BASE + 40 + n)); do
+		kb_out=$(kcat -b "127.0.0.1:$port" -L -m 3 2>&1) && plain_open="$plain_open $port"
+		case $kb_out in
+		*"Disconnected while requesting ApiVersion"*) ;;
+		*) plain_open="$plain_open $port($kb_out)" ;;
+		esac
+	done
+done
+is "$plain_open" "" "no listener of the three Kafka nodes answers PLAINTEXT"
+printf '1\t{"orderId":"forged-%s","saleId":1,"itemId":1,"userId":"mallory","reservedAt":1}\n' "$$" \
+	>"$FLASHSALE_STATE/forged.tsv"
+kb_out=$(kcat -F "$FLASHSALE_STATE/secrets/kafka-consumer.kcat" -b "$FLASHSALE_KAFKA_BROKERS" -P \
+	-t "$FLASHSALE_KAFKA_TOPIC" -K '\t' -l "$FLASHSALE_STATE/forged.tsv" 2>&1)
+case $kb_out in
+*"Topic authorization failed"*) ok "the consumer's principal may not write an order to the cluster" ;;
+*) not_ok "the consumer's principal may not write an order to the cluster" "$kb_out" ;;
+esac
+rm -f "$FLASHSALE_STATE/forged.tsv"
 
 units=600
 set -- $(new_sale -5 $units)
