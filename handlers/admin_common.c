@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "clock.h"
+#include "keys.h"
 #include "ordertopic.h"
 
 int
@@ -70,12 +71,16 @@ admin_on_their_way(const struct fs_cfg *cfg, uint64_t sale, struct fs_order **or
 			   "on their way (sale warm --ignore-lag goes without)");
 		return -1;
 	}
+	/* Only a message whose MAC checks is an order on its way. */
 	if (fs_ordertopic_init(&t, fs_cfg_get(cfg, FS_CFG_KAFKA_BROKERS),
 		fs_cfg_get(cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_keys_load_orders(cfg, &t, err, sizeof(err)) != 0 ||
 	    fs_ordertopic_on_their_way(&t, sale, 30000, orders, n, err, sizeof(err)) != 0) {
+		fs_ordertopic_close(&t);
 		admin_fail("order topic: %s", err);
 		return -1;
 	}
+	fs_ordertopic_close(&t);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "dlq.h"
+#include "keys.h"
 #include "metrics.h"
 #include "ordertopic.h"
 #include "payments.h"
@@ -235,8 +236,10 @@ admin_dlq_replay(int argc, char **argv)
 	}
 	if (admin_stores_open(&st, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
 		goto out;
+	/* The order keys check each letter's MAC and sign what is replayed. */
 	if (fs_ordertopic_init(&topic, fs_cfg_get(&st.cfg, FS_CFG_KAFKA_BROKERS),
 		fs_cfg_get(&st.cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    fs_keys_load_orders(&st.cfg, &topic, err, sizeof(err)) != 0 ||
 	    fs_ordertopic_open_producer(&topic, 10000, 5, err, sizeof(err)) != 0) {
 		admin_fail("%s", err);
 		goto out;

@@ -29,6 +29,7 @@
 
 #include "cfg.h"
 #include "clock.h"
+#include "keys.h"
 #include "log.h"
 #include "metrics.h"
 #include "orders.h"
@@ -44,22 +45,17 @@
 #define BACKOFF_MAX_MS	5000
 #define ASSIGN_WAIT_S	60	/* --drain: how long to wait for partitions */
 
-/* What became of a message. */
-enum outcome {
-	OUTCOME_ORDER,		/* parsed into an order (see its status) */
-	OUTCOME_MALFORMED,	/* not an order message: dead letter */
-	OUTCOME__MAX
-};
-
 struct batch {
 	rd_kafka_message_t *msg[BATCH_MAX];
-	enum outcome outcome[BATCH_MAX];
-	struct fs_order order[BATCH_MAX];	/* outcome ORDER only */
+	/* OK: an order (see its status); anything else is none: a dead letter */
+	enum fs_ordertopic_verdict verdict[BATCH_MAX];
+	struct fs_order order[BATCH_MAX];	/* verdict OK only */
 	size_t n;
 };
 
 struct counts {
-	unsigned long messages, pending, failed, rejected, duplicates, malformed, batches;
+	unsigned long messages, pending, failed, rejected, duplicates, malformed, unauthenticated,
+	    batches;
 };
 
 struct app {
@@ -129,13 +125,13 @@ collect(struct app *app, struct batch *b)
 		if (b->n == 0)
 			deadline = fs_clock_mono_ms() + BATCH_WAIT_MS;
 		b->msg[b->n] = m;
-		b->outcome[b->n] = OUTCOME_ORDER;
-		if (fs_ordertopic_decode(m->payload, m->len, &b->order[b->n]) != 0) {
-			b->outcome[b->n] = OUTCOME_MALFORMED;
-			fs_log_warn("malformed message at %s [%" PRId32 "] offset %" PRId64
-				    ": to the dead letters",
+		/* No order unless a holder of an order key made it (lib/ordertopic). */
+		b->verdict[b->n] = fs_ordertopic_read(&app->topic, m, &b->order[b->n]);
+		if (b->verdict[b->n] != FS_ORDERTOPIC_OK)
+			fs_log_warn("%s message at %s [%" PRId32 "] offset %" PRId64
+				    ": no order, to the dead letters",
+			    fs_ordertopic_verdict_name(b->verdict[b->n]),
 			    rd_kafka_topic_name(m->rkt), m->partition, m->offset);
-		}
 		b->n++;
 	}
 }
@@ -160,7 +156,7 @@ record(struct app *app, struct batch *b)
 	size_t map[BATCH_MAX], n = 0;
 
 	for (size_t i = 0; i < b->n; i++)
-		if (b->outcome[i] == OUTCOME_ORDER) {
+		if (b->verdict[i] == FS_ORDERTOPIC_OK) {
 			app->scratch[n] = b->order[i];
 			map[n++] = i;
 		}
@@ -198,8 +194,8 @@ dead_letter_reason(const struct batch *b, size_t i)
 {
 	const struct fs_order *o = &b->order[i];
 
-	if (b->outcome[i] == OUTCOME_MALFORMED)
-		return "MALFORMED";
+	if (b->verdict[i] != FS_ORDERTOPIC_OK)
+		return fs_ordertopic_verdict_name(b->verdict[i]);
 	if (o->status == FS_ORDER_FAILED || o->status == FS_ORDER_REJECTED)
 		return o->failure[0] != '\0' ? o->failure : "FAILED";
 	return NULL;
@@ -222,11 +218,14 @@ dead_letters(struct app *app, const struct batch *b)
 
 		if (reason == NULL)
 			continue;
+		/* The letter as it came, its headers (the MAC, if any) with it, and why. */
+		memset(&dl[n], 0, sizeof(dl[n]));
 		dl[n].key = b->msg[i]->key;
 		dl[n].keylen = b->msg[i]->key_len;
 		dl[n].value = b->msg[i]->payload;
 		dl[n].len = b->msg[i]->len;
-		dl[n].reason = reason;
+		dl[n].headers_of = b->msg[i];
+		dl[n].header[0] = (struct fs_kafka_header){ "reason", reason };
 		n++;
 	}
 	if ((d = fs_ordertopic_dead_letters(&app->topic, dl, n, err, sizeof(err))) !=
@@ -247,7 +246,7 @@ settle(struct app *app, const struct batch *b)
 	size_t n = 0;
 
 	for (size_t i = 0; i < b->n; i++)
-		if (b->outcome[i] == OUTCOME_ORDER)
+		if (b->verdict[i] == FS_ORDERTOPIC_OK)
 			orders[n++] = &b->order[i];
 	if (fs_settle_holds(app->stores.stock, orders, n, &counts) != 0) {
 		fs_log_warn("%s; will retry", app->stores.stock->errstr);
@@ -269,7 +268,7 @@ push_statuses(struct app *app, struct batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct fs_order *o = &b->order[i];
 
-		if (b->outcome[i] == OUTCOME_ORDER && !o->duplicate &&
+		if (b->verdict[i] == FS_ORDERTOPIC_OK && !o->duplicate &&
 		    o->status != FS_ORDER_REJECTED)
 			recorded[n++] = o;
 	}
@@ -278,6 +277,13 @@ push_statuses(struct app *app, struct batch *b)
 		    app->stores.push->errstr);
 	app->pushing = b;
 }
+
+/* The counter of each way a message fails to prove where it came from. */
+static const enum fs_metric unauthenticated_metric[FS_ORDERTOPIC_VERDICT__MAX] = {
+	[FS_ORDERTOPIC_NO_MAC] = FS_M_ORDERS_NO_MAC,
+	[FS_ORDERTOPIC_UNKNOWN_KEY] = FS_M_ORDERS_UNKNOWN_KEY,
+	[FS_ORDERTOPIC_BAD_MAC] = FS_M_ORDERS_BAD_MAC,
+};
 
 static void
 count(struct app *app, const struct batch *b)
@@ -291,9 +297,12 @@ count(struct app *app, const struct batch *b)
 		enum fs_metric m;
 
 		c->messages++;
-		if (b->outcome[i] == OUTCOME_MALFORMED) {
+		if (b->verdict[i] == FS_ORDERTOPIC_MALFORMED) {
 			c->malformed++;
 			m = FS_M_ORDERS_MALFORMED;
+		} else if (b->verdict[i] != FS_ORDERTOPIC_OK) {
+			c->unauthenticated++;
+			m = unauthenticated_metric[b->verdict[i]];
 		} else if (o->duplicate) {
 			c->duplicates++;
 			m = FS_M_ORDERS_DUPLICATE;
@@ -401,9 +410,10 @@ run(struct app *app)
 		finish_batch(app);
 		push_statuses(app, b);
 		if (fs_clock_mono_ms() - last_report >= 10000) {
-			fs_log_info("%lu messages: %lu pending, %lu failed, %lu duplicates, %lu malformed",
+			fs_log_info("%lu messages: %lu pending, %lu failed, %lu duplicates, %lu malformed, "
+				    "%lu unauthenticated",
 			    app->total.messages, app->total.pending, app->total.failed,
-			    app->total.duplicates, app->total.malformed);
+			    app->total.duplicates, app->total.malformed, app->total.unauthenticated);
 			last_report = fs_clock_mono_ms();
 		}
 	}
@@ -411,10 +421,11 @@ run(struct app *app)
 	if (app->drain) {
 		/* seconds: the whole run; busySeconds: first message to last commit. */
 		printf("{\"messages\":%lu,\"pending\":%lu,\"failed\":%lu,\"rejected\":%lu,"
-		       "\"duplicates\":%lu,\"malformed\":%lu,\"batches\":%lu,\"seconds\":%.3f,"
-		       "\"busySeconds\":%.3f}\n",
+		       "\"duplicates\":%lu,\"malformed\":%lu,\"unauthenticated\":%lu,\"batches\":%lu,"
+		       "\"seconds\":%.3f,\"busySeconds\":%.3f}\n",
 		    app->total.messages, app->total.pending, app->total.failed, app->total.rejected,
-		    app->total.duplicates, app->total.malformed, app->total.batches,
+		    app->total.duplicates, app->total.malformed, app->total.unauthenticated,
+		    app->total.batches,
 		    (double)(fs_clock_mono_ms() - started) / 1000.0,
 		    (double)(app->last_ms - first_ms) / 1000.0);
 	}
@@ -434,6 +445,10 @@ setup(struct app *app)
 	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
 		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0) {
 		fs_log_error("%s", err);
+		return -1;
+	}
+	if (fs_keys_load_orders(&app->cfg, &app->topic, err, sizeof(err)) != 0) {
+		fs_log_error("order keys: %s", err);
 		return -1;
 	}
 	if (fs_stores_open(&app->stores, &app->cfg, err, sizeof(err)) != 0) {

@@ -507,9 +507,17 @@ setup(void *arg)
 	    fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE), FS_CFG_HOLD_MARGIN_MS);
 	/* The first order should not pay for metadata and the producer id: opened now. */
 	if (fs_ordertopic_init(&app->topic, fs_cfg_get(&app->cfg, FS_CFG_KAFKA_BROKERS),
-		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
-	    fs_ordertopic_open_producer(&app->topic, (int)timeout, (int)linger, err, sizeof(err)) !=
-		0) {
+		fs_cfg_get(&app->cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0) {
+		fs_log_error("kafka: %s", err);
+		return -1;
+	}
+	/* Every order message carries a MAC under the first order key (lib/ordertopic). */
+	if (fs_keys_load_orders(&app->cfg, &app->topic, err, sizeof(err)) != 0) {
+		fs_log_error("order keys: %s", err);
+		return -1;
+	}
+	if (fs_ordertopic_open_producer(&app->topic, (int)timeout, (int)linger, err, sizeof(err)) !=
+	    0) {
 		fs_log_error("kafka: %s", err);
 		return -1;
 	}

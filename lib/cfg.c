@@ -56,6 +56,10 @@ static const struct {
 	[FS_CFG_JWKS_FILE] = { "FLASHSALE_JWKS_FILE", "",
 	    "JWK Set file of the keys of shopper tokens that carry a `kid` (Ed25519 and HS256), "
 	    "re-read when it changes (empty: none)" },
+	[FS_CFG_ORDER_KEYS_FILE] = { "FLASHSALE_ORDER_KEYS_FILE", "",
+	    "file of the order keys, mode 0600: lines kid:base64url(32 bytes); the first signs the "
+	    "order messages a purchase makes, every line verifies them (the purchase handlers, the "
+	    "consumer and the operator's tools need it)" },
 	[FS_CFG_DATADIR] = { "FLASHSALE_DATADIR", FS_PKGDATADIR,
 	    "where lua/, sql/ and static/ are" },
 	[FS_CFG_SOLDOUT_DIR] = { "FLASHSALE_SOLDOUT_DIR", "",

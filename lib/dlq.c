@@ -20,9 +20,11 @@ static const char *const verdict_names[FS_DLQ__MAX] = {
 	[FS_DLQ_SOLD_OUT] = "sold-out",
 	[FS_DLQ_SHOPPER_HOLDS] = "shopper-holds",
 	[FS_DLQ_NOT_DELIVERED] = "not-delivered",
+	[FS_DLQ_UNAUTHENTICATED] = "unauthenticated",
 };
 
 struct letters {
+	const fs_ordertopic *t;	/* its order keys judge each letter */
 	struct fs_dlq_entry *e;
 	long n;
 };
@@ -33,20 +35,31 @@ fs_dlq_verdict_name(enum fs_dlq_verdict v)
 	return v >= 0 && v < FS_DLQ__MAX ? verdict_names[v] : "?";
 }
 
-/* Keeps one dead letter: its order (or malformed) and its reason. */
+/* Keeps one dead letter: its order (or why it is none) and its reason. */
 static int
 keep_letter(void *arg, const rd_kafka_message_t *m)
 {
 	struct letters *l = arg;
 	struct fs_dlq_entry *e = &l->e[l->n++];
+	enum fs_ordertopic_verdict v;
 
 	memset(e, 0, sizeof(*e));
 	e->verdict = FS_DLQ__MAX; /* not judged yet */
 	if (!fs_kafka_msg_header(m, "reason", e->reason, sizeof(e->reason)))
 		snprintf(e->reason, sizeof(e->reason), "-");
-	if (m->payload == NULL || fs_ordertopic_decode(m->payload, m->len, &e->order) != 0) {
-		memset(&e->order, 0, sizeof(e->order));
+	switch ((v = fs_ordertopic_read(l->t, m, &e->order))) {
+	case FS_ORDERTOPIC_OK:
+		break;
+	case FS_ORDERTOPIC_MALFORMED:
 		e->verdict = FS_DLQ_MALFORMED;
+		break;
+	default:
+		/* The order it claims, for the report and the sale filter only. */
+		e->verdict = FS_DLQ_UNAUTHENTICATED;
+		snprintf(e->detail, sizeof(e->detail), "%s", fs_ordertopic_verdict_name(v));
+		if (m->payload == NULL || fs_ordertopic_decode(m->payload, m->len, &e->order) != 0)
+			memset(&e->order, 0, sizeof(e->order));
+		break;
 	}
 	return 0;
 }
@@ -71,7 +84,7 @@ mark_repeats(struct letters *l)
 	if (idx == NULL)
 		return -1;
 	for (long i = 0; i < l->n; i++)
-		if (l->e[i].verdict != FS_DLQ_MALFORMED)
+		if (l->e[i].verdict == FS_DLQ__MAX)
 			idx[k++] = &l->e[i];
 	qsort(idx, (size_t)k, sizeof(*idx), by_id);
 	for (long i = 1; i < k; i++)
@@ -150,11 +163,15 @@ int
 fs_dlq_replay(fs_pg *pg, fs_stock *st, fs_ordertopic *t, uint64_t sale, fs_dlq_report *report,
     void *arg, struct fs_dlq_summary *sum, char *err, size_t errlen)
 {
-	struct letters l = { 0 };
+	struct letters l = { t, NULL, 0 };
 	long n;
 	int rc = -1;
 
 	memset(sum, 0, sizeof(*sum));
+	if (t->nkeys == 0) {
+		ERR("no order key: a dead letter's MAC cannot be checked");
+		return -1;
+	}
 	if ((l.e = calloc(FS_DLQ_LETTERS_MAX, sizeof(*l.e))) == NULL) {
 		ERR("out of memory");
 		return -1;

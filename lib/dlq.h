@@ -12,6 +12,11 @@
  * Idempotent: a second replay finds the order recorded (or its hold taken
  * by the same order, and the message on its way: the consumer records an
  * order id once), and dead letters repeated in the topic count once.
+ * A letter whose MAC does not check under the order keys (no MAC, an
+ * unknown or removed key id, a bad MAC: the consumer's unauthenticated
+ * letters, or a letter written to the dead-letter topic by anyone else)
+ * is never replayed: replaying signs anew, so it would make an order that
+ * no purchase handler made.
  */
 #ifndef FS_DLQ_H
 #define FS_DLQ_H
@@ -37,14 +42,17 @@ enum fs_dlq_verdict {
 	FS_DLQ_SOLD_OUT,	/* no unit left to take again (or the sale has ended) */
 	FS_DLQ_SHOPPER_HOLDS,	/* the shopper holds another order in the sale */
 	FS_DLQ_NOT_DELIVERED,	/* the broker did not take it: try again later */
+	FS_DLQ_UNAUTHENTICATED,	/* its MAC does not check: never an order */
 	FS_DLQ__MAX
 };
 
 struct fs_dlq_entry {
-	struct fs_order order;	/* as the dead letter says (id "" when malformed) */
+	struct fs_order order;	/* as the dead letter says (id "" when malformed);
+				   unauthenticated: what it claims, never trusted */
 	char reason[32];	/* the consumer's reason header */
 	enum fs_dlq_verdict verdict;
-	char detail[64];	/* the recorded status, the shopper's other order ... */
+	char detail[64];	/* the recorded status, the shopper's other order, why
+				   unauthenticated ... */
 };
 
 typedef void fs_dlq_report(void *arg, const struct fs_dlq_entry *);
@@ -57,7 +65,8 @@ struct fs_dlq_summary {
 const char *fs_dlq_verdict_name(enum fs_dlq_verdict);
 /*
  * Replays the dead letters of topic's .dlq (all sales when sale is 0) onto
- * topic with producer, reporting each. 0 when every letter was judged
+ * topic with producer, reporting each (an unauthenticated letter by the
+ * sale it claims). topic holds the order keys. 0 when every letter was judged
  * (replayed or not), -1 with err set when a store failed midway (what was
  * done stays done; run it again).
  */

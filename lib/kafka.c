@@ -466,6 +466,27 @@ fs_kafka_producer_ready(fs_kafka_producer *p, const char *topic, int timeout_ms,
 	return 0;
 }
 
+/* The headers a message travels with (see struct fs_kafka_msg), or NULL for none. */
+static rd_kafka_headers_t *
+msg_headers(const struct fs_kafka_msg *m)
+{
+	rd_kafka_headers_t *h = NULL, *orig = NULL;
+
+	/* librdkafka parses the headers into the message: it is not const there. */
+	if (m->headers_of != NULL &&
+	    rd_kafka_message_headers((rd_kafka_message_t *)(uintptr_t)m->headers_of, &orig) ==
+		RD_KAFKA_RESP_ERR_NO_ERROR)
+		h = rd_kafka_headers_copy(orig);
+	for (size_t i = 0; i < FS_KAFKA_HEADERS_MAX; i++) {
+		if (m->header[i].name == NULL)
+			continue;
+		if (h == NULL)
+			h = rd_kafka_headers_new(FS_KAFKA_HEADERS_MAX);
+		rd_kafka_header_add(h, m->header[i].name, -1, m->header[i].value, -1);
+	}
+	return h;
+}
+
 enum fs_kafka_delivery
 fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_kafka_msg *msgs,
     size_t n, char *err, size_t errlen)
@@ -492,10 +513,7 @@ fs_kafka_produce_all(fs_kafka_producer *p, const char *topic, const struct fs_ka
 		d[i].arg = NULL;
 		d[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
 		d[i].status = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
-		if (msgs[i].reason != NULL) {
-			h = rd_kafka_headers_new(1);
-			rd_kafka_header_add(h, "reason", -1, msgs[i].reason, -1);
-		}
+		h = msg_headers(&msgs[i]);
 		e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
 		    RD_KAFKA_V_KEY((void *)(uintptr_t)msgs[i].key, msgs[i].keylen),
 		    RD_KAFKA_V_VALUE((void *)(uintptr_t)msgs[i].value, msgs[i].len),
@@ -540,6 +558,7 @@ fs_kafka_produce_async(fs_kafka_producer *p, const char *topic, const struct fs_
     fs_kafka_sent *sent, void *arg, char *err, size_t errlen)
 {
 	struct delivery *d;
+	rd_kafka_headers_t *h;
 	rd_kafka_resp_err_t e;
 
 	if ((d = calloc(1, sizeof(*d))) == NULL) {
@@ -548,13 +567,17 @@ fs_kafka_produce_async(fs_kafka_producer *p, const char *topic, const struct fs_
 	}
 	d->sent = sent;
 	d->arg = arg;
+	h = msg_headers(msg);
 	pthread_rwlock_rdlock(&p->swap);
 	e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
 	    RD_KAFKA_V_KEY((void *)(uintptr_t)msg->key, msg->keylen),
-	    RD_KAFKA_V_VALUE((void *)(uintptr_t)msg->value, msg->len),
+	    RD_KAFKA_V_VALUE((void *)(uintptr_t)msg->value, msg->len), RD_KAFKA_V_HEADERS(h),
 	    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
 	pthread_rwlock_unlock(&p->swap);
 	if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		/* The headers are ours again only when the produce failed. */
+		if (h != NULL)
+			rd_kafka_headers_destroy(h);
 		free(d);
 		fs_metrics_count(FS_M_KAFKA_NOT_DELIVERED);
 		snprintf(err, errlen, "produce: %s", rd_kafka_err2str(e));

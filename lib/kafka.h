@@ -34,13 +34,26 @@ typedef struct fs_kafka_producer {
 	long long produce_seen; /* Produce requests of rk counted so far (its statistics) */
 } fs_kafka_producer;
 
-/* One message; reason, when not NULL, travels as a header (dead letters). */
+#define FS_KAFKA_HEADERS_MAX 3	/* headers of our own on one message */
+
+/* A message header whose value is text. */
+struct fs_kafka_header {
+	const char *name;	/* NULL: no header in this slot */
+	const char *value;
+};
+
+/*
+ * One message. Its headers: those of headers_of when not NULL (a dead
+ * letter keeps its original's), then each of header whose name is set
+ * (an order's key id and MAC, a dead letter's reason).
+ */
 struct fs_kafka_msg {
 	const char *key;
 	size_t keylen;
 	const char *value;
 	size_t len;
-	const char *reason;
+	const rd_kafka_message_t *headers_of;
+	struct fs_kafka_header header[FS_KAFKA_HEADERS_MAX];
 };
 
 /*

@@ -77,7 +77,8 @@ fail:
 }
 
 int
-fs_keyfile_read_secret(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+fs_keyfile_read_text(const char *path, char *out, size_t outlen, size_t *len, char *err,
+    size_t errlen)
 {
 	struct stat st;
 	ssize_t n;
@@ -108,12 +109,8 @@ fs_keyfile_read_secret(const char *path, char *out, size_t outlen, char *err, si
 		goto fail;
 	}
 	out[n] = '\0';
-	if (n > 0 && out[n - 1] == '\n')
-		out[--n] = '\0';
-	if (n == 0 || memchr(out, '\n', (size_t)n) != NULL || memchr(out, '\0', (size_t)n) != NULL) {
-		snprintf(err, errlen, "%s: want one non-empty line", path);
-		goto fail;
-	}
+	if (len != NULL)
+		*len = (size_t)n;
 	close(fd);
 	return 0;
 fail:
@@ -121,4 +118,21 @@ fail:
 		close(fd);
 	sodium_memzero(out, outlen);
 	return -1;
+}
+
+int
+fs_keyfile_read_secret(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (fs_keyfile_read_text(path, out, outlen, &n, err, errlen) != 0)
+		return -1;
+	if (n > 0 && out[n - 1] == '\n')
+		out[--n] = '\0';
+	if (n == 0 || memchr(out, '\n', n) != NULL || memchr(out, '\0', n) != NULL) {
+		snprintf(err, errlen, "%s: want one non-empty line", path);
+		sodium_memzero(out, outlen);
+		return -1;
+	}
+	return 0;
 }

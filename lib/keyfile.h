@@ -23,6 +23,15 @@ enum fs_keyfile_status fs_keyfile_read(const char *dir, const char *name,
     __attribute__((warn_unused_result));
 
 /*
+ * Reads the whole of a secret file of up to outlen - 1 bytes at path into
+ * out, NUL-terminated; *len (when not NULL) is its length. The file must be
+ * a regular file that neither its group nor others may read (0600 or
+ * stricter). 0, or -1 with err saying why (never the secret) and out wiped.
+ */
+int fs_keyfile_read_text(const char *path, char *out, size_t outlen, size_t *len, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+
+/*
  * Reads a secret of up to outlen - 1 bytes from the file at path (one line;
  * a final newline is dropped) into out, NUL-terminated. The file must be a
  * regular file that neither its group nor others may read (0600 or

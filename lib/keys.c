@@ -5,6 +5,7 @@
 
 #include <sodium.h>
 
+#include "keyfile.h"
 #include "keys.h"
 
 int
@@ -106,4 +107,31 @@ fs_keys_load_queue(const struct fs_cfg *cfg, fs_queue_keys **queue, char *err, s
 fail:
 	fs_queue_keys_free(q);
 	return -1;
+}
+
+int
+fs_keys_load_orders(const struct fs_cfg *cfg, fs_ordertopic *t, char *err, size_t errlen)
+{
+	const char *path = fs_cfg_get(cfg, FS_CFG_ORDER_KEYS_FILE);
+	char text[FS_ORDERTOPIC_KEYFILE_MAX], why[160];
+	size_t len;
+	int rc = -1;
+
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to start");
+		return -1;
+	}
+	if (*path == '\0') {
+		snprintf(err, errlen, "FLASHSALE_ORDER_KEYS_FILE is not set: order messages cannot "
+				      "be signed nor checked");
+		return -1;
+	}
+	if (fs_keyfile_read_text(path, text, sizeof(text), &len, err, errlen) != 0)
+		return -1;
+	if (fs_ordertopic_set_keys(t, text, len, why, sizeof(why)) != 0)
+		snprintf(err, errlen, "%s: %s", path, why);
+	else
+		rc = 0;
+	sodium_memzero(text, sizeof(text));
+	return rc;
 }

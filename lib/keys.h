@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "cfg.h"
+#include "ordertopic.h"
 #include "queue.h"
 #include "token.h"
 #include "urlsig.h"
@@ -32,6 +33,15 @@ int fs_keys_load(const struct fs_cfg *, fs_token_keys **tokens, fs_urlsig_key **
  * fs_queue_keys_free.
  */
 int fs_keys_load_queue(const struct fs_cfg *, fs_queue_keys **queue, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * The order keys of the file FLASHSALE_ORDER_KEYS_FILE names (mode 0600)
+ * into t: the purchase handlers sign order messages with the first, the
+ * consumer and the operator's tools check them with all. 0, or -1 with err
+ * naming the file (never a key) and no key set.
+ */
+int fs_keys_load_orders(const struct fs_cfg *, fs_ordertopic *t, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /*

@@ -42,15 +42,18 @@ static const uint64_t bucket_us[FS_METRICS_BUCKETS] = { 100, 250, 500, 1000, 250
 	25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000 };
 
 /*
- * One series: its family's name, its labels, the family's help, and
- * whether it counts microseconds that are shown in seconds (the unit
- * Prometheus expects).
+ * One series: its family's name, its labels, the family's help, whether
+ * it counts microseconds that are shown in seconds (the unit Prometheus
+ * expects), and the program that shows it at 0 too (an alert on its
+ * increase must see the 0 before the first count: Prometheus's increase()
+ * of a series that appears at 1 is 0).
  */
 static const struct {
 	const char *name;
 	const char *labels;
 	const char *help;
 	int us_as_seconds;
+	const char *shown_at_zero_by;
 } metric_table[FS_M__MAX] = {
 	[FS_M_PURCHASE_SOLD_OUT_MEMORY] = { "flashsale_purchase_sold_out_total", "from=\"memory\"",
 	    "Purchases the handler answered 410 SOLD_OUT, from its in-memory flag or from Redis." },
@@ -132,6 +135,14 @@ static const struct {
 	[FS_M_ORDERS_FAILED] = { "flashsale_consumer_orders_total", "result=\"failed\"", NULL },
 	[FS_M_ORDERS_DUPLICATE] = { "flashsale_consumer_orders_total", "result=\"duplicate\"", NULL },
 	[FS_M_ORDERS_MALFORMED] = { "flashsale_consumer_orders_total", "result=\"malformed\"", NULL },
+	[FS_M_ORDERS_NO_MAC] = { "flashsale_consumer_unauthenticated_total", "reason=\"no_mac\"",
+	    "Messages of the order topic that no holder of an order key made, by reason: no MAC, "
+	    "an unknown key id, a MAC that does not check. Never an order; each a dead letter.", 0,
+	    "flashsale-consumer" },
+	[FS_M_ORDERS_UNKNOWN_KEY] = { "flashsale_consumer_unauthenticated_total",
+	    "reason=\"unknown_key\"", NULL, 0, "flashsale-consumer" },
+	[FS_M_ORDERS_BAD_MAC] = { "flashsale_consumer_unauthenticated_total", "reason=\"bad_mac\"",
+	    NULL, 0, "flashsale-consumer" },
 	[FS_M_ORDERS_DEAD_LETTERED] = { "flashsale_consumer_dead_letters_total", NULL,
 	    "Messages sent to the dead-letter topic." },
 	[FS_M_EXPIRY_RUNS] = { "flashsale_expiry_runs_total", NULL,
@@ -487,8 +498,10 @@ write_counters(FILE *out, const struct sums *s)
 		for (int i = 0; i < s->n; i++) {
 			const struct block *b = &s->p[i].sum;
 
-			/* A family shows the programs that ever counted it. */
-			if (b->v[m] == 0 && (m < FS_M_GAUGE_FIRST_ || s->p[i].processes == 0))
+			/* A family shows the programs that ever counted it (and its owner's 0). */
+			if (b->v[m] == 0 && (m < FS_M_GAUGE_FIRST_ || s->p[i].processes == 0) &&
+			    (metric_table[m].shown_at_zero_by == NULL ||
+				strcmp(metric_table[m].shown_at_zero_by, b->program) != 0))
 				continue;
 			fprintf(out, "%s{program=\"%s\"%s%s} ", metric_table[m].name, b->program,
 			    labels != NULL ? "," : "", labels != NULL ? labels : "");

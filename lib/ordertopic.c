@@ -6,12 +6,33 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "b64url.h"
 #include "clock.h"
 #include "jsonread.h"
 #include "ordertopic.h"
 #include "uuid.h"
 
 #define DLQ_SUFFIX ".dlq"
+#define MAC_LABEL "flashsale-order-v1"	/* the first bytes MACed: what the MAC is of */
+#define MSG_KEY_MAX 64			/* bytes of a message key worth reading */
+#define HDR_KID "fs-kid"
+#define HDR_MAC "fs-mac"
+
+static const char *const verdict_names[FS_ORDERTOPIC_VERDICT__MAX] = {
+	[FS_ORDERTOPIC_OK] = "OK",
+	[FS_ORDERTOPIC_MALFORMED] = "MALFORMED",
+	[FS_ORDERTOPIC_NO_MAC] = "NO_MAC",
+	[FS_ORDERTOPIC_UNKNOWN_KEY] = "UNKNOWN_KEY",
+	[FS_ORDERTOPIC_BAD_MAC] = "BAD_MAC",
+};
+
+const char *
+fs_ordertopic_verdict_name(enum fs_ordertopic_verdict v)
+{
+	return v >= 0 && v < FS_ORDERTOPIC_VERDICT__MAX ? verdict_names[v] : "?";
+}
 
 int
 fs_ordertopic_init(fs_ordertopic *t, const char *brokers, const char *topic, char *err,
@@ -48,6 +69,122 @@ fs_ordertopic_close(fs_ordertopic *t)
 {
 	fs_kafka_producer_free(t->producer);
 	t->producer = NULL;
+	sodium_memzero(t->keys, sizeof(t->keys));
+	t->nkeys = 0;
+}
+
+/* A key id: 1 to FS_ORDERTOPIC_KID_MAX of [A-Za-z0-9._-]. */
+static int
+kid_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > FS_ORDERTOPIC_KID_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]) ==
+		    NULL || s[i] == '\0')
+			return 0;
+	return 1;
+}
+
+/* One line "kid:key" of a key ring into k; 0, or -1 with err saying why (never the key). */
+static int
+parse_key_line(const char *line, size_t len, int lineno, struct fs_ordertopic_key *k, char *err,
+    size_t errlen)
+{
+	const char *colon = memchr(line, ':', len);
+	size_t keylen = 0;
+
+	if (colon == NULL || !kid_ok(line, (size_t)(colon - line))) {
+		snprintf(err, errlen, "order keys line %d: want kid:key, the kid 1-%d of [A-Za-z0-9._-]",
+		    lineno, FS_ORDERTOPIC_KID_MAX);
+		return -1;
+	}
+	memcpy(k->kid, line, (size_t)(colon - line));
+	k->kid[colon - line] = '\0';
+	if (fs_b64url_decode(k->key, sizeof(k->key), colon + 1, len - (size_t)(colon - line) - 1,
+		&keylen) != FS_B64URL_OK ||
+	    keylen != sizeof(k->key)) {
+		snprintf(err, errlen, "order keys line %d (%s): the key is not base64url of %d bytes",
+		    lineno, k->kid, FS_ORDERTOPIC_KEY_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+int
+fs_ordertopic_set_keys(fs_ordertopic *t, const char *text, size_t len, char *err, size_t errlen)
+{
+	struct fs_ordertopic_key ring[FS_ORDERTOPIC_KEYS_MAX];
+	const char *p = text, *end = text + len;
+	int n = 0, lineno = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t linelen = (size_t)((nl != NULL ? nl : end) - p);
+
+		lineno++;
+		if (linelen > 0 && p[linelen - 1] == '\r')
+			linelen--;
+		if (linelen > 0 && *p != '#') {
+			if (n == FS_ORDERTOPIC_KEYS_MAX) {
+				snprintf(err, errlen, "more than %d order keys", FS_ORDERTOPIC_KEYS_MAX);
+				goto fail;
+			}
+			if (parse_key_line(p, linelen, lineno, &ring[n], err, errlen) != 0)
+				goto fail;
+			for (int i = 0; i < n; i++)
+				if (strcmp(ring[i].kid, ring[n].kid) == 0) {
+					snprintf(err, errlen, "order keys line %d: key id %s twice",
+					    lineno, ring[n].kid);
+					goto fail;
+				}
+			n++;
+		}
+		p += (nl != NULL ? (size_t)(nl - p) + 1 : linelen);
+		if (nl == NULL)
+			break;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no order key");
+		goto fail;
+	}
+	sodium_memzero(t->keys, sizeof(t->keys));
+	memcpy(t->keys, ring, (size_t)n * sizeof(ring[0]));
+	t->nkeys = n;
+	sodium_memzero(ring, sizeof(ring));
+	return 0;
+fail:
+	sodium_memzero(ring, sizeof(ring));
+	return -1;
+}
+
+/*
+ * What the MAC is over, into buf (at least MAC_INPUT_MAX bytes): the label,
+ * the key id, the message key and the value, each after its length (4
+ * bytes, big-endian), so that no two messages share it. Its length, or 0
+ * when the message is too long to be an order.
+ */
+#define MAC_INPUT_MAX (sizeof(MAC_LABEL) + 16 + FS_ORDERTOPIC_KID_MAX + MSG_KEY_MAX + \
+    FS_ORDERTOPIC_MESSAGE_MAX)
+static size_t
+mac_input(unsigned char *buf, const char *kid, const void *key, size_t keylen, const void *value,
+    size_t len)
+{
+	const void *part[4] = { MAC_LABEL, kid, key, value };
+	size_t plen[4] = { sizeof(MAC_LABEL) - 1, strlen(kid), keylen, len }, n = 0;
+
+	if (plen[1] > FS_ORDERTOPIC_KID_MAX || keylen > MSG_KEY_MAX || len > FS_ORDERTOPIC_MESSAGE_MAX)
+		return 0;
+	for (int i = 0; i < 4; i++) {
+		buf[n++] = (unsigned char)(plen[i] >> 24);
+		buf[n++] = (unsigned char)(plen[i] >> 16);
+		buf[n++] = (unsigned char)(plen[i] >> 8);
+		buf[n++] = (unsigned char)plen[i];
+		if (plen[i] > 0)
+			memcpy(buf + n, part[i], plen[i]);
+		n += plen[i];
+	}
+	return n;
 }
 
 int
@@ -120,46 +257,127 @@ item_key(uint64_t item, char key[24])
 	return strlen(key);
 }
 
-/* The order's message, keyed by its item, in the caller's key and value; -1 when too long. */
+/* The MAC of a message under the first order key: its id into kid, the MAC (base64url) into mac. */
 static int
-order_msg(const struct fs_order *o, struct fs_kafka_msg *msg, char key[24],
-    char value[FS_ORDERTOPIC_MESSAGE_MAX], char *err, size_t errlen)
+sign(const fs_ordertopic *t, const void *key, size_t keylen, const void *value,
+    size_t len, char kid[FS_ORDERTOPIC_KID_MAX + 1], char mac[FS_ORDERTOPIC_MAC_TEXT + 1],
+    char *err, size_t errlen)
 {
-	int n;
+	unsigned char in[MAC_INPUT_MAX], bin[crypto_auth_BYTES];
+	size_t inlen;
 
-	memset(msg, 0, sizeof(*msg));
-	if ((n = fs_ordertopic_encode(o, value, FS_ORDERTOPIC_MESSAGE_MAX)) < 0) {
+	if (t->nkeys == 0) {
+		snprintf(err, errlen, "no order key to sign the order with");
+		return -1;
+	}
+	snprintf(kid, FS_ORDERTOPIC_KID_MAX + 1, "%s", t->keys[0].kid);
+	if ((inlen = mac_input(in, kid, key, keylen, value, len)) == 0) {
 		snprintf(err, errlen, "order message too long");
 		return -1;
 	}
-	msg->key = key;
-	msg->keylen = item_key(o->item, key);
-	msg->value = value;
-	msg->len = (size_t)n;
+	crypto_auth(bin, in, inlen, t->keys[0].key);
+	if (fs_b64url_encode(mac, FS_ORDERTOPIC_MAC_TEXT + 1, bin, sizeof(bin), NULL) !=
+	    FS_B64URL_OK) {
+		snprintf(err, errlen, "order MAC does not fit");
+		return -1;
+	}
 	return 0;
+}
+
+/* Points m's Kafka form at its buffers; the key and value are there, kid and mac made. */
+static void
+wire(struct fs_ordertopic_msg *m, size_t keylen, size_t len)
+{
+	m->kafka.key = m->key;
+	m->kafka.keylen = keylen;
+	m->kafka.value = m->value;
+	m->kafka.len = len;
+	m->kafka.header[0] = (struct fs_kafka_header){ HDR_KID, m->kid };
+	m->kafka.header[1] = (struct fs_kafka_header){ HDR_MAC, m->mac };
+}
+
+int
+fs_ordertopic_message(const fs_ordertopic *t, const struct fs_order *o, struct fs_ordertopic_msg *m,
+    char *err, size_t errlen)
+{
+	size_t keylen;
+	int n;
+
+	memset(m, 0, sizeof(*m));
+	if ((n = fs_ordertopic_encode(o, m->value, sizeof(m->value))) < 0) {
+		snprintf(err, errlen, "order message too long");
+		return -1;
+	}
+	keylen = item_key(o->item, m->key);
+	if (sign(t, m->key, keylen, m->value, (size_t)n, m->kid, m->mac, err, errlen) != 0)
+		return -1;
+	wire(m, keylen, (size_t)n);
+	return 0;
+}
+
+int
+fs_ordertopic_message_bytes(const fs_ordertopic *t, const void *key, size_t keylen,
+    const void *value, size_t len, struct fs_ordertopic_msg *m, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (keylen > sizeof(m->key) || len > sizeof(m->value)) {
+		snprintf(err, errlen, "message key or value too long for an order message");
+		return -1;
+	}
+	memcpy(m->key, key, keylen);
+	memcpy(m->value, value, len);
+	if (sign(t, m->key, keylen, m->value, len, m->kid, m->mac, err, errlen) != 0)
+		return -1;
+	wire(m, keylen, len);
+	return 0;
+}
+
+enum fs_ordertopic_verdict
+fs_ordertopic_read(const fs_ordertopic *t, const rd_kafka_message_t *m, struct fs_order *o)
+{
+	unsigned char in[MAC_INPUT_MAX], mac[crypto_auth_BYTES];
+	char kid[FS_ORDERTOPIC_KID_MAX + 2], text[FS_ORDERTOPIC_MAC_TEXT + 2];
+	const struct fs_ordertopic_key *k = NULL;
+	size_t maclen = 0, inlen;
+
+	memset(o, 0, sizeof(*o));
+	if (!fs_kafka_msg_header(m, HDR_KID, kid, sizeof(kid)) ||
+	    !fs_kafka_msg_header(m, HDR_MAC, text, sizeof(text)))
+		return FS_ORDERTOPIC_NO_MAC;
+	for (int i = 0; i < t->nkeys && kid_ok(kid, strlen(kid)); i++)
+		if (strcmp(t->keys[i].kid, kid) == 0)
+			k = &t->keys[i];
+	if (k == NULL)
+		return FS_ORDERTOPIC_UNKNOWN_KEY;
+	if (fs_b64url_decode(mac, sizeof(mac), text, strlen(text), &maclen) != FS_B64URL_OK ||
+	    maclen != sizeof(mac) ||
+	    (inlen = mac_input(in, kid, m->key, m->key_len, m->payload, m->len)) == 0 ||
+	    crypto_auth_verify(mac, in, inlen, k->key) != 0)
+		return FS_ORDERTOPIC_BAD_MAC;
+	if (m->payload == NULL || fs_ordertopic_decode(m->payload, m->len, o) != 0)
+		return FS_ORDERTOPIC_MALFORMED;
+	return FS_ORDERTOPIC_OK;
 }
 
 enum fs_kafka_delivery
 fs_ordertopic_publish(fs_ordertopic *t, const struct fs_order *o, char *err, size_t errlen)
 {
-	struct fs_kafka_msg msg;
-	char key[24], value[FS_ORDERTOPIC_MESSAGE_MAX];
+	struct fs_ordertopic_msg m;
 
-	if (order_msg(o, &msg, key, value, err, errlen) != 0)
+	if (fs_ordertopic_message(t, o, &m, err, errlen) != 0)
 		return FS_KAFKA_NOT_DELIVERED;
-	return fs_kafka_produce_all(t->producer, t->topic, &msg, 1, err, errlen);
+	return fs_kafka_produce_all(t->producer, t->topic, &m.kafka, 1, err, errlen);
 }
 
 int
 fs_ordertopic_publish_async(fs_ordertopic *t, const struct fs_order *o, fs_kafka_sent *sent,
     void *arg, char *err, size_t errlen)
 {
-	struct fs_kafka_msg msg;
-	char key[24], value[FS_ORDERTOPIC_MESSAGE_MAX];
+	struct fs_ordertopic_msg m;
 
-	if (order_msg(o, &msg, key, value, err, errlen) != 0)
+	if (fs_ordertopic_message(t, o, &m, err, errlen) != 0)
 		return -1;
-	return fs_kafka_produce_async(t->producer, t->topic, &msg, sent, arg, err, errlen);
+	return fs_kafka_produce_async(t->producer, t->topic, &m.kafka, sent, arg, err, errlen);
 }
 
 enum fs_kafka_delivery
@@ -276,6 +494,7 @@ fs_ordertopic_backlog_total(const struct fs_ordertopic_backlog *b)
 }
 
 struct on_their_way {
+	const fs_ordertopic *t;
 	uint64_t sale;
 	struct fs_order *orders;
 	size_t n, cap;
@@ -287,7 +506,7 @@ collect_order(void *arg, const rd_kafka_message_t *m)
 	struct on_their_way *w = arg;
 	struct fs_order o, *grown;
 
-	if (fs_ordertopic_decode(m->payload, m->len, &o) != 0 ||
+	if (fs_ordertopic_read(w->t, m, &o) != FS_ORDERTOPIC_OK ||
 	    (w->sale != 0 && o.sale != w->sale))
 		return 0;
 	if (w->n == w->cap) {
@@ -306,10 +525,14 @@ int
 fs_ordertopic_on_their_way(const fs_ordertopic *t, uint64_t sale, int timeout_ms,
     struct fs_order **orders, size_t *n, char *err, size_t errlen)
 {
-	struct on_their_way w = { sale, NULL, 0, 0 };
+	struct on_their_way w = { t, sale, NULL, 0, 0 };
 
 	*orders = NULL;
 	*n = 0;
+	if (t->nkeys == 0) {
+		snprintf(err, errlen, "no order key: an order message cannot be checked");
+		return -1;
+	}
 	if (fs_kafka_read_topic(t->brokers, t->topic, FS_ORDERTOPIC_GROUP, LONG_MAX, timeout_ms, collect_order,
 		&w, err, errlen) < 0) {
 		free(w.orders);

@@ -5,6 +5,15 @@
  * order) and the message itself,
  *   {"orderId":"<uuidv7>","saleId":S,"itemId":I,"userId":"<sub>","reservedAt":<ms>}.
  * The Kafka driver (kafka.h) carries bytes; this module says what they are.
+ *
+ * Every order message proves that a purchase handler made it: two headers,
+ * fs-kid (the order key's id) and fs-mac (base64url of crypto_auth,
+ * HMAC-SHA512-256, under that key over "flashsale-order-v1", the key id,
+ * the message key and the value, each with its length), so that a writer
+ * that can reach the topic but holds no order key (whatever its broker
+ * credentials) makes no order. The order keys are a key ring of lines
+ * "kid:base64url(32 bytes)": the first line signs, every line verifies
+ * (docs/SECURITY.md: rotating the order key).
  */
 #ifndef FS_ORDERTOPIC_H
 #define FS_ORDERTOPIC_H
@@ -21,6 +30,17 @@
 #define FS_ORDERTOPIC_DLQ_PARTITIONS 1
 #define FS_ORDERTOPIC_REPLICAS_MAX 3	/* copies of each partition, at most */
 #define FS_ORDERTOPIC_GROUP	"flashsale-consumer"
+#define FS_ORDERTOPIC_KEYS_MAX	4	/* order keys in the ring (a rotation needs two) */
+#define FS_ORDERTOPIC_KID_MAX	16	/* bytes of a key id: [A-Za-z0-9._-] */
+#define FS_ORDERTOPIC_KEY_BYTES	32	/* crypto_auth_KEYBYTES */
+#define FS_ORDERTOPIC_MAC_TEXT	43	/* base64url of the 32-byte MAC */
+#define FS_ORDERTOPIC_KEYFILE_MAX 1024	/* bytes of a key ring file */
+
+/* One order key: its id and its secret. */
+struct fs_ordertopic_key {
+	char kid[FS_ORDERTOPIC_KID_MAX + 1];
+	unsigned char key[FS_ORDERTOPIC_KEY_BYTES];
+};
 
 /*
  * The Kafka principals (SCRAM users) of the jobs, each granted only what
@@ -38,7 +58,28 @@ typedef struct fs_ordertopic {
 	char topic[FS_ORDERTOPIC_NAME_MAX + 1];
 	char dlq[FS_ORDERTOPIC_NAME_MAX + 1];
 	fs_kafka_producer *producer; /* owned; NULL until fs_ordertopic_open_producer */
+	struct fs_ordertopic_key keys[FS_ORDERTOPIC_KEYS_MAX]; /* keys[0] signs, all verify */
+	int nkeys; /* 0 until fs_ordertopic_set_keys: nothing signs, nothing verifies */
 } fs_ordertopic;
+
+/* What reading a message of the topic found: an order, or why it is none. */
+enum fs_ordertopic_verdict {
+	FS_ORDERTOPIC_OK = 0,		/* an order, made by a holder of an order key */
+	FS_ORDERTOPIC_MALFORMED,	/* its MAC checks but it is no order message */
+	FS_ORDERTOPIC_NO_MAC,		/* no fs-kid or no fs-mac header */
+	FS_ORDERTOPIC_UNKNOWN_KEY,	/* fs-kid names no key of the ring */
+	FS_ORDERTOPIC_BAD_MAC,		/* the MAC does not check: forged or altered */
+	FS_ORDERTOPIC_VERDICT__MAX
+};
+
+/* A message built for the topic: its Kafka form points into the buffers beside it. */
+struct fs_ordertopic_msg {
+	struct fs_kafka_msg kafka;
+	char key[24];
+	char value[FS_ORDERTOPIC_MESSAGE_MAX];
+	char kid[FS_ORDERTOPIC_KID_MAX + 1];
+	char mac[FS_ORDERTOPIC_MAC_TEXT + 1];
+};
 
 /* Names the topics of brokers; 0, or -1 with err written (a name too long). */
 int fs_ordertopic_init(fs_ordertopic *, const char *brokers, const char *topic, char *err,
@@ -50,8 +91,18 @@ int fs_ordertopic_init(fs_ordertopic *, const char *brokers, const char *topic, 
  */
 int fs_ordertopic_open_producer(fs_ordertopic *, int timeout_ms, int linger_ms, char *err,
     size_t errlen);
-/* Flushes and closes the producer; a zeroed or closed topic is fine. */
+/* Flushes and closes the producer and wipes the keys; a zeroed or closed topic is fine. */
 void fs_ordertopic_close(fs_ordertopic *);
+/*
+ * Sets the order keys from a key ring's text (len bytes): one line
+ * "kid:base64url-key" per key, 1 to FS_ORDERTOPIC_KEYS_MAX of them, ids
+ * distinct; blank lines and lines starting with # are skipped. 0, or -1
+ * with err saying which line is wrong (never a key) and no key set.
+ */
+int fs_ordertopic_set_keys(fs_ordertopic *, const char *text, size_t len, char *err,
+    size_t errlen) __attribute__((warn_unused_result));
+/* The verdict's name, as dead letters carry it ("NO_MAC" ...). */
+const char *fs_ordertopic_verdict_name(enum fs_ordertopic_verdict);
 
 /* The order message of o (id, sale, item, user, reserved_ms): its length, or -1 when too big. */
 int fs_ordertopic_encode(const struct fs_order *, char *out, size_t outlen);
@@ -61,6 +112,28 @@ int fs_ordertopic_encode(const struct fs_order *, char *out, size_t outlen);
  * become an order.
  */
 int fs_ordertopic_decode(const void *msg, size_t len, struct fs_order *o);
+/*
+ * The one way to make an order's message: encoded, keyed by its item and
+ * signed with the first order key into m. 0, or -1 with err written (no
+ * key, or too long).
+ */
+int fs_ordertopic_message(const fs_ordertopic *, const struct fs_order *,
+    struct fs_ordertopic_msg *m, char *err, size_t errlen);
+/*
+ * The same for a message key and value given as bytes (a tool that writes
+ * messages by hand): copied into m and signed. 0, or -1 with err written
+ * (no key, or a key or value too long for an order message).
+ */
+int fs_ordertopic_message_bytes(const fs_ordertopic *, const void *key, size_t keylen,
+    const void *value, size_t len, struct fs_ordertopic_msg *m, char *err, size_t errlen);
+/*
+ * The one way to read a message of the topic (or a dead letter): its MAC
+ * checked in constant time under the key its fs-kid names, then its order
+ * decoded into o. Anything but FS_ORDERTOPIC_OK leaves o zeroed and can
+ * never become an order.
+ */
+enum fs_ordertopic_verdict fs_ordertopic_read(const fs_ordertopic *, const rd_kafka_message_t *,
+    struct fs_order *o) __attribute__((warn_unused_result));
 
 /* Publishes one order, keyed by its item, and waits for the broker's answer. Thread-safe. */
 enum fs_kafka_delivery fs_ordertopic_publish(fs_ordertopic *, const struct fs_order *, char *err,
@@ -73,8 +146,9 @@ enum fs_kafka_delivery fs_ordertopic_publish(fs_ordertopic *, const struct fs_or
 int fs_ordertopic_publish_async(fs_ordertopic *, const struct fs_order *, fs_kafka_sent *sent,
     void *arg, char *err, size_t errlen);
 /*
- * Sends n messages of the topic (key and value as read, reason set) to the
- * dead letters and waits for the broker's answer.
+ * Sends n messages of the topic (key and value as read, the headers of the
+ * original and a reason) to the dead letters and waits for the broker's
+ * answer.
  */
 enum fs_kafka_delivery fs_ordertopic_dead_letters(fs_ordertopic *, const struct fs_kafka_msg *,
     size_t n, char *err, size_t errlen);
@@ -124,8 +198,8 @@ long long fs_ordertopic_backlog_total(const struct fs_ordertopic_backlog *);
  * The orders on their way: the messages of the topic that the recording
  * group has not committed yet (accepted with a 202, not recorded for sure),
  * of one sale (0: every sale), in topic order per partition. *orders is the
- * caller's to free. 0, or -1 with err set; a message that is no order is
- * skipped (it can never become one).
+ * caller's to free. 0, or -1 with err set; a message that is no order, or
+ * whose MAC does not check, is skipped (it can never become one).
  */
 int fs_ordertopic_on_their_way(const fs_ordertopic *, uint64_t sale, int timeout_ms,
     struct fs_order **orders, size_t *n, char *err, size_t errlen);

@@ -30,6 +30,7 @@ FLASHSALE_KAFKA_PASSWORD_FILE=$SECRETS/kafka-$kafka_user.password
 FLASHSALE_KAFKA_CA_FILE=$TLS_PUBLIC/ca.crt
 FLASHSALE_KEYS_DIR=$STATE/keys
 FLASHSALE_JWKS_FILE=$JWKS_FILE
+FLASHSALE_ORDER_KEYS_FILE=$SECRETS/order.keys
 FLASHSALE_DATADIR=$DATADIR
 FLASHSALE_SOLDOUT_DIR=$SOLDOUT_DIR
 FLASHSALE_NCHAN_PUB=$NCHAN_PUB
@@ -117,10 +118,23 @@ ensure_secrets() {
 	ensure_secret pg.password
 	ensure_secret redis-flashsale.password
 	ensure_secret redis-flashsale-admin.password
+	ensure_order_keys
 	ensure_kafka_secrets
 	pg_password=$(cat "$SECRETS/pg.password")
 	(umask 077 && for pg_port in $PG_PORTS; do
 		printf '%s:%s:*:%s:%s\n' "$PG_SOCKDIR" "$pg_port" "$PG_ROLE" "$pg_password"
 		printf '127.0.0.1:%s:*:%s:%s\n' "$pg_port" "$PG_ROLE" "$pg_password"
 	done >"$SECRETS/pgpass.tmp" && mv "$SECRETS/pgpass.tmp" "$SECRETS/pgpass")
+}
+
+# The order keys (FLASHSALE_ORDER_KEYS_FILE): one line "kid:key", a random
+# key id and 32 random bytes in base64url, unless the file holds keys
+# already (a rotation edits it: docs/SECURITY.md).
+ensure_order_keys() {
+	if [ ! -s "$SECRETS/order.keys" ]; then
+		(umask 077 && printf 'o%s:%s\n' "$(od -An -tx1 -N4 /dev/urandom | tr -d ' \n')" \
+			"$(head -c 32 /dev/urandom | basenc --base64url -w0 | tr -d =)" \
+			>"$SECRETS/order.keys.tmp" && mv "$SECRETS/order.keys.tmp" "$SECRETS/order.keys")
+	fi
+	chmod 600 "$SECRETS/order.keys"
 }

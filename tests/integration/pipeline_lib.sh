@@ -41,11 +41,14 @@ p_dead_letters() {
 		if [ -n "${2:-}" ]; then fs_json -l -w .orderId="$2" .; else cat; fi | wc -l | tr -d ' '
 }
 
-# p_produce KEY JSON: one message straight onto the order topic.
+# p_produce KEY JSON: one message straight onto the order topic, signed
+# with the order key as a purchase handler signs it (tests/tools/fs-order-send).
 p_produce() {
-	printf '%s\t%s\n' "$1" "$2" |
-		fs_kcat -P -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -K '\t' 2>/dev/null
+	printf '%s\t%s\n' "$1" "$2" | p_send
 }
+
+# p_send: the lines KEY<TAB>VALUE of standard input onto the order topic, signed.
+p_send() { "$FLASHSALE_BINDIR/tests/tools/fs-order-send"; }
 
 # The order message the purchase handler would publish.
 p_message() { # ORDER SALE ITEM USER RESERVED_MS

@@ -3,7 +3,9 @@
  * (tests/unit/sale_fixture.h) and librdkafka's mock cluster for the topics:
  * each kind of dead letter gets its verdict, exactly one is replayed (its
  * unit taken again, its order back on the topic with a new reservedAt),
- * and a second replay takes no unit twice.
+ * and a second replay takes no unit twice. A letter whose MAC does not
+ * check (none, a bad one, junk) is never replayed, whatever reason it
+ * claims (issue 33: replaying signs anew, so it would mint an order).
  */
 #include "config.h"
 
@@ -18,6 +20,9 @@
 #include "sale_fixture.h"
 /* After rdkafka.h, which kafka.h includes. */
 #include <librdkafka/rdkafka_mock.h>
+
+/* The order key of the test (base64url of 32 bytes). */
+#define ORDER_KEYS "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\n"
 
 struct verdicts {
 	int n;
@@ -55,26 +60,32 @@ struct on_topic {
 	struct fs_order last;
 };
 
+static const fs_ordertopic *reader;
+
 static int
 count_order(void *arg, const rd_kafka_message_t *m)
 {
 	struct on_topic *t = arg;
 
-	if (m->payload != NULL && fs_ordertopic_decode(m->payload, m->len, &t->last) == 0)
+	if (fs_ordertopic_read(reader, m, &t->last) == FS_ORDERTOPIC_OK)
 		t->n++;
 	return 0;
 }
 
-/* A dead letter of order o (sale, item, user, id, reserved_ms) as the consumer sends it. */
+/*
+ * A dead letter of order o (sale, item, user, id, reserved_ms) as the
+ * consumer sends it: the message a purchase handler made, with a reason.
+ */
 static struct fs_kafka_msg
-letter(const struct fs_order *o, char *buf, size_t max, const char *reason)
+letter(const fs_ordertopic *t, const struct fs_order *o, struct fs_ordertopic_msg *buf,
+    const char *reason)
 {
-	struct fs_kafka_msg m = { .key = "k", .keylen = 1, .reason = reason };
-	int n = fs_ordertopic_encode(o, buf, max);
+	char err[128];
 
-	m.value = buf;
-	m.len = n > 0 ? (size_t)n : 0;
-	return m;
+	if (fs_ordertopic_message(t, o, buf, err, sizeof(err)) != 0)
+		abort();
+	buf->kafka.header[2] = (struct fs_kafka_header){ "reason", reason };
+	return buf->kafka;
 }
 
 /* An order of the sale that never reached PostgreSQL, without a hold. */
@@ -94,8 +105,9 @@ int
 main(void)
 {
 	struct fixture f;
-	struct fs_order lost, recorded, other, holder;
-	struct fs_kafka_msg msgs[6];
+	struct fs_order lost, recorded, other, holder, forged;
+	struct fs_kafka_msg msgs[8];
+	struct fs_ordertopic_msg buf[8];
 	struct fs_dlq_summary sum;
 	struct verdicts v;
 	struct on_topic ot;
@@ -104,7 +116,7 @@ main(void)
 	rd_kafka_t *rk = NULL;
 	rd_kafka_mock_cluster_t *mc;
 	uint64_t sale, item;
-	char err[256], buf[6][FS_ORDERTOPIC_MESSAGE_MAX];
+	char err[256];
 	const char *brokers;
 	int64_t before;
 
@@ -124,41 +136,57 @@ main(void)
 	    rd_kafka_mock_topic_create(mc, "orders.dlq", 1, 1) != RD_KAFKA_RESP_ERR_NO_ERROR ||
 	    (brokers = rd_kafka_mock_cluster_bootstraps(mc)) == NULL ||
 	    fs_ordertopic_init(&t, brokers, "orders", err, sizeof(err)) != 0 ||
+	    fs_ordertopic_set_keys(&t, ORDER_KEYS, strlen(ORDER_KEYS), err, sizeof(err)) != 0 ||
 	    fs_ordertopic_open_producer(&t, 5000, 1, err, sizeof(err)) != 0) {
 		printf("Bail out! librdkafka's mock cluster: %s\n", err);
 		fixture_finish(&f);
 		return 1;
 	}
 
-	/* Six dead letters: one to replay, and one of each reason not to. */
+	/*
+	 * Eight dead letters: one to replay, one of each reason not to, and
+	 * three that no purchase handler made.
+	 */
+	reader = &t;
 	lost_order(&lost, sale, item, "u1");
+	lost_order(&forged, sale, item, "u4");
 	lost_order(&other, sale + 1000, item, "u3");
 	lost_order(&holder, sale, item, "u2");
 	check(fixture_buy(&f, sale, item, "u2", 0, 1, &recorded) == 0 && fixture_left(&f, sale, item) == 2,
 	    "u2's order is recorded (2 units left)");
-	msgs[0] = letter(&lost, buf[0], sizeof(buf[0]), "TRANSIENT");
-	msgs[1] = letter(&recorded, buf[1], sizeof(buf[1]), "TRANSIENT");
+	msgs[0] = letter(&t, &lost, &buf[0], "TRANSIENT");
+	msgs[1] = letter(&t, &recorded, &buf[1], "TRANSIENT");
 	msgs[2] = (struct fs_kafka_msg){ .key = "k", .keylen = 1, .value = "junk", .len = 4,
-		.reason = "MALFORMED" };
-	msgs[3] = letter(&lost, buf[3], sizeof(buf[3]), "TRANSIENT");
-	msgs[4] = letter(&other, buf[4], sizeof(buf[4]), "TRANSIENT");
-	msgs[5] = letter(&holder, buf[5], sizeof(buf[5]), "TRANSIENT");
-	check(fs_ordertopic_dead_letters(&t, msgs, 6, err, sizeof(err)) == FS_KAFKA_DELIVERED,
-	    "six dead letters on orders.dlq");
+		.header = { { "reason", "MALFORMED" } } };
+	msgs[3] = letter(&t, &lost, &buf[3], "TRANSIENT");
+	msgs[4] = letter(&t, &other, &buf[4], "TRANSIENT");
+	msgs[5] = letter(&t, &holder, &buf[5], "TRANSIENT");
+	/* Written to the dead letters by a holder of no order key, with a reason that would replay. */
+	msgs[6] = letter(&t, &forged, &buf[6], "TRANSIENT");
+	memset(msgs[6].header, 0, sizeof(msgs[6].header));
+	msgs[6].header[0] = (struct fs_kafka_header){ "reason", "TRANSIENT" };
+	msgs[7] = letter(&t, &forged, &buf[7], "BAD_MAC");
+	msgs[7].header[1] = (struct fs_kafka_header){ "fs-mac", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8" };
+	check(fs_ordertopic_dead_letters(&t, msgs, 8, err, sizeof(err)) == FS_KAFKA_DELIVERED,
+	    "eight dead letters on orders.dlq");
 
 	memset(&v, 0, sizeof(v));
 	before = fs_clock_now_ms();
 	check(fs_dlq_replay(f.pg, f.stock, &t, sale, note, &v, &sum, err, sizeof(err)) == 0 &&
-	    sum.letters == 6 && sum.count[FS_DLQ_REPLAYED] == 1 && sum.count[FS_DLQ_RECORDED] == 1 &&
+	    sum.letters == 8 && sum.count[FS_DLQ_REPLAYED] == 1 && sum.count[FS_DLQ_RECORDED] == 1 &&
 	    sum.count[FS_DLQ_MALFORMED] == 0 && sum.count[FS_DLQ_REPEATED] == 1 &&
 	    sum.count[FS_DLQ_OTHER_SALE] == 2 && sum.count[FS_DLQ_SHOPPER_HOLDS] == 1 &&
-	    sum.count[FS_DLQ_SOLD_OUT] == 0 && sum.count[FS_DLQ_NOT_DELIVERED] == 0,
-	    "replay of one sale: 6 letters; one replayed, one each recorded, repeated, of a "
-	    "shopper holding another order, and two not of the sale (one malformed)");
+	    sum.count[FS_DLQ_SOLD_OUT] == 0 && sum.count[FS_DLQ_NOT_DELIVERED] == 0 &&
+	    sum.count[FS_DLQ_UNAUTHENTICATED] == 2,
+	    "replay of one sale: 8 letters; one replayed, one each recorded, repeated, of a "
+	    "shopper holding another order, two not of the sale (one junk), two unauthenticated "
+	    "that claim the sale (no MAC, a bad MAC)");
 	check(said(&v, lost.id, FS_DLQ_REPLAYED) && said(&v, recorded.id, FS_DLQ_RECORDED) &&
-	    said(&v, "-", FS_DLQ_OTHER_SALE) && said(&v, lost.id, FS_DLQ_REPEATED) &&
+	    said(&v, forged.id, FS_DLQ_UNAUTHENTICATED) && said(&v, lost.id, FS_DLQ_REPEATED) &&
 	    said(&v, other.id, FS_DLQ_OTHER_SALE) && said(&v, holder.id, FS_DLQ_SHOPPER_HOLDS),
 	    "replay of one sale: each letter reported with its own verdict");
+	check(!said(&v, forged.id, FS_DLQ_REPLAYED) && strcmp(fixture_status(&f, forged.id), "") == 0,
+	    "the letters whose MAC does not check are not replayed (u4 has no order)");
 	memset(&ot, 0, sizeof(ot));
 	check(fixture_left(&f, sale, item) == 1 &&
 	    fs_kafka_read_topic(brokers, "orders", NULL, 100, 10000, count_order, &ot, err,
@@ -170,11 +198,11 @@ main(void)
 
 	memset(&v, 0, sizeof(v));
 	check(fs_dlq_replay(f.pg, f.stock, &t, 0, note, &v, &sum, err, sizeof(err)) == 0 &&
-	    sum.letters == 6 && fixture_left(&f, sale, item) == 1 &&
-	    sum.count[FS_DLQ_MALFORMED] == 1 && said(&v, "-", FS_DLQ_MALFORMED) &&
+	    sum.letters == 8 && fixture_left(&f, sale, item) == 1 &&
+	    sum.count[FS_DLQ_UNAUTHENTICATED] == 3 && said(&v, "-", FS_DLQ_UNAUTHENTICATED) &&
 	    sum.count[FS_DLQ_NOT_IN_SALE] == 1 && said(&v, other.id, FS_DLQ_NOT_IN_SALE),
-	    "replay of every sale, again: no unit taken twice; the malformed letter is named so, "
-	    "the other sale's order is in no sale Redis knows");
+	    "replay of every sale, again: no unit taken twice, the unauthenticated letters (junk "
+	    "too) still not replayed; the other sale's order is in no sale Redis knows");
 	check(strcmp(fs_dlq_verdict_name(FS_DLQ_SOLD_OUT), "?") != 0 &&
 	    strcmp(fs_dlq_verdict_name(FS_DLQ__MAX), "?") == 0, "every verdict has a name");
 

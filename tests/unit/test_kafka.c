@@ -141,8 +141,9 @@ count_sevens(void *arg, const rd_kafka_message_t *m)
 static void
 group_clients(const char *brokers, fs_kafka_producer *p)
 {
-	struct fs_kafka_msg msgs[3] = { { "7", 1, "{\"o\":1}", 7, NULL }, { "7", 1, "{\"o\":2}", 7, NULL },
-		{ "7", 1, "{\"o\":3}", 7, NULL } };
+	struct fs_kafka_msg msgs[3] = { { .key = "7", .keylen = 1, .value = "{\"o\":1}", .len = 7 },
+		{ .key = "7", .keylen = 1, .value = "{\"o\":2}", .len = 7 },
+		{ .key = "7", .keylen = 1, .value = "{\"o\":3}", .len = 7 } };
 	rd_kafka_message_t *got[3];
 	fs_kafka_consumer *c;
 	char err[256] = "";
@@ -205,8 +206,8 @@ int
 main(void)
 {
 	static char huge[2 * 1024 * 1024];
-	struct fs_kafka_msg msg = { "7", 1, "{\"o\":1}", 7, NULL };
-	struct fs_kafka_msg big = { "7", 1, huge, sizeof(huge), NULL };
+	struct fs_kafka_msg msg = { .key = "7", .keylen = 1, .value = "{\"o\":1}", .len = 7 };
+	struct fs_kafka_msg big = { .key = "7", .keylen = 1, .value = huge, .len = sizeof(huge) };
 	rd_kafka_mock_cluster_t *mc;
 	fs_kafka_producer *p;
 	struct told t1, t2, t3;

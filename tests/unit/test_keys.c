@@ -7,7 +7,8 @@
  * a directory can be wrong (no key, a missing URL key, a file of the wrong
  * size, a directory where a key file should be, a secret key of another
  * pair, a JWK Set file missing or malformed). The key files' mode is not
- * checked by lib/keyfile (the keys directory is), so no case here.
+ * checked by lib/keyfile (the keys directory is), so no case here; the
+ * order keys' file is a secret file of its own, whose mode is checked.
  */
 #include "config.h"
 
@@ -444,6 +445,46 @@ test_queue(void)
 	drop("queue.key");
 }
 
+/*
+ * The order keys (issue 33): the file FLASHSALE_ORDER_KEYS_FILE names, a
+ * key ring of 0600; no setting, a missing file, one others may read or a
+ * malformed ring each refuse, and the error never holds a key.
+ */
+static void
+test_order_keys(void)
+{
+	static const char ring[] = "new:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8\n"
+				   "old:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\n";
+	char path[600], err[256];
+	fs_ordertopic t;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(path, sizeof(path), "%s/order.keys", dir);
+	unsetenv("FLASHSALE_ORDER_KEYS_FILE");
+	check(fs_keys_load_orders(cfg_with(dir, NULL, NULL, NULL, NULL), &t, err, sizeof(err)) == -1 &&
+		strstr(err, "FLASHSALE_ORDER_KEYS_FILE") != NULL && t.nkeys == 0,
+	    "order keys: no FLASHSALE_ORDER_KEYS_FILE, no start");
+	setenv("FLASHSALE_ORDER_KEYS_FILE", path, 1);
+	check(fs_keys_load_orders(cfg_with(dir, NULL, NULL, NULL, NULL), &t, err, sizeof(err)) == -1 &&
+		t.nkeys == 0, "order keys: a missing file refuses");
+	put("order.keys", ring, strlen(ring));
+	check(fs_keys_load_orders(cfg_with(dir, NULL, NULL, NULL, NULL), &t, err, sizeof(err)) == 0 &&
+		t.nkeys == 2 && strcmp(t.keys[0].kid, "new") == 0 && strcmp(t.keys[1].kid, "old") == 0,
+	    "order keys: the ring loads, the first line first");
+	fs_ordertopic_close(&t);
+	chmod(path, 0640);
+	check(fs_keys_load_orders(cfg_with(dir, NULL, NULL, NULL, NULL), &t, err, sizeof(err)) == -1 &&
+		strstr(err, "0600") != NULL && t.nkeys == 0,
+	    "order keys: a file the group may read refuses");
+	put("order.keys", "new:ICEi\n", 9);
+	chmod(path, 0600);
+	check(fs_keys_load_orders(cfg_with(dir, NULL, NULL, NULL, NULL), &t, err, sizeof(err)) == -1 &&
+		strstr(err, path) != NULL && strstr(err, "ICEi") == NULL && t.nkeys == 0,
+	    "order keys: a malformed ring refuses, naming the file and not the key");
+	unsetenv("FLASHSALE_ORDER_KEYS_FILE");
+	drop("order.keys");
+}
+
 int
 main(void)
 {
@@ -464,6 +505,7 @@ main(void)
 	test_jwks();
 	test_demo();
 	test_queue();
+	test_order_keys();
 
 	drop("jwt-ed25519.pub");
 	drop("url.key");

@@ -168,8 +168,7 @@ dup=$(p_uuid)
 dave=dave-$sale
 is "$(p_reserve "$sale" "$item" "$dave" "$dup" "$(p_now_ms)")" "1" "a hold taken through the Lua script"
 dmsg=$(p_message "$dup" "$sale" "$item" "$dave" "$(p_now_ms)")
-printf '%s\t%s\n%s\t%s\n' "$item" "$dmsg" "$item" "$dmsg" |
-	fs_kcat -P -b "$FLASHSALE_KAFKA_BROKERS" -t "$FLASHSALE_KAFKA_TOPIC" -K '\t'
+printf '%s\t%s\n%s\t%s\n' "$item" "$dmsg" "$item" "$dmsg" | p_send
 consumer_caught_up
 is "$(p_count "id = '$dup'") $(p_status "$dup")" "1 PENDING" "a message twice in one batch gives one PENDING order"
 is "$(p_stock "$sale" "$item") $(p_sold "$item")" "7 3" "one unit for it: 7 left, sold 3"
