@@ -303,6 +303,7 @@ start_pg_monitor() {
 	fi
 	pg_prepare_dirs
 	if [ ! -f "$PG_MONITOR_DATA/PG_VERSION" ]; then
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create monitor --pgdata "$PG_MONITOR_DATA" \
 			--pgport "$PORT_PG_MONITOR" --hostname 127.0.0.1 --skip-pg-hba \
 			$(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
@@ -355,6 +356,7 @@ start_pg_node() {
 	pg_prepare_dirs
 	if [ ! -f "$data/PG_VERSION" ]; then
 		# The second node starts as a standby of the first (pg_basebackup).
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create postgres --pgdata "$data" --pgport "$(pg_node_port "$1")" \
 			--hostname "$(pg_peer_ip "$1")" --listen 127.0.0.1 --name "$name" --monitor "$(pg_monitor_uri "$1")" \
 			--dbname postgres --skip-pg-hba $(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" \

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2046,SC2154 # set -- $(...) splits ids into words on purpose; sourced after lib.sh, whose variables it reads (sh -u stops on an unset one)
 # Issue 33: an order exists only if a purchase handler made it. Mid-sale, a
 # writer that reaches the order topic with the purchase handlers' own broker
 # credentials (kcat as the principal flashsale-purchase: it may write
