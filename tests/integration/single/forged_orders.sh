@@ -58,6 +58,15 @@ order_of() { psql_q "SELECT id FROM orders WHERE sale_id = $sale AND user_id = '
 
 check "prometheus: deploy/stack start prometheus (ready)" "$stack" start prometheus
 prom=http://127.0.0.1:$((FLASHSALE_PORT_BASE + 9))
+# The alert's increase() counts from a sample: Prometheus must have scraped
+# the consumer's counter (at its value before the forgeries) before the
+# first forgery, or a counter first seen at 1 never counts as an increase.
+prom_scraped() {
+	curl -s -m 5 "$prom/api/v1/query?query=flashsale_consumer_unauthenticated_total" |
+		fs_json -q '.data.result[0].metric.__name__'
+}
+check "prometheus: it has scraped the consumer's count of unauthenticated messages" \
+    p_until 30 flashsale_consumer_unauthenticated_total prom_scraped
 
 set -- $(new_sale -5 8)
 sale=$1 item=$2
