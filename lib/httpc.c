@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,29 +374,54 @@ take_answer(char *raw, size_t len, struct fs_httpc_answer *a, const char *url, c
 }
 
 /*
+ * The client context, made once per process and kept (loading the system's
+ * trust store costs about 20 ms) until FLASHSALE_HTTPC_CA_FILE names another
+ * file; a context that could not be made is not kept.
+ */
+static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
+static SSL_CTX *tls_kept;
+static char tls_kept_ca[1024];
+
+/*
  * A client context: TLS 1.2 or later, the peer's chain verified against
  * FLASHSALE_HTTPC_CA_FILE when it is set, else the system's trust store.
- * NULL with err set.
+ * The caller frees its reference; NULL with err set.
  */
 static SSL_CTX *
 tls_context(char *err, size_t errlen)
 {
 	const char *ca = getenv("FLASHSALE_HTTPC_CA_FILE");
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX *ctx = NULL;
 
-	if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+	if (ca == NULL)
+		ca = "";
+	pthread_mutex_lock(&tls_lock);
+	if (tls_kept != NULL && strcmp(tls_kept_ca, ca) == 0 && SSL_CTX_up_ref(tls_kept) == 1)
+		ctx = tls_kept;
+	pthread_mutex_unlock(&tls_lock);
+	if (ctx != NULL)
+		return ctx;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
 		snprintf(err, errlen, "TLS: cannot make a context");
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (ca != NULL && *ca != '\0' ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1
-				      : SSL_CTX_set_default_verify_paths(ctx) != 1) {
+	if (*ca != '\0' ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1
+			: SSL_CTX_set_default_verify_paths(ctx) != 1) {
 		snprintf(err, errlen, "TLS: cannot read the certificate authorities of %.200s",
-		    ca != NULL && *ca != '\0' ? ca : "the system");
+		    *ca != '\0' ? ca : "the system");
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
+	pthread_mutex_lock(&tls_lock);
+	if (strlen(ca) < sizeof(tls_kept_ca) && SSL_CTX_up_ref(ctx) == 1) {
+		SSL_CTX_free(tls_kept);
+		tls_kept = ctx;
+		snprintf(tls_kept_ca, sizeof(tls_kept_ca), "%s", ca);
+	}
+	pthread_mutex_unlock(&tls_lock);
 	return ctx;
 }
 
