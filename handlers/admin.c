@@ -22,7 +22,7 @@ static const char usage[] =
     "                                    the identity provider's signing keys (OpenID Connect\n"
     "                                    discovery, issuer checked; FLASHSALE_JWT_ISSUER) into the\n"
     "                                    JWK Set file (FILE, else FLASHSALE_JWKS_FILE), replaced\n"
-    "                                    only by a usable set; --via: a local proxy to https\n"
+    "                                    only by a usable set; https verified; --via: a local proxy\n"
     "  sale create FILE.json [--json]    insert a sale and its items; prints their ids (--json:\n"
     "                                    the whole sale as one JSON document)\n"
     "  sale warm SALE_ID [--force] [--ignore-lag]\n"

@@ -82,7 +82,7 @@ static const struct {
 	[FS_CFG_EXPIRE_TOKEN] = { "FLASHSALE_EXPIRE_TOKEN", "",
 	    "secret that the operator expiry endpoint requires (empty: endpoint off)" },
 	[FS_CFG_PAYMENT_URL] = { "FLASHSALE_PAYMENT_URL", NULL,
-	    "payment provider's API base URL, http://IPv4:PORT (flashsale-payment)" },
+	    "payment provider's API base URL, http://IPv4:PORT or https://HOST[:PORT] (flashsale-payment)" },
 	[FS_CFG_PAYMENT_API_KEY] = { "FLASHSALE_PAYMENT_API_KEY", NULL,
 	    "secret API key of the payment provider (flashsale-payment)" },
 	[FS_CFG_PAYMENT_WEBHOOK_SECRET] = { "FLASHSALE_PAYMENT_WEBHOOK_SECRET", NULL,

@@ -3,9 +3,10 @@
  * 1.0 says (driver): ISSUER/.well-known/openid-configuration, whose
  * "issuer" must be ISSUER exactly (section 4.3), then its "jwks_uri"; the
  * keys that tokens can be verified with (lib/token's rules) replace a JWK
- * Set file by a rename, and only then. Over lib/httpc: http only, to a
- * numeric IPv4 address or localhost; an https provider is reached through
- * a local HTTPS-terminating proxy named by via (docs/OPERATING.md).
+ * Set file by a rename, and only then. Over lib/httpc: https to any host
+ * (the certificate verified), http to a numeric IPv4 address or localhost;
+ * via names a local proxy that every URL of the issuer's origin is fetched
+ * from instead (docs/OPERATING.md).
  */
 #ifndef FS_OIDC_H
 #define FS_OIDC_H

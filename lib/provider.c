@@ -238,6 +238,7 @@ fs_provider_new(const char *base, const char *api_key, char *err, size_t errlen)
 {
 	const char *host, *colon;
 	struct in_addr addr;
+	char hostbuf[64];
 	fs_provider *p;
 	char *end;
 	long port;
@@ -246,25 +247,41 @@ fs_provider_new(const char *base, const char *api_key, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	if (strncmp(base, "https://", 8) == 0) {
+		size_t n = strlen(base);
+
+		/* Any host httpc takes, no path: the calls add theirs. */
+		if (n > 8 && base[n - 1] == '/')
+			n--;
+		if (n >= sizeof(p->base) || strcspn(base + 8, "/") != n - 8 ||
+		    fs_httpc_url_ok(base, err, errlen) != 0) {
+			snprintf(err, errlen, "provider URL must be https://HOST[:PORT]");
+			goto fail;
+		}
+		memcpy(p->base, base, n);
+		p->base[n] = '\0';
+		goto key;
+	}
 	if (strncmp(base, "http://", 7) != 0 || (colon = strchr(base + 7, ':')) == NULL) {
-		snprintf(err, errlen, "provider URL must be http://HOST:PORT");
+		snprintf(err, errlen, "provider URL must be http://HOST:PORT or https://HOST[:PORT]");
 		goto fail;
 	}
 	host = base + 7;
-	if ((size_t)(colon - host) >= sizeof(p->host)) {
+	if ((size_t)(colon - host) >= sizeof(hostbuf)) {
 		snprintf(err, errlen, "provider URL host too long");
 		goto fail;
 	}
-	memcpy(p->host, host, (size_t)(colon - host));
-	p->host[colon - host] = '\0';
+	memcpy(hostbuf, host, (size_t)(colon - host));
+	hostbuf[colon - host] = '\0';
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (inet_pton(AF_INET, p->host, &addr) != 1 || errno != 0 || end == colon + 1 ||
+	if (inet_pton(AF_INET, hostbuf, &addr) != 1 || errno != 0 || end == colon + 1 ||
 	    port < 1 || port > 65535 || (*end != '\0' && strcmp(end, "/") != 0)) {
 		snprintf(err, errlen, "provider URL must be http://IPv4:PORT");
 		goto fail;
 	}
-	p->port = (int)port;
+	snprintf(p->base, sizeof(p->base), "http://%s:%ld", hostbuf, port);
+key:
 	if (strlen(api_key) < FS_PROVIDER_SECRET_MIN || strlen(api_key) >= sizeof(p->api_key) ||
 	    strspn(api_key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
 		strlen(api_key)) {
@@ -301,7 +318,7 @@ call(fs_provider *p, const char *path, const char *idem, const char *body, size_
 	json_object *doc = NULL;
 	int n;
 
-	snprintf(url, sizeof(url), "http://%s:%d%s", p->host, p->port, path);
+	snprintf(url, sizeof(url), "%s%s", p->base, path);
 	n = snprintf(headers, sizeof(headers),
 	    "Authorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\n",
 	    p->api_key, idem);

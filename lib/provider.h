@@ -87,16 +87,17 @@ int fs_provider_event_json(const struct fs_provider_event *ev, char *out, size_t
 int fs_provider_id_ok(const char *id);
 
 typedef struct fs_provider {
-	char host[64];
-	int port;
+	char base[FS_PROVIDER_URL_MAX - 63];	/* scheme://host:port, no slash after */
 	char api_key[128];
 	int err;
 	char errstr[128];
 } fs_provider;
 
 /*
- * base: "http://HOST:PORT" with a numeric IPv4 host; api_key: the bearer
- * token of the provider's API. NULL with err set when malformed.
+ * base: "http://HOST:PORT" with a numeric IPv4 host, or
+ * "https://HOST[:PORT]" (lib/httpc: a DNS name, the certificate verified);
+ * api_key: the bearer token of the provider's API. NULL with err set when
+ * malformed.
  */
 fs_provider *fs_provider_new(const char *base, const char *api_key, char *err, size_t errlen);
 /* Wipes the API key; NULL is fine. */

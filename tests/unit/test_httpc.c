@@ -3,7 +3,14 @@
  * a loopback port of the kernel's choosing: the request's bytes, the
  * answer's status, headers and body, and the refusals (bad URL, a request
  * too big, no server, a server that does not answer in time, an answer
- * that is not HTTP), and localhost as the one host name.
+ * that is not HTTP), and localhost as the one host name. Then https
+ * (issue 34: an identity provider is https only) against a TLS server in
+ * a child process, with a certificate authority made in memory and given
+ * by FLASHSALE_HTTPC_CA_FILE: a good certificate is fetched (by name and
+ * by address), a certificate for another name and one from an unknown
+ * authority are refused with OpenSSL's reason, a server that stalls in the
+ * handshake hits the deadline, an answer over the limits is refused, and
+ * an answer cut short without close_notify is refused.
  */
 #include "config.h"
 
@@ -17,8 +24,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "httpc.h"
 #include "expect.h"
+#include "test_ca.h"
 
 /* Listens on 127.0.0.1:0; the socket, its port in *port. */
 static int
@@ -122,6 +132,163 @@ test_send(int lfd, const char *url)
 	    "send: headers over FS_HTTPC_REQ_HEAD_MAX are refused");
 }
 
+/*
+ * A child that accepts one TLS connection with ctx, reads the request's
+ * head and sends len bytes of answer; close_notify after it unless cut.
+ */
+static pid_t
+tls_serve_once(int lfd, SSL_CTX *ctx, const char *answer, size_t len, int cut)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char req[4096];
+		size_t have = 0, n;
+		int c = accept(lfd, NULL, NULL);
+		SSL *ssl = SSL_new(ctx);
+
+		signal(SIGPIPE, SIG_IGN);
+		if (c < 0 || ssl == NULL || SSL_set_fd(ssl, c) != 1 || SSL_accept(ssl) != 1)
+			_exit(0);
+		while (have < sizeof(req) - 1 && SSL_read_ex(ssl, req + have, sizeof(req) - 1 - have, &n) == 1) {
+			have += n;
+			req[have] = '\0';
+			if (strstr(req, "\r\n\r\n") != NULL)
+				break;
+		}
+		if (SSL_write_ex(ssl, answer, len, &n) != 1)
+			_exit(1);
+		if (!cut)
+			SSL_shutdown(ssl);
+		_exit(0);
+	}
+	return pid;
+}
+
+static void
+test_https(void)
+{
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nkeys";
+	char dir[] = "/tmp/test_httpc.XXXXXX", ca_path[64], url[128], err[512], *big;
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *other_ca_key = EVP_EC_gen("P-256"),
+		 *key = EVP_EC_gen("P-256");
+	X509 *ca, *other_ca, *good, *wrong_name, *unknown;
+	SSL_CTX *good_ctx, *wrong_name_ctx, *unknown_ctx;
+	struct fs_httpc_answer a;
+	size_t biglen = FS_HTTPC_HEAD_MAX + FS_HTTPC_BODY_MAX + 64;
+	int lfd, port, rc;
+	pid_t pid;
+
+	if (ca_key == NULL || other_ca_key == NULL || key == NULL || mkdtemp(dir) == NULL)
+		exit(2);
+	ca = make_cert(ca_key, "flashsale test CA", NULL, NULL, NULL);
+	other_ca = make_cert(other_ca_key, "another CA", NULL, NULL, NULL);
+	good = make_cert(key, "localhost", ca, ca_key, "DNS:localhost,IP:127.0.0.1");
+	wrong_name = make_cert(key, "other.example", ca, ca_key, "DNS:other.example");
+	unknown = make_cert(key, "localhost", other_ca, other_ca_key, "DNS:localhost,IP:127.0.0.1");
+	good_ctx = server_ctx(good, key);
+	wrong_name_ctx = server_ctx(wrong_name, key);
+	unknown_ctx = server_ctx(unknown, key);
+	snprintf(ca_path, sizeof(ca_path), "%s/ca.crt", dir);
+	write_pem(ca, ca_path);
+	setenv("FLASHSALE_HTTPC_CA_FILE", ca_path, 1);
+	lfd = listen_any(&port);
+
+	snprintf(url, sizeof(url), "https://localhost:%d/.well-known/jwks.json", port);
+	pid = tls_serve_once(lfd, good_ctx, ok, strlen(ok), 0);
+	rc = fs_httpc_request("GET", url, 3000, &a, err, sizeof(err));
+	check(rc == 0 && a.status == 200 && strcmp(a.body, "keys") == 0,
+	    "https: a certificate for localhost from the configured authority is fetched");
+	if (rc != 0)
+		printf("# %s\n", err);
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/", port);
+	pid = tls_serve_once(lfd, good_ctx, ok, strlen(ok), 0);
+	rc = fs_httpc_request("GET", url, 3000, &a, err, sizeof(err));
+	check(rc == 0 && a.status == 200 && strcmp(a.body, "keys") == 0,
+	    "https: by address, the certificate's IP subjectAltName is checked and fits");
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+
+	snprintf(url, sizeof(url), "https://localhost:%d/", port);
+	pid = tls_serve_once(lfd, wrong_name_ctx, ok, strlen(ok), 0);
+	rc = fs_httpc_request("GET", url, 3000, &a, err, sizeof(err));
+	check(rc == -1 && strcmp(err, "the certificate of localhost is refused: hostname mismatch") == 0,
+	    "https: a certificate for another name is refused, naming the host and the reason");
+	if (rc == -1)
+		printf("# %s\n", err);
+	waitpid(pid, NULL, 0);
+
+	pid = tls_serve_once(lfd, unknown_ctx, ok, strlen(ok), 0);
+	rc = fs_httpc_request("GET", url, 3000, &a, err, sizeof(err));
+	check(rc == -1 &&
+		strcmp(err, "the certificate of localhost is refused: unable to get local issuer certificate") ==
+		    0,
+	    "https: a certificate from an unknown authority is refused");
+	if (rc == -1)
+		printf("# %s\n", err);
+	waitpid(pid, NULL, 0);
+
+	/* The server reads the ClientHello and says nothing. */
+	pid = serve_once(lfd, NULL);
+	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "timed out in the TLS handshake with localhost") == 0,
+	    "https: a server stalling in the handshake hits the deadline");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+
+	if ((big = malloc(biglen)) == NULL)
+		exit(2);
+	memset(big, 'x', biglen);
+	memcpy(big, "HTTP/1.0 200 OK\r\n\r\n", 19);
+	pid = tls_serve_once(lfd, good_ctx, big, biglen, 0);
+	check(fs_httpc_request("GET", url, 5000, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "answer larger than 4202496 bytes") == 0,
+	    "https: an answer over the limits is refused");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	free(big);
+
+	/* Closed without close_notify: a Content-Length the body has stands, another does not. */
+	pid = tls_serve_once(lfd, good_ctx, ok, strlen(ok), 1);
+	rc = fs_httpc_request("GET", url, 3000, &a, err, sizeof(err));
+	check(rc == 0 && strcmp(a.body, "keys") == 0,
+	    "https: no close_notify, but the whole Content-Length: taken");
+	fs_httpc_answer_free(&a);
+	waitpid(pid, NULL, 0);
+	pid = tls_serve_once(lfd, good_ctx, "HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nkeys", 42, 1);
+	check(fs_httpc_request("GET", url, 3000, &a, err, sizeof(err)) == -1 &&
+		strstr(err, "without TLS close_notify") != NULL,
+	    "https: an answer cut short without close_notify is refused");
+	waitpid(pid, NULL, 0);
+
+	check(fs_httpc_request("GET", "https://user@localhost/", 300, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "not a URL https://HOST[:PORT]/path: https://user@localhost/") == 0,
+	    "https: user info in the URL is refused");
+	setenv("FLASHSALE_HTTPC_CA_FILE", "/nonexistent/ca.crt", 1);
+	check(fs_httpc_request("GET", url, 300, &a, err, sizeof(err)) == -1 &&
+		strcmp(err, "TLS: cannot read the certificate authorities of /nonexistent/ca.crt") == 0,
+	    "https: an unreadable CA file is a clear error");
+	unsetenv("FLASHSALE_HTTPC_CA_FILE");
+
+	close(lfd);
+	unlink(ca_path);
+	rmdir(dir);
+	SSL_CTX_free(good_ctx);
+	SSL_CTX_free(wrong_name_ctx);
+	SSL_CTX_free(unknown_ctx);
+	X509_free(ca);
+	X509_free(other_ca);
+	X509_free(good);
+	X509_free(wrong_name);
+	X509_free(unknown);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(other_ca_key);
+	EVP_PKEY_free(key);
+}
+
 int
 main(void)
 {
@@ -180,5 +347,6 @@ main(void)
 	    "another scheme is refused");
 	check(fs_httpc_request("GET", "http://127.0.0.1:99999/", 300, &a, err, sizeof(err)) == -1,
 	    "a port out of range is refused");
+	test_https();
 	return failures == 0 ? 0 : 1;
 }

@@ -141,8 +141,18 @@ main(void)
 		check(p != NULL && fs_provider_refund(p, "pi_1", 1, "VND", refund) == -1 && p->err,
 		    "a refund with nothing listening fails with an error, no crash");
 		fs_provider_free(p);
-		check(fs_provider_new("https://127.0.0.1:1", "key_0123456789abcdef", err, sizeof(err)) == NULL,
-		    "https:// is refused");
+		/* https is only a matter of the URL's scheme now (issue 34: lib/httpc speaks TLS). */
+		p = fs_provider_new("https://pay.example.com/", "key_0123456789abcdef", err, sizeof(err));
+		check(p != NULL && strcmp(p->base, "https://pay.example.com") == 0,
+		    "https://HOST is taken, its trailing slash dropped");
+		fs_provider_free(p);
+		check(fs_provider_new("https://pay.example.com/v1", "key_0123456789abcdef", err, sizeof(err)) ==
+			    NULL &&
+			strcmp(err, "provider URL must be https://HOST[:PORT]") == 0,
+		    "an https URL with a path is refused");
+		check(fs_provider_new("https://user@pay.example.com", "key_0123456789abcdef", err,
+			  sizeof(err)) == NULL,
+		    "an https URL with user info is refused");
 		check(fs_provider_new("http://localhost:1", "key_0123456789abcdef", err, sizeof(err)) == NULL,
 		    "a host name is refused");
 		check(fs_provider_new("http://127.0.0.1:1", "short", err, sizeof(err)) == NULL,
