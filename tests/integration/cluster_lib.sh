@@ -55,10 +55,16 @@ k_retry() {
 }
 
 # k_retry_rounds SALE OUT [BASE]: k_retry until nobody is left to retry, at
-# most three rounds; prints how many retries there were in all.
+# most eight rounds, each after the second a 503's Retry-After asks for (as
+# the page does): a retry that meets its first attempt's hold still on its
+# way to the broker is told 503 until that attempt's delivery timeout has
+# passed (FLASHSALE_KAFKA_TIMEOUT_MS + 1 s), then gets the 409 the broker
+# confirmed (issue 36, a 409 is a promise). Prints how many retries there
+# were in all.
 k_retry_rounds() {
 	k_retried=0
-	for _ in 1 2 3; do
+	for k_round in 1 2 3 4 5 6 7 8; do
+		[ "$k_round" = 1 ] || sleep 1
 		k_n=$(k_retry "$@")
 		[ "$k_n" = 0 ] && break
 		k_retried=$((k_retried + k_n))

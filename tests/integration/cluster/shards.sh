@@ -35,8 +35,13 @@ fire_all "$(purchase_path "$ks_sale")" "$FLASHSALE_STATE/ks-burst" "$FLASHSALE_S
 is "$(count_of 202 "$FLASHSALE_STATE/ks-out")" "300" "burst: exactly the 300 units get 202"
 is "$(awk '$1 == "202" { print $2 }' "$FLASHSALE_STATE/ks-out" | sort -u | wc -l | tr -d ' ')" "300" \
     "for 300 distinct shoppers"
-is "$(k_unanswered "$FLASHSALE_STATE/ks-out")" \
-    "0" "every other answer is 409 or 410"
+# A 409 is a promise (issue 36): a shopper's second request that meets its
+# first still on its way to the broker is told 503 (try again) instead;
+# the first gets the 202.
+ks_early=$(awk 'NR == FNR { if ($1 == 202) won[$2] = 1; next } $1 == 503 && ($2 in won) { n++ }
+	END { print n + 0 }' "$FLASHSALE_STATE/ks-out" "$FLASHSALE_STATE/ks-out")
+is "$(($(k_unanswered "$FLASHSALE_STATE/ks-out") - ks_early))" \
+    "0" "every other answer is 409 or 410, or 503 when it met its shopper's 202 on its way ($ks_early)"
 consumer_caught_up 60
 k_figures "$ks_sale" "$ks_item" "$FLASHSALE_STATE/ks-out"
 is "$k_live $k_left $k_dup $k_oversold $k_stranded" "300 0 0 0 0" \
