@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 
 #include "cases.h"
+#include "fcgi_client.h"
 #include "clock.h"
 #include "fcgi.h"
 
@@ -250,23 +251,9 @@ serve(void *arg)
 static char sock_path[108], thread_path[108];
 
 static int
-dial_path(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		perror("connect");
-		exit(2);
-	}
-	return fd;
-}
-
-static int
 dial(void)
 {
-	return dial_path(sock_path);
+	return test_fcgi_dial(sock_path);
 }
 
 static size_t
@@ -451,7 +438,7 @@ thread_workers(void)
 	check(pid > 0, "a handler process with worker threads started");
 
 	/* The process's first request is aborted before it is whole (a fuzz finding). */
-	fd = dial_path(thread_path);
+	fd = test_fcgi_dial(thread_path);
 	n = record(req, 1, 4, begin, 8, 0);
 	n += record(req + n, 2, 4, "", 0, 0);
 	send_all(fd, req, n, 0);
@@ -459,7 +446,7 @@ thread_workers(void)
 	    "threads: a first request aborted before it was whole ends with no output");
 	close(fd);
 
-	fd = dial_path(thread_path);
+	fd = test_fcgi_dial(thread_path);
 	n = record(req, 1, 1, begin, 8, 0);
 	n += record(req + n, 4, 1, huge, sizeof(huge), 0);
 	send_all(fd, req, n, 0);
@@ -468,7 +455,7 @@ thread_workers(void)
 	    "threads: a pair whose lengths sum past INT_MAX closes its connection, not the process");
 	close(fd);
 
-	fd = dial_path(thread_path);
+	fd = test_fcgi_dial(thread_path);
 	n = record(req, 11, 0, "", 0, 0); /* type 11: no such management record */
 	send_all(fd, req, n, 0);
 	check(read_full(fd, head, 16) == 0 && head[1] == 11 && head[2] == 0 && head[3] == 0 &&
@@ -487,7 +474,7 @@ thread_workers(void)
 	close(fd);
 
 	/* More parameters than the parser keeps (nginx passes every header as one). */
-	fd = dial_path(thread_path);
+	fd = test_fcgi_dial(thread_path);
 	n = record(req, 1, 5, begin, 8, 0);
 	for (int i = 0; i < 70; i++) {
 		char name[16];
