@@ -108,9 +108,14 @@ else
 fi
 
 # Two herds of 1,000 shoppers, 1.2 s apart (a second boundary between
-# them). The origin then sees one request per wall-clock second at most
-# (the first of each second; the others wait for its answer:
-# proxy_cache_lock), and at least one. The burst leaves the edge's error
+# them). The origin then sees the first request of each wall-clock second
+# (the others wait for its answer: proxy_cache_lock), and at least one,
+# plus those whose wait of 100 ms ended before that answer was stored (an
+# answer that came late, or in the next second, which stores the ended
+# second's key already expired): on this 2-core machine, where the herd,
+# the edge and the origin share the cores, a few in a second. The bound:
+# one a second, plus 1 % of the herd (deploy/edge.conf.in says why the wait
+# is 100 ms: returned units must sell from the next second on). The burst leaves the edge's error
 # log free of "[crit] cache file ... has too long header" (issue 36: a
 # cache file replaced under readers).
 crit0=$(grep -c 'has too long header' "$FLASHSALE_STATE/log/nginx-edge-error.log")
@@ -131,10 +136,10 @@ is "$first410 $second410" "1000 1000" "edge: 2,000 purchases of the sold-out ite
 n=$(origin_reached "$before" "$item" 1)
 most=$((n1 / 1000000000 - n0 / 1000000000 + 1))
 diag "2,000 sold-out purchases through the edge in $(((n1 - n0) / 1000000)) ms: $n origin request(s)"
-if [ "$n" -ge 1 ] && [ "$n" -le "$most" ]; then
-	ok "edge: the origin saw $n of them (one per second at most: $most seconds)"
+if [ "$n" -ge 1 ] && [ "$n" -le $((most + 20)) ]; then
+	ok "edge: the origin saw $n of them (one a second, $most seconds, plus at most 20 of 2,000 that waited in vain)"
 else
-	not_ok "edge: the origin sees one sold-out purchase per second at most, and at least one" "$n in $most seconds"
+	not_ok "edge: the origin sees one sold-out purchase a second plus at most 1 % of the herd, and at least one" "$n in $most seconds"
 fi
 # The first purchase of a new second goes to the origin (MISS): up to three
 # presses, until one is answered from what the edge remembers.
