@@ -49,6 +49,12 @@ backend origin {
 # waits 1 s, a loaded machine's scheduling delay, before it counts as
 # failed). Until then a request that cannot reach it is retried once on
 # the other (vcl_backend_error).
+#
+# Varnish Cache has no TLS to its backends: each backend is the edge's
+# nginx on a unix socket of its own, which speaks TLS to that origin host
+# with the edge's client certificate (deploy/edge.conf.in) and closes the
+# connection unanswered when the host cannot be reached, so that the
+# probes and the retry below see the host itself.
 import directors;
 
 probe origin_alive {
@@ -61,8 +67,8 @@ probe origin_alive {
 }
 
 backend origin_a {
-	.host = "@ORIGIN_A@";
-	.port = "@PORT_ORIGIN@";
+	.path = "@RUN@/edge-origins/a.sock";
+	.host_header = "@ORIGIN_A@";
 	.connect_timeout = 300ms;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
@@ -70,8 +76,8 @@ backend origin_a {
 }
 
 backend origin_b {
-	.host = "@ORIGIN_B@";
-	.port = "@PORT_ORIGIN@";
+	.path = "@RUN@/edge-origins/b.sock";
+	.host_header = "@ORIGIN_B@";
 	.connect_timeout = 300ms;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;

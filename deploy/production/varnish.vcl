@@ -20,6 +20,11 @@ vcl 4.1;
 import directors;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
+# Varnish Cache speaks no TLS to its backends: each backend is the edge's
+# nginx on a unix socket of its own, which speaks TLS to that origin host
+# with the edge's client certificate (nginx-edge.conf) and closes the
+# connection unanswered when the host cannot be reached, so that the probe
+# and the retry see the host itself.
 # The probe takes an origin out of rotation when its host does not answer:
 # GET /healthz, which its nginx answers itself, so that a busy origin
 # passes it (a /readyz probe waits behind the purchases in the purchase
@@ -33,8 +38,8 @@ probe origin_alive {
 	.threshold = 3;
 }
 backend origin1 {
-	.host = "10.0.0.11";
-	.port = "80";
+	.path = "/run/flashsale-edge/origin1.sock";
+	.host_header = "origin1.flashsale.internal";
 	.probe = origin_alive;
 	.connect_timeout = 1s;
 	# A reveal is held by the origin until the start instant; the first
@@ -43,8 +48,8 @@ backend origin1 {
 	.between_bytes_timeout = 20s;
 }
 backend origin2 {
-	.host = "10.0.0.12";
-	.port = "80";
+	.path = "/run/flashsale-edge/origin2.sock";
+	.host_header = "origin2.flashsale.internal";
 	.probe = origin_alive;
 	.connect_timeout = 1s;
 	.first_byte_timeout = 20s;

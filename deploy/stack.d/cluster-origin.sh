@@ -20,6 +20,20 @@ use_origin() {
 	SOLDOUT_DIR=$odir/soldout
 	PUB_SOCK=$RUN/nchan/pub.sock
 	NGINX_PREFIX=$odir/nginx
+	TLS_KEYS=$odir/tls-keys
+	ORIGIN_NAME=origin-$1
+}
+
+# The origin host's certificate from the stack's authority (stack.d/tls.sh),
+# for its TLS port, where only the edge may speak (its client certificate,
+# deploy/nginx.conf.in): the name the edge checks for every origin
+# (origin.flashsale.internal, its purchases), the host's own (Varnish's way
+# to this host) and its address.
+origin_tls() {
+	{ tls_keys_dir "$TLS_KEYS" &&
+		tls_cert "$TLS_CA" "$TLS_KEYS" origin \
+			"DNS:origin.flashsale.internal,DNS:$ORIGIN_NAME.flashsale.internal,IP:$ORIGIN_HOST"; } ||
+		die "cannot make the certificate of $ORIGIN_NAME in $TLS_KEYS"
 }
 
 # The live PIDs of origin host X: its nginx and push server (the workers

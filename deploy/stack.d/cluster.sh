@@ -64,6 +64,7 @@ STACK_CONF=$CONF
 STACK_LOG=$LOG
 STACK_METRICS_DIR=$METRICS_DIR
 STACK_SOLDOUT_DIR=$SOLDOUT_DIR
+STACK_TLS_KEYS=$TLS_KEYS
 # The logkeeper rotates the stack's logs and the origin hosts'.
 LOG_DIRS="$LOG $STATE/origin-a/log $STATE/origin-b/log"
 
@@ -77,6 +78,7 @@ use_stack() {
 	PUB_SOCK=$RUN/nchan/pub.sock
 	NGINX_PREFIX=$STATE/nginx
 	ORIGIN_HOST=$ORIGIN_A
+	TLS_KEYS=$STACK_TLS_KEYS
 }
 
 # Consumer N runs next to origin host a (1) or b (2): their environment.

@@ -44,7 +44,14 @@ push_sockets() {
 
 start_nginx() {
 	start_nginx_of nginx-push push.conf.in ready_push "publisher $PUB_SOCK" push_sockets
-	start_nginx_of nginx nginx.conf.in ready_nginx "origin :$PORT_ORIGIN"
+	start_nginx_of nginx nginx.conf.in ready_nginx "origin :$PORT_ORIGIN" origin_tls
+}
+
+# The origin's certificate: none in the single topology, where the edge
+# reaches the origin on the host's loopback (stack.d/cluster-origin.sh:
+# each origin host's).
+origin_tls() {
+	:
 }
 
 ready_nginx() {

@@ -100,6 +100,10 @@ PORT_CONTROLLER=$((BASE + 5))
 PORT_BENCH=$((BASE + 7))
 PORT_PROVIDER=$((BASE + 8))
 PORT_PROMETHEUS=$((BASE + 9))
+# The edge's TLS port (both topologies), and the origins' (the cluster's:
+# the edge's link to an origin host is TLS with its client certificate).
+PORT_EDGE_TLS=$((BASE + 17))
+PORT_ORIGIN_TLS=$((BASE + 18))
 BENCH=${FLASHSALE_BENCH:-0}
 
 CONF=$STATE/conf
@@ -115,6 +119,9 @@ SECRETS=$STATE/secrets
 # which every client trusts, where anybody may read it.
 TLS_CA=$STATE/ca
 TLS_PUBLIC=$STATE/tls
+# The certificates and keys of the edge (root's alone, 0700); an origin
+# host of the cluster has its own (stack.d/cluster-origin.sh).
+TLS_KEYS=$STATE/tls-keys
 JWKS_FILE=$STATE/keys/jwks.json
 PG_ROLE=flashsale
 PUB_SOCK=$RUN/nchan/pub.sock

@@ -10,6 +10,7 @@
 # authority's certificate (ca.crt) and nothing else.
 #
 #   tls_ca DIR                  DIR/ca.key, DIR/ca.crt (made once)
+#   tls_keys_dir DIR            DIR, root's alone (0700), for tls_cert
 #   tls_cert CADIR DIR NAME SAN [OWNER]
 #                               DIR/NAME.key (0600) and DIR/NAME.crt signed
 #                               by CADIR's authority for SAN
@@ -20,7 +21,7 @@
 #                               postgres: give it a DIR it may enter, not
 #                               CADIR, which is root's alone)
 #
-# Both return non-zero, with openssl's complaint on stderr, when openssl
+# Each returns non-zero, with openssl's complaint on stderr, when openssl
 # fails; the caller dies with its own words.
 
 TLS_CA_DAYS=3650
@@ -50,6 +51,10 @@ tls_ca() {
 	) || { rm -f "$1/ca.key.new" "$1/ca.crt.new"; return 1; }
 	chmod 600 "$1/ca.key"
 	chmod 644 "$1/ca.crt"
+}
+
+tls_keys_dir() {
+	(umask 077 && mkdir -p "$1") && chmod 700 "$1"
 }
 
 # True when DIR/NAME.crt (tls_cert CADIR DIR NAME SAN) is signed by

@@ -3,10 +3,10 @@
 # deploy/stack's part the edge, Varnish and the nginx in front of it: start, ready, stop, status
 # (sourced by deploy/stack).
 
-# The edge answers on base+0: nginx (deploy/edge.conf.in) passes purchases
-# to the origins itself and hands everything else to Varnish
-# (deploy/varnish.vcl) on a unix socket that only that nginx reaches. One
-# part, "varnish", starts and stops both.
+# The edge answers on base+0, and with TLS on base+17: nginx
+# (deploy/edge.conf.in) passes purchases to the origins itself and hands
+# everything else to Varnish (deploy/varnish.vcl) on a unix socket that
+# only that nginx reaches. One part, "varnish", starts and stops both.
 start_varnish() {
 	if [ -n "$(part_pids varnish)" ]; then
 		say varnish "already running (pid $(cat "$RUN/varnish.pid"))"
@@ -22,7 +22,26 @@ start_varnish() {
 		wait_for 20 ready_varnish || die "varnish does not answer; see $LOG/varnish.log"
 		say varnish "up (pid $(cat "$RUN/varnish.pid"), $RUN/varnish.sock)"
 	fi
-	start_nginx_of nginx-edge edge.conf.in ready_edge "edge http://127.0.0.1:$PORT_EDGE/"
+	start_nginx_of nginx-edge edge.conf.in ready_edge \
+		"edge http://127.0.0.1:$PORT_EDGE/ https://127.0.0.1:$PORT_EDGE_TLS/" edge_tls
+}
+
+# The edge's certificates from the stack's authority (stack.d/tls.sh), in
+# a directory of root's alone: edge-public for the shoppers' TLS
+# (localhost, 127.0.0.1; in production the shop's public certificate),
+# and edge, the edge's own identity, the client certificate it shows the
+# origin hosts of the cluster, whose nginx admits that name only. In the
+# cluster Varnish reaches each origin through this nginx, on a unix socket
+# in a directory that only root and Varnish's group enter.
+edge_tls() {
+	{ tls_keys_dir "$TLS_KEYS" &&
+		tls_cert "$TLS_CA" "$TLS_KEYS" edge-public "DNS:localhost,IP:127.0.0.1" &&
+		tls_cert "$TLS_CA" "$TLS_KEYS" edge "DNS:edge.flashsale.internal"; } ||
+		die "cannot make the edge's certificates in $TLS_KEYS"
+	mkdir -p "$RUN/edge-origins"
+	chgrp varnish "$RUN/edge-origins"
+	chmod 750 "$RUN/edge-origins"
+	rm -f "$RUN"/edge-origins/*.sock
 }
 
 ready_varnish() {

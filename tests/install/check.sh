@@ -157,7 +157,19 @@ fi
 # 5. The production examples: nginx -t (on loopback ports of the test's
 # own and with a private pid and log) and Varnish's compiler.
 base=${FLASHSALE_TEST_PORT_BASE:-28080}
-sed -e "s|listen 10.0.0.11:80|listen 127.0.0.1:$((base + 10))|" \
+# nginx -t reads their certificates and keys: an authority of the test's
+# own stands for the site's (/etc/ssl/flashsale), with the same file names.
+. "$top_srcdir/deploy/stack.d/tls.sh"
+production_certs() {
+	tls_ca "$tmp/tls" || return 1
+	for name in shop edge origin; do
+		tls_cert "$tmp/tls" "$tmp/tls" "$name" "DNS:$name.flashsale.internal" || return 1
+	done
+}
+check "certificates for the production examples (deploy/stack.d/tls.sh)" production_certs
+sed -e "s|listen 10.0.0.11:443 |listen 127.0.0.1:$((base + 10)) |" \
+	-e "s|listen 127.0.0.1:80 |listen 127.0.0.1:$((base + 11)) |" \
+	-e "s|/etc/ssl/flashsale/|$tmp/tls/|g" \
 	-e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
 	-e "s|listen 127.0.0.1:8087|listen 127.0.0.1:$((base + 12))|" \
 	-e "s|/run/nginx.pid|$tmp/nginx.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
@@ -173,6 +185,9 @@ sed -e "s|listen unix:/run/flashsale/nchan/|listen unix:$tmp/|" \
 check "nginx -t accepts deploy/production/nginx-push.conf" \
 	nginx -t -q -p "$tmp/nginx" -e "$tmp/error.log" -c "$tmp/nginx-push.conf"
 sed -e "s|listen 80 |listen 127.0.0.1:$((base + 13)) |" \
+	-e "s|listen 443 |listen 127.0.0.1:$((base + 14)) |" \
+	-e "s|listen unix:/run/flashsale-edge/|listen unix:$tmp/|" \
+	-e "s|/etc/ssl/flashsale/|$tmp/tls/|g" \
 	-e "s|/run/nginx-edge.pid|$tmp/nginx-edge.pid|" -e "s|/var/log/nginx/|$tmp/|g" \
 	-e "s|/var/cache/nginx/flashsale-edge|$tmp/edge-cache|" \
 	"$top_srcdir/deploy/production/nginx-edge.conf" >"$tmp/nginx-edge.conf"
