@@ -24,7 +24,9 @@
 #                  (base+34..36), replication listener (base+41..43, where
 #                  the other brokers reach it through the relay); both topics replicated 3 times with
 #                  min.insync.replicas=2, the group offsets likewise
-#   origin-a, -b   two origin hosts, 127.0.0.2 and 127.0.0.3, port base+1:
+#   origin-a, -b   two origin hosts, 127.0.0.2 and 127.0.0.3, port base+1
+#                  (base+18 with TLS, the edge's link: its client
+#                  certificate, stack.d/cluster-origin.sh):
 #                  nginx and every handler each, with their own run, log,
 #                  metrics and sold-out marker directories under
 #                  $STATE/origin-X; each purchase handler listens to the
