@@ -8,6 +8,11 @@
 # everything else to Varnish (deploy/varnish.vcl) on a unix socket that
 # only that nginx reaches. One part, "varnish", starts and stops both.
 start_varnish() {
+	# The edge's nginx first: in the cluster Varnish's backends are its
+	# unix sockets, which must be there for Varnish's first probes (until
+	# Varnish answers, the edge answers 503 TRY_AGAIN).
+	start_nginx_of nginx-edge edge.conf.in ready_edge \
+		"edge http://127.0.0.1:$PORT_EDGE/ https://127.0.0.1:$PORT_EDGE_TLS/" edge_tls
 	if [ -n "$(part_pids varnish)" ]; then
 		say varnish "already running (pid $(cat "$RUN/varnish.pid"))"
 	else
@@ -22,8 +27,6 @@ start_varnish() {
 		wait_for 20 ready_varnish || die "varnish does not answer; see $LOG/varnish.log"
 		say varnish "up (pid $(cat "$RUN/varnish.pid"), $RUN/varnish.sock)"
 	fi
-	start_nginx_of nginx-edge edge.conf.in ready_edge \
-		"edge http://127.0.0.1:$PORT_EDGE/ https://127.0.0.1:$PORT_EDGE_TLS/" edge_tls
 }
 
 # The edge's certificates from the stack's authority (stack.d/tls.sh), in
