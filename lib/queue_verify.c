@@ -327,6 +327,14 @@ check_steps(struct verify *v)
  * began them, orders by Redis' when they were reserved.
  */
 #define BUDGET_SLACK_MS 1000
+/*
+ * A place admitted this long before a step, whose account had not ordered,
+ * was outstanding for that step whatever it did: a live page asks for its
+ * pass within a few seconds of its admission, and a pacer may presume a
+ * place silent for longer gone and admit in its stead (about 5 s); within
+ * claimSeconds and passSeconds too.
+ */
+#define BUDGET_RECENT_MS 5000
 
 /* The orders live now reserved before ms: each held a unit then (a live order was never released). */
 static long
@@ -352,9 +360,10 @@ live_before(const struct verify *v, int64_t ms)
  * alone, bounds that an honest step always meets: the units left were at
  * most the sale's units less the orders live now that were reserved a
  * second or more before the step; the places outstanding were at least
- * those admitted by the steps of the last min(claimSeconds, passSeconds),
- * less a second, whose account had not ordered by a second after the step
- * (each still had its pass to ask for, or one unused and not expired). A
+ * those admitted by the steps of the last BUDGET_RECENT_MS (at most
+ * claimSeconds and passSeconds), less a second, whose account had not
+ * ordered by a second after the step (each still had its pass to ask for,
+ * or one unused, not expired, whose page had just asked for it). A
  * step over that admitted more than the pacer ever may; one recorded from
  * Redis' count is reported by check_steps.
  */
@@ -367,7 +376,10 @@ check_budget(struct verify *v)
 	if (!v->set_known)
 		return;
 	window_ms = (int64_t)(v->set.claim_s < v->set.pass_s ? v->set.claim_s : v->set.pass_s) *
-	    1000 - BUDGET_SLACK_MS;
+	    1000;
+	if (window_ms > BUDGET_RECENT_MS)
+		window_ms = BUDGET_RECENT_MS;
+	window_ms -= BUDGET_SLACK_MS;
 	for (long i = 0; i < v->nsteps; i++) {
 		const struct step *s = &v->steps[i];
 		long before = i > 0 ? v->steps[i - 1].admitted : 0, inc = s->admitted - before;
