@@ -62,6 +62,7 @@ struct app {
 	fs_queue_keys *qkeys;
 	int redis_wait_ms;	/* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 after a new place or pass */
 	fs_queue_pacer *pacer;	/* NULL with FLASHSALE_QUEUE_PACER=0 */
+	int64_t clock_offset_ms; /* FLASHSALE_TEST_CLOCK_OFFSET_MS: tests only, 0 otherwise */
 };
 
 struct joining;
@@ -608,7 +609,8 @@ static void
 handle(fs_fcgi *fcgi, void *ctx)
 {
 	struct worker *w = ctx;
-	struct request rq = { .fcgi = fcgi, .now = fs_clock_now_ms() };
+	/* This handler's clock (a test may set it off: it decides no opening, Redis' does). */
+	struct request rq = { .fcgi = fcgi, .now = fs_clock_now_ms() + w->app->clock_offset_ms };
 	enum action action;
 
 	if (parse_path(fcgi, &rq.sale, &action) != 0) {
@@ -652,6 +654,9 @@ setup(void *arg)
 		return -1;
 	}
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
+	if ((app->clock_offset_ms = fs_cfg_test_clock_offset_ms(&app->cfg)) != 0)
+		fs_log_warn("FLASHSALE_TEST_CLOCK_OFFSET_MS=%" PRId64 ": this handler's clock is set "
+			    "off the real one (tests only)", app->clock_offset_ms);
 	/*
 	 * The pacer's thread (FLASHSALE_QUEUE_PACER=1, the default): every
 	 * process runs one, and each sale's lease makes one of them its leader.

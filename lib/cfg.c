@@ -110,6 +110,10 @@ static const struct {
 	    STR(FS_CFG_FCGI_IDLE_TIMEOUT_MS_DEFAULT),
 	    "a FastCGI connection with nothing of a request on it closes after this many ms "
 	    "(1000 to 3600000; longer than nginx's upstream keepalive_timeout, 400 ms)" },
+	[FS_CFG_TEST_CLOCK_OFFSET_MS] = { "FLASHSALE_TEST_CLOCK_OFFSET_MS", "0",
+	    "TESTS ONLY, never in production: milliseconds added to flashsale-queue's own clock "
+	    "(-60000 to 60000; -2000: an origin 2 s slow), so that a test can show the waiting "
+	    "room's opening decided by Redis' clock, not the handler's" },
 };
 
 /* The integer settings' ranges; {0, 0}: not an integer setting. */
@@ -132,6 +136,9 @@ static const struct {
 	[FS_CFG_FCGI_READ_TIMEOUT_MS] = { 100, 60000 },
 	[FS_CFG_FCGI_IDLE_TIMEOUT_MS] = { 1000, 3600000 },
 };
+
+/* FLASHSALE_TEST_CLOCK_OFFSET_MS at most this far either way (a minute). */
+#define TEST_CLOCK_OFFSET_MAX_MS 60000L
 
 #define EXPIRE_TOKEN_MIN 16 /* bytes: a shorter operator secret is guessable */
 #define TOPIC_MAX 240	    /* Kafka's 249, less ".dlq" and some room */
@@ -204,6 +211,10 @@ check_values(struct fs_cfg *cfg)
 			return invalid(cfg, (enum fs_cfg_key)k, why);
 		}
 	}
+	if (fs_cfg_test_clock_offset_ms(cfg) < -TEST_CLOCK_OFFSET_MAX_MS ||
+	    fs_cfg_test_clock_offset_ms(cfg) > TEST_CLOCK_OFFSET_MAX_MS)
+		return invalid(cfg, FS_CFG_TEST_CLOCK_OFFSET_MS,
+		    "must be an integer from -60000 to 60000 (tests only)");
 	v = cfg->value[FS_CFG_KAFKA_TOPIC];
 	if (*v == '\0' || strlen(v) > TOPIC_MAX ||
 	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
@@ -317,6 +328,18 @@ fs_cfg_long(const struct fs_cfg *cfg, enum fs_cfg_key k)
 	if (errno != 0 || end == s || *end != '\0' || v < 0)
 		return -1;
 	return v;
+}
+
+long
+fs_cfg_test_clock_offset_ms(const struct fs_cfg *cfg)
+{
+	const char *s = cfg->value[FS_CFG_TEST_CLOCK_OFFSET_MS];
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno != 0 || end == s || *end != '\0' ? LONG_MIN : v;
 }
 
 int

@@ -46,6 +46,7 @@ enum fs_cfg_key {
 	FS_CFG_QUEUE_THREADS,
 	FS_CFG_FCGI_READ_TIMEOUT_MS,
 	FS_CFG_FCGI_IDLE_TIMEOUT_MS,
+	FS_CFG_TEST_CLOCK_OFFSET_MS,
 	FS_CFG__MAX
 };
 
@@ -86,6 +87,11 @@ int fs_cfg_load(struct fs_cfg *, unsigned need);
 const char *fs_cfg_get(const struct fs_cfg *, enum fs_cfg_key);
 /* An integer setting; the default when unset, -1 when malformed. */
 long fs_cfg_long(const struct fs_cfg *, enum fs_cfg_key);
+/*
+ * FLASHSALE_TEST_CLOCK_OFFSET_MS (tests only: a handler's clock set off
+ * from the real one, -60000 to 60000 once fs_cfg_load accepted it).
+ */
+long fs_cfg_test_clock_offset_ms(const struct fs_cfg *);
 /* Joins the data directory and a relative path ("lua/reserve.lua"). */
 int fs_cfg_datapath(const struct fs_cfg *, const char *rel, char *out, size_t outlen);
 const char *fs_cfg_name(enum fs_cfg_key);

@@ -4,7 +4,10 @@
  * the seed; the late places are 2^52 + 1, 2, ... in the order they joined;
  * the pacer's steps are numbered in turn, admit more each time, and each
  * one's `through` is the score of the last place it admitted in the order
- * (score, then account bytewise), none recorded from Redis' count; every
+ * (score, then account bytewise), none recorded from Redis' count, none
+ * admitting more than the capacity or the budget (the units left at most,
+ * times admitMultiple, less the places admitted just before and still
+ * outstanding) allows; every
  * order of the sale belongs to an account whose place was admitted at or
  * before the order was reserved, or that an operator gave a recorded pass;
  * one place per account.
@@ -30,6 +33,7 @@
 struct place {
 	const char *user;	/* into the result */
 	int64_t score, joined_ms;
+	int64_t ordered_ms;	/* its account's first order of the sale, INT64_MAX none */
 	int drawn;
 };
 
@@ -47,7 +51,11 @@ struct verify {
 	char sale_s[24];
 	unsigned char seed[FS_QUEUE_SEEDBYTES];
 	int64_t opens_ms;
-	int cap_per_s;		/* capacityPerSecond, 0 unknown */
+	struct fs_queue_settings set;
+	int set_known;		/* the settings parsed (this build reads them) */
+	long units;		/* the sale's units (every item's quantity) */
+	int64_t *live_ms;	/* reservation times of the orders live now, in order */
+	long nlive;
 	struct place *places;	/* line order */
 	long nplaces;
 	struct place **by_user;	/* sorted by account */
@@ -97,8 +105,9 @@ read_sale(struct verify *v, char *err, size_t errlen)
 	int rc = -1;
 
 	res = fs_pg_exec(v->pg, "SELECT encode(queue_seed, 'hex'), "
-				"floor(extract(epoch FROM starts_at) * 1000)::bigint, queue::text "
-				"FROM sales WHERE id = $1",
+				"floor(extract(epoch FROM starts_at) * 1000)::bigint, queue::text, "
+				"(SELECT coalesce(sum(quantity), 0) FROM items WHERE sale_id = s.id) "
+				"FROM sales s WHERE id = $1",
 	    1, p);
 	if (res == NULL) {
 		snprintf(err, errlen, "database: %s", v->pg->errstr);
@@ -118,9 +127,12 @@ read_sale(struct verify *v, char *err, size_t errlen)
 		    (size_t)PQgetlength(res, 0, 2), 2, why, sizeof(why));
 
 		v->opens_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-		/* Settings this build cannot read: the capacity is not checked. */
-		if (o != NULL && fs_queue_settings_parse(o, &set, why, sizeof(why)) == 0)
-			v->cap_per_s = set.cap_per_s;
+		v->units = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+		/* Settings this build cannot read: the capacity and the budget are not checked. */
+		if (o != NULL && fs_queue_settings_parse(o, &set, why, sizeof(why)) == 0) {
+			v->set = set;
+			v->set_known = 1;
+		}
 		json_object_put(o);
 		rc = 0;
 	}
@@ -162,6 +174,7 @@ read_places(struct verify *v, PGresult **res, char *err, size_t errlen)
 		pl->score = strtoll(PQgetvalue(*res, (int)i, 1), NULL, 10);
 		pl->drawn = strcmp(PQgetvalue(*res, (int)i, 2), "t") == 0;
 		pl->joined_ms = strtoll(PQgetvalue(*res, (int)i, 3), NULL, 10);
+		pl->ordered_ms = INT64_MAX;
 		v->by_user[i] = pl;
 	}
 	qsort(v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
@@ -286,15 +299,15 @@ check_steps(struct verify *v)
 		 * before, with a second's slack (the credit a step keeps, the
 		 * first step's, a step recorded then made by the next pacer).
 		 */
-		if (v->cap_per_s > 0) {
+		if (v->set_known) {
 			int64_t dt = prev != NULL && s->at_ms > prev->at_ms ? s->at_ms - prev->at_ms : 0;
 			long inc = s->admitted - (prev != NULL ? prev->admitted : 0);
-			int64_t allowed = (int64_t)v->cap_per_s * (dt + 1000) / 1000 + 1;
+			int64_t allowed = (int64_t)v->set.cap_per_s * (dt + 1000) / 1000 + 1;
 
 			if (inc > allowed)
 				violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places in %"
 				    PRId64 " ms, over capacityPerSecond %d (at most %" PRId64 ")",
-				    s->step, inc, dt, v->cap_per_s, allowed);
+				    s->step, inc, dt, v->set.cap_per_s, allowed);
 		}
 		if (s->admitted > v->nplaces)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places, PostgreSQL has "
@@ -308,6 +321,90 @@ check_steps(struct verify *v)
 	v->rep->admitted = v->nsteps > 0 ? v->steps[v->nsteps - 1].admitted : 0;
 }
 
+/*
+ * Orders reserved within this long of a step count as the step saw them or
+ * not, whichever is laxer: steps are dated by the pacer's clock when it
+ * began them, orders by Redis' when they were reserved.
+ */
+#define BUDGET_SLACK_MS 1000
+/*
+ * A place admitted this long before a step, whose account had not ordered,
+ * was outstanding for that step whatever it did: a live page asks for its
+ * pass within a few seconds of its admission, and a pacer may presume a
+ * place silent for longer gone and admit in its stead (about 5 s); within
+ * claimSeconds and passSeconds too.
+ */
+#define BUDGET_RECENT_MS 5000
+
+/* The orders live now reserved before ms: each held a unit then (a live order was never released). */
+static long
+live_before(const struct verify *v, int64_t ms)
+{
+	long lo = 0, hi = v->nlive;
+
+	while (lo < hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (v->live_ms[mid] < ms)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Each paced step against the units and the budget (docs/QUEUE.md, "Admission:
+ * the pacer"): a step admits at most ceil(multiple x units left) less the
+ * places outstanding, the multiple at most admitMultiple. From PostgreSQL
+ * alone, bounds that an honest step always meets: the units left were at
+ * most the sale's units less the orders live now that were reserved a
+ * second or more before the step; the places outstanding were at least
+ * those admitted by the steps of the last BUDGET_RECENT_MS (at most
+ * claimSeconds and passSeconds), less a second, whose account had not
+ * ordered by a second after the step (each still had its pass to ask for,
+ * or one unused, not expired, whose page had just asked for it). A
+ * step over that admitted more than the pacer ever may; one recorded from
+ * Redis' count is reported by check_steps.
+ */
+static void
+check_budget(struct verify *v)
+{
+	int64_t window_ms;
+	long lo = 0;
+
+	if (!v->set_known)
+		return;
+	window_ms = (int64_t)(v->set.claim_s < v->set.pass_s ? v->set.claim_s : v->set.pass_s) *
+	    1000;
+	if (window_ms > BUDGET_RECENT_MS)
+		window_ms = BUDGET_RECENT_MS;
+	window_ms -= BUDGET_SLACK_MS;
+	for (long i = 0; i < v->nsteps; i++) {
+		const struct step *s = &v->steps[i];
+		long before = i > 0 ? v->steps[i - 1].admitted : 0, inc = s->admitted - before;
+		long out = 0, left;
+		int64_t budget;
+
+		if (s->from_redis || inc <= 0 || s->admitted > v->nplaces)
+			continue; /* reported as such by check_steps */
+		while (lo < i && s->at_ms - v->steps[lo].at_ms > window_ms)
+			lo++;
+		for (long r = lo > 0 ? v->steps[lo - 1].admitted : 0; r >= 0 && r < before; r++)
+			out += v->places[r].ordered_ms > s->at_ms + BUDGET_SLACK_MS;
+		left = v->units - live_before(v, s->at_ms - BUDGET_SLACK_MS);
+		if (left < 0)
+			left = 0;
+		budget = ((int64_t)v->set.mult_milli * left + 999) / 1000 - out;
+		if (inc > budget)
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admits %ld places, over its "
+			    "budget of %" PRId64 " (%ld units left at most x admitMultiple %d.%03d, "
+			    "less %ld admitted places outstanding)", s->step, inc,
+			    budget < 0 ? 0 : budget, left, v->set.mult_milli / 1000,
+			    v->set.mult_milli % 1000, out);
+	}
+}
+
 /* One place per account (the primary key's promise, checked all the same). */
 static void
 check_one_place(struct verify *v)
@@ -316,6 +413,44 @@ check_one_place(struct verify *v)
 		if (strcmp(v->by_user[i]->user, v->by_user[i - 1]->user) == 0)
 			violation(v, FS_QUEUE_WRONG_PLACE, "place: user %s has more than one place",
 			    v->by_user[i]->user);
+}
+
+/*
+ * The orders' reservation times: each place's account's first
+ * (ordered_ms), and those of the orders live now, in order (live_ms); 0,
+ * or -1 with err.
+ */
+static int
+read_orders(struct verify *v, char *err, size_t errlen)
+{
+	const char *p[1] = { v->sale_s };
+	PGresult *res = fs_pg_exec(v->pg, "SELECT user_id, "
+					  "floor(extract(epoch FROM reserved_at) * 1000)::bigint, "
+					  "status IN ('PENDING', 'PAID') "
+					  "FROM orders WHERE sale_id = $1 ORDER BY reserved_at, id",
+	    1, p);
+
+	if (res == NULL) {
+		snprintf(err, errlen, "database: %s", v->pg->errstr);
+		return -1;
+	}
+	if ((v->live_ms = calloc((size_t)PQntuples(res) + 1, sizeof(*v->live_ms))) == NULL) {
+		PQclear(res);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct place key = { .user = PQgetvalue(res, i, 0) }, *kp = &key, **found;
+		int64_t ms = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+
+		found = bsearch(&kp, v->by_user, (size_t)v->nplaces, sizeof(*v->by_user), cmp_user);
+		if (found != NULL && ms < (*found)->ordered_ms)
+			(*found)->ordered_ms = ms;
+		if (strcmp(PQgetvalue(res, i, 2), "t") == 0)
+			v->live_ms[v->nlive++] = ms;
+	}
+	PQclear(res);
+	return 0;
 }
 
 /* The first step that admitted the place at rank (0-based) in line; NULL none. */
@@ -409,13 +544,14 @@ fs_queue_verify(fs_pg *pg, uint64_t sale, long late_issued, fs_queue_violation_f
 	memset(rep, 0, sizeof(*rep));
 	snprintf(v.sale_s, sizeof(v.sale_s), "%" PRIu64, sale);
 	if (read_sale(&v, err, errlen) != 0 || read_places(&v, &places, err, errlen) != 0 ||
-	    read_steps(&v, err, errlen) != 0)
+	    read_steps(&v, err, errlen) != 0 || read_orders(&v, err, errlen) != 0)
 		goto out;
 	rep->places = v.nplaces;
 	check_draws(&v);
 	check_late(&v);
 	check_one_place(&v);
 	check_steps(&v);
+	check_budget(&v);
 	if (check_orders(&v, err, errlen) != 0)
 		goto out;
 	rc = 0;
@@ -424,6 +560,7 @@ out:
 	free(v.places);
 	free(v.by_user);
 	free(v.steps);
+	free(v.live_ms);
 	PQclear(places);
 	return rc;
 }

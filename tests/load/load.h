@@ -73,6 +73,7 @@
 #define LD_BOT_JOINS_MAX	16
 #define LD_ITEMS_MAX		100	/* --other-items: the sale's distinct purchase paths */
 #define LD_POLL_RATE_MAX	1000
+#define LD_JOIN_RATE_MAX	1000000
 #define LD_POLLS_INFLIGHT_MAX	4
 #define LD_REACT_MAX_MS		60000
 
@@ -181,6 +182,7 @@ struct ld_opts {
 	int64_t		 poll_rate;	/* status documents asked per second */
 	int64_t		 page_poll_ms;	/* a person's page asks this often */
 	int		 join_only;	/* the journey stops once joined */
+	int64_t		 join_rate;	/* joins a second at most (0: as fast as possible) */
 	int		 other_items;	/* a pass told 410 buys another item */
 	int64_t		 walk_away_permille;	/* people who join, then never come back */
 	int64_t		 source_ips;	/* 0: the kernel's choice */

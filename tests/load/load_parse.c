@@ -43,6 +43,8 @@ ld_usage(FILE *f)
 	    "  --page-poll-ms MS   a person's page polls this often (1000)\n"
 	    "  --join-only         each shopper joins, nothing more (the\n"
 	    "                      join's benchmark); no status polls\n"
+	    "  --join-rate R       the shoppers' first joins spread at R a\n"
+	    "                      second, in file order (0: all at once)\n"
 	    "  --other-items       a shopper whose item answers 410 to its\n"
 	    "                      pass buys another item of the file's\n"
 	    "                      paths not yet seen sold out, as the sale\n"
@@ -104,6 +106,8 @@ static const struct ld_opt {
 	{ "page-poll-ms", LD_OPT_INT, offsetof(struct ld_opts, page_poll_ms),
 	    1, LD_REACT_MAX_MS },
 	{ "join-only", LD_OPT_FLAG, offsetof(struct ld_opts, join_only), 0, 0 },
+	{ "join-rate", LD_OPT_INT, offsetof(struct ld_opts, join_rate), 0,
+	    LD_JOIN_RATE_MAX },
 	{ "other-items", LD_OPT_FLAG, offsetof(struct ld_opts, other_items), 0,
 	    0 },
 	{ "walk-away-permille", LD_OPT_INT, offsetof(struct ld_opts,

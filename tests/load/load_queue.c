@@ -403,10 +403,14 @@ ld_queue_start(struct ld_run *run)
 	q->next_poll_us = run->o.join_only ? INT64_MAX : ld_now_us();
 	q->join_first_us = ld_now_us();
 	for (i = 0; i < run->nshoppers; i++) {
+		/* --join-rate: a rush of a set rate for as long as the file lasts. */
+		int64_t due = run->o.join_rate > 0 ? q->join_first_us +
+		    (int64_t)i * LD_SECOND_US / run->o.join_rate : 0;
+
 		n = ld_is_bot(run, i) ? (size_t)run->o.bot_joins : 1;
 		q->joins_out[i] = (uint8_t)n;
 		for (k = 0; k < n; k++)
-			ld_schedule(run, 0, LD_JOB(i, LD_K_JOIN));
+			ld_schedule(run, due, LD_JOB(i, LD_K_JOIN));
 	}
 	return 0;
 }

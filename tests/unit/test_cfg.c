@@ -98,6 +98,9 @@ main(void)
 			{ "FLASHSALE_NCHAN_PUB", "127.0.0.1:8080/pub" },
 			{ "FLASHSALE_SOLDOUT_DIR", "state/soldout" },
 			{ "FLASHSALE_EXPIRE_TOKEN", "short" },
+			{ "FLASHSALE_TEST_CLOCK_OFFSET_MS", "-60001" },
+			{ "FLASHSALE_TEST_CLOCK_OFFSET_MS", "60001" },
+			{ "FLASHSALE_TEST_CLOCK_OFFSET_MS", "2s" },
 		};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			char what[128];
@@ -108,6 +111,13 @@ main(void)
 			unsetenv(bad[i][0]);
 		}
 	}
+	/* A test's clock setting (handlers/queue.c): signed, 0 unless set. */
+	check(fs_cfg_load(&cfg, 0) == 0 && fs_cfg_test_clock_offset_ms(&cfg) == 0,
+	    "FLASHSALE_TEST_CLOCK_OFFSET_MS is 0 unless set");
+	setenv("FLASHSALE_TEST_CLOCK_OFFSET_MS", "-2000", 1);
+	check(fs_cfg_load(&cfg, 0) == 0 && fs_cfg_test_clock_offset_ms(&cfg) == -2000,
+	    "FLASHSALE_TEST_CLOCK_OFFSET_MS=-2000: a clock 2 s slow");
+	unsetenv("FLASHSALE_TEST_CLOCK_OFFSET_MS");
 	setenv("FLASHSALE_REDIS", "127.0.0.1:6379", 1);
 	check(fs_cfg_load(&cfg, 0) == 0, "host:port is an address");
 	setenv("FLASHSALE_REDIS", "127.0.0.1:7000,127.0.0.2:7001,localhost:7002", 1);

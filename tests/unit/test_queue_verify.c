@@ -269,6 +269,42 @@ test_one_clock(void)
 }
 
 /*
+ * Issue 35: steps were checked against the capacity only, not against the
+ * units and the budget: a step may admit at most ceil(admitMultiple x
+ * units left) less the places admitted before it and still outstanding.
+ * Here steps of 4 and 4 places, one second apart, the orders after both.
+ */
+static void
+test_budget(void)
+{
+	struct fs_queue_verify_report rep;
+
+	check(sql("UPDATE items SET quantity = 6 WHERE sale_id = $1") == 0 && verify(&rep) == 0,
+	    "budget: 6 units: 4 places, then 4 more for 6 x 1.5 less the 4 outstanding: clean");
+	planted("UPDATE queue_admissions SET admitted = 13, through = (SELECT score FROM "
+		"queue_places WHERE sale_id = $1 ORDER BY score, user_id COLLATE \"C\" OFFSET 12 "
+		"LIMIT 1) WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET admitted = 8, through = (SELECT score FROM "
+	    "queue_places WHERE sale_id = $1 ORDER BY score, user_id COLLATE \"C\" OFFSET 7 "
+	    "LIMIT 1) WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 9 places, over its budget of 5 (6 units "
+	    "left at most x admitMultiple 1.500, less 4 admitted places outstanding)",
+	    "budget: a step tampered to admit 9 where 5 were allowed is found");
+	planted("UPDATE items SET quantity = 4 WHERE sale_id = $1",
+	    "UPDATE items SET quantity = 6 WHERE sale_id = $1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 4 places, over its budget of 2 (4 units "
+	    "left at most x admitMultiple 1.500, less 4 admitted places outstanding)",
+	    "budget: 4 units: the second step admits again while the first 4 are outstanding");
+	planted("UPDATE sales SET queue = '{\"admitMultiple\": 1.0}' WHERE id = $1",
+	    "UPDATE sales SET queue = '{}' WHERE id = $1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 4 places, over its budget of 2 (6 units "
+	    "left at most x admitMultiple 1.000",
+	    "budget: admitMultiple 1: 6 units, 4 outstanding, 4 more is 2 too many");
+	check(sql("UPDATE items SET quantity = 100 WHERE sale_id = $1") == 0 && verify(&rep) == 0,
+	    "budget: 100 units again: clean");
+}
+
+/*
  * Issue 35: the last late place deleted left the numbering 2^52+1, 2 intact:
  * only Redis' count of late numbers given (fs_queue_late_issued) tells.
  */
@@ -305,6 +341,7 @@ main(void)
 	test_operator();
 	test_late_deleted();
 	test_one_clock();
+	test_budget();
 	check(fs_queue_verify(f.pg, sale + 1000, -1, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no sale") != NULL,
 	    "an unknown sale is an error, not a clean queue");

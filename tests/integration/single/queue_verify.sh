@@ -94,6 +94,16 @@ fi
 is "$(admin queue status "$qv" | grep -c 'admitting 1.000 x the units left (effective multiple)') $(json_get "$(qv_status "$qv")" multiple)" \
     "1 1.0" "queue status and the status document: the effective multiple, 1"
 
+# --- Two late joiners after the opening: behind, 2^52+1 and 2^52+2, not
+# admitted (the 3 admitted hold the 3 units' budget).
+for qv_i in 7 8; do
+	qv_j=$(qv_post "/api/flash-sales/sales/$qv/queue" "$(admin token mint --user "qv$qv_i-$qv")" '{}')
+	[ "$(printf '%s' "${qv_j#* }" | fs_json .drawn)" = false ] || not_ok "late shopper $qv_i joins" "$qv_j"
+done
+qv_late_copied() { [ "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv AND NOT drawn")" = 2 ]; }
+qv_until 10 qv_late_copied || not_ok "the pacer copies the two late places" \
+    "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv")"
+
 qv_seed=$(json_get "$(qv_doc "$qv")" .queue.seed)
 is "$(printf '%s' "$qv_seed" | xxd -r -p | sha256sum | cut -d' ' -f1)" "$qv_commit" \
     "the sale document from the opening: the seed, whose SHA-256 is the commitment"
@@ -121,18 +131,35 @@ fi
 # --- queue verify: clean; then an order planted before its admission.
 qv_v=$(admin queue verify "$qv" --json)
 is "$? $(json_get "$qv_v" places) $(json_get "$qv_v" drawn) $(json_get "$qv_v" admitted) $(json_get "$qv_v" orders) $(json_get "$qv_v" violations)" \
-    "0 6 6 3 3 0" "queue verify --json: 6 places drawn, 3 admitted, 3 orders, no violation"
-is "$(admin queue verify "$qv")" "queue verify: 6 places, 3 admitted, 0 violations" \
+    "0 8 6 3 3 0" "queue verify --json: 8 places, 6 drawn, 3 admitted, 3 orders, no violation"
+is "$(admin queue verify "$qv")" "queue verify: 8 places, 3 admitted, 0 violations" \
     "queue verify: the summary line"
 qv_s=$(admin queue status "$qv" --json)
 is "$(json_get "$qv_s" .redis.joined) $(json_get "$qv_s" .redis.admitted) $(json_get "$qv_s" .redis.journal) $(json_get "$qv_s" .postgresql.places) $(json_get "$qv_s" .postgresql.admitted)" \
-    "6 3 0 6 3" "queue status --json: both stores agree"
+    "8 3 0 8 3" "queue status --json: both stores agree"
+# Issue 35: a step tampered in PostgreSQL to admit more than the units and
+# the budget allow (3 units x admitMultiple 1.5: 5 places at most) is found.
+# The pacer is stopped meanwhile: it would make the step in Redis.
+qv_pacer() {
+	FLASHSALE_QUEUE_PACER=$1 "$stack" restart flashsale-queue >>"$FLASHSALE_STATE/qv-stack.log" 2>&1 ||
+		not_ok "deploy/stack restart flashsale-queue (FLASHSALE_QUEUE_PACER=$1)" \
+		    "$(tail -n 5 "$FLASHSALE_STATE/qv-stack.log")"
+}
+qv_pacer 0
+set -- $(psql_q "SELECT step || ' ' || admitted || ' ' || through FROM queue_admissions WHERE sale_id = $qv ORDER BY step DESC LIMIT 1")
+psql_q "UPDATE queue_admissions SET admitted = 6, through = (SELECT score FROM queue_places WHERE sale_id = $qv
+    ORDER BY score, user_id COLLATE \"C\" OFFSET 5 LIMIT 1) WHERE sale_id = $qv AND step = $1" >/dev/null
+qv_out=$(admin queue verify "$qv")
+is "$? $(printf '%s\n' "$qv_out" | grep -c "^step: step $1 admits [0-9]* places, over its budget of [0-5] (3 units left at most x admitMultiple 1.500")" \
+    "1 1" "a step tampered to admit 6 places for 3 units: over its budget, named, exit 1"
+psql_q "UPDATE queue_admissions SET admitted = $2, through = $3 WHERE sale_id = $qv AND step = $1" >/dev/null
+qv_pacer 1
 psql_q "UPDATE orders SET reserved_at = reserved_at - interval '1 hour' WHERE sale_id = $qv AND
     id = (SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1)" >/dev/null
 qv_out=$(admin queue verify "$qv")
 qv_rc=$?
 is "$qv_rc $(printf '%s\n' "$qv_out" | grep -c '^out of order: user qv[0-9]-') $(printf '%s\n' "$qv_out" | tail -n 1)" \
-    "1 1 queue verify: 6 places, 3 admitted, 1 violations" \
+    "1 1 queue verify: 8 places, 3 admitted, 1 violations" \
     "an order planted before its admission: named, exit 1"
 psql_q "UPDATE orders SET reserved_at = reserved_at + interval '1 hour' WHERE sale_id = $qv AND
     id = (SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1)" >/dev/null
@@ -148,11 +175,36 @@ qv_oid=$(psql_q "SELECT id FROM orders WHERE sale_id = $qv ORDER BY id LIMIT 1")
 qv_was=$(psql_q "SELECT user_id || ' ' || reserved_at FROM orders WHERE id = '$qv_oid'")
 psql_q "UPDATE orders SET user_id = 'qv-helped-$qv', reserved_at = now() WHERE id = '$qv_oid'" >/dev/null
 is "$(admin queue verify "$qv")" \
-    "queue verify: 6 places, 3 admitted, 0 violations (1 orders by operators' recorded passes)" \
+    "queue verify: 8 places, 3 admitted, 0 violations (1 orders by operators' recorded passes)" \
     "queue verify: the order by the operator's recorded pass is no violation, and is counted"
 psql_q "DELETE FROM queue_operator_passes WHERE sale_id = $qv" >/dev/null
 qv_out=$(admin queue verify "$qv")
 is "$? $(printf '%s\n' "$qv_out" | grep -c "^out of order: user qv-helped-$qv ")" "1 1" \
     "the same order without the record: a violation"
 psql_q "UPDATE orders SET user_id = '${qv_was%% *}', reserved_at = '${qv_was#* }' WHERE id = '$qv_oid'" >/dev/null
-is "$(admin queue verify "$qv")" "queue verify: 6 places, 3 admitted, 0 violations" "put back: clean"
+is "$(admin queue verify "$qv")" "queue verify: 8 places, 3 admitted, 0 violations" "put back: clean"
+
+# --- Issue 35: the last late place deleted from PostgreSQL: its numbering
+# 2^52+1.. stays whole, Redis' count of late numbers given tells.
+qv_row=$(psql_q "SELECT user_id || ' ' || score || ' ' || joined_at FROM queue_places WHERE sale_id = $qv ORDER BY score DESC LIMIT 1")
+psql_q "DELETE FROM queue_places WHERE sale_id = $qv AND user_id = '${qv_row%% *}'" >/dev/null
+qv_out=$(admin queue verify "$qv")
+is "$? $(printf '%s\n' "$qv_out" | grep -c "^late: Redis gave 2 late places, PostgreSQL has 1")" "1 1" \
+    "the last late place deleted: found by Redis' count, exit 1"
+qv_rest=${qv_row#* }
+psql_q "INSERT INTO queue_places VALUES ($qv, '${qv_row%% *}', ${qv_rest%% *}, false, '${qv_rest#* }')" >/dev/null
+is "$(admin queue verify "$qv")" "queue verify: 8 places, 3 admitted, 0 violations" "put back: clean"
+
+# --- Issue 35: Redis ahead of PostgreSQL (its admitted count set by hand):
+# the pacer records Redis' count as a step marked from_redis, and queue
+# verify names it. Last: the sale stays so.
+redis HSET "fs:{$qv}:q:state" admitted 5 >/dev/null
+qv_from_redis() { [ "$(psql_q "SELECT count(*) FROM queue_admissions WHERE sale_id = $qv AND from_redis")" = 1 ]; }
+if qv_until 10 qv_from_redis; then
+	ok "Redis' admitted count raised by hand: the pacer records it, marked from_redis"
+else
+	not_ok "the pacer records Redis' count" "$(psql_q "SELECT step, admitted, from_redis FROM queue_admissions WHERE sale_id = $qv")"
+fi
+qv_out=$(admin queue verify "$qv")
+is "$? $(printf '%s\n' "$qv_out" | grep -c "^step: step [0-9]* (5 admitted) was recorded from Redis' count, not paced")" "1 1" \
+    "queue verify names the step recorded from Redis' count, exit 1"
