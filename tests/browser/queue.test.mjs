@@ -667,6 +667,20 @@ async function journey(env, sim) {
 			return text === "Đã hết lượt của bạn." && btn.disabled && /^(Đã hết lượt|Hết hàng)$/.test(btn.text) && after.disabled;
 		}, b);
 		await shot(b, "q06-lapsed-phone-vi.png");
+		/*
+		 * Issue 35, the several-items case: the line counts a pass whose page
+		 * went quiet for 15 s as given up (its shopper left, say after their
+		 * item sold out), so a page holding an unused pass asks for it again
+		 * every 5 s; before, it asked once and a shopper who left held a place
+		 * for passSeconds.
+		 */
+		await step("a page holding an unused pass asks for it again every 5 s, and not after it lapsed", async () => {
+			const asks = b.log.api.filter((r) => r.path.endsWith("/queue/pass")).map((r) => r.at);
+			const gaps = asks.slice(1).map((t, i) => t - asks[i]);
+			diag(`${asks.length} pass request(s) over a pass of ${passS} s, ${gaps.join(", ")} ms apart`);
+			return asks.length >= 2 && asks.length <= Math.ceil(passS / 5) + 2 &&
+				gaps[gaps.length - 1] >= 4500 && gaps[gaps.length - 1] <= 7000 && asks[asks.length - 1] - asks[0] < passS * 1000;
+		}, b);
 		await pacedStep(paced, "the lapsed pass moves the line on: the third gets a pass and buys (202)", async () => {
 			await phase(c, "pass", passS * 1000 + 15000);
 			await c.page.waitForSelector(`${buyButton(c, item)}:not([disabled])`, { timeout: 10000 });
