@@ -55,7 +55,10 @@ psql_q "UPDATE sales SET queue = '{\"preQueueSeconds\":900,\"passSeconds\":120,\
 qw_i=1
 : >"$FLASHSALE_STATE/qw-tickets"
 while [ $qw_i -le 5 ]; do
-	qw_ans=$(http POST "/api/flash-sales/sales/$qw/queue" "$(admin token mint --user "qw$qw_i-$qw")")
+	curl -s -o "$FLASHSALE_STATE/qw-body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	    -H "Authorization: Bearer $(admin token mint --user "qw$qw_i-$qw")" --data-binary '{}' \
+	    "$FLASHSALE_ORIGIN_URL/api/flash-sales/sales/$qw/queue" >"$FLASHSALE_STATE/qw-status"
+	qw_ans="$(cat "$FLASHSALE_STATE/qw-status") $(cat "$FLASHSALE_STATE/qw-body")"
 	[ "${qw_ans%% *}" = 200 ] || not_ok "account $qw_i joins" "$qw_ans"
 	echo "qw$qw_i-$qw $(json_get "${qw_ans#* }" ticket)" >>"$FLASHSALE_STATE/qw-tickets"
 	qw_i=$((qw_i + 1))
