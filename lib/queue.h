@@ -299,6 +299,23 @@ const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_p
  * before it (a drawn place) may still be on its way to Redis.
  */
 #define FS_QUEUE_PACER_GRACE_MS	1000
+/*
+ * A live page asks for its pass within this long of its admission: it polls
+ * the status document every 1 to 1.5 s (static/queue.js), which the edge
+ * keeps up to 2 s (max-age 1 + grace 1), the pacer's step is 250 ms, and
+ * the page's tick 250 ms. An admitted place silent for longer is presumed
+ * gone: the pacer admits in its stead at once (within the effective
+ * multiple), though the place may still ask until claimSeconds.
+ */
+#define FS_QUEUE_PACER_EXPECT_MS 5000
+/*
+ * A page holding an unused pass asks for it again every
+ * FS_QUEUE_PASS_PING_MS (static/queue.js); a pass whose page has not asked
+ * for max(claimSeconds, FS_QUEUE_PASS_IDLE_MS) counts as gone (its shopper
+ * left), not outstanding, though it stays valid until it expires.
+ */
+#define FS_QUEUE_PASS_PING_MS	5000
+#define FS_QUEUE_PASS_IDLE_MS	15000
 /* Turns ended (passes used or lapsed) before the multiple adapts to them. */
 #define FS_QUEUE_PACER_RESOLVED_MIN 20
 #define FS_QUEUE_PACER_SALES_MAX 64	/* live queue sales one pacer steps */

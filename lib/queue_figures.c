@@ -66,15 +66,42 @@ passes_of_places(fs_stock *st, uint64_t sale, const char **sorted, size_t n, lon
 	return c;
 }
 
+/*
+ * The subs of sale whose page last asked for its pass before since (sorted,
+ * in *subs, an array the caller frees with its reply *r); the count, -1 Redis failed.
+ */
+static long
+quiet_pages(fs_stock *st, uint64_t sale, int64_t since, redisReply **r, const char ***subs)
+{
+	char k[FS_QUEUE_KEY_LEN], to[24];
+
+	fs_queue_key(k, sale, "seen");
+	snprintf(to, sizeof(to), "(%" PRId64, since);
+	*r = fs_redis_argv(st->redis, 4, (const char *[]){ "ZRANGEBYSCORE", k, "-inf", to }, NULL);
+	if (*r == NULL || (*r)->type != REDIS_REPLY_ARRAY) {
+		snprintf(st->errstr, sizeof(st->errstr), "pages seen: %s", st->redis->errstr);
+		return -1;
+	}
+	if ((*subs = calloc((*r)->elements + 1, sizeof(**subs))) == NULL) {
+		snprintf(st->errstr, sizeof(st->errstr), "pages seen: out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < (*r)->elements; i++)
+		(*subs)[i] = (*r)->element[i]->type == REDIS_REPLY_STRING ? (*r)->element[i]->str : "";
+	qsort(*subs, (*r)->elements, sizeof(**subs), cmp_str);
+	return (long)(*r)->elements;
+}
+
 int
-fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, long from, long to,
+fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, const struct fs_queue_span *span,
     struct fs_queue_tally *t)
 {
 	char k[FS_QUEUE_KEY_LEN];
-	const char **subs = NULL, **sorted = NULL;
+	const char **subs = NULL, **sorted = NULL, **quiet = NULL;
 	int *held = NULL, rc = -1;
+	long nquiet = 0;
 	size_t n = 0;
-	redisReply *r;
+	redisReply *r, *rq = NULL;
 
 	fs_queue_key(k, sale, "passes");
 	if ((r = fs_redis_argv(st->redis, 5, (const char *[]){ "ZRANGE", k, "0", "-1", "WITHSCORES" },
@@ -95,16 +122,21 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, long from, lo
 	if (fs_stock_holding(st, sale, subs, n, held) != 0)
 		goto out;
 	memset(t, 0, sizeof(*t));
-	if (from >= 0) {
+	if (span != NULL && span->from >= 0) {
 		if ((sorted = calloc(n + 1, sizeof(*sorted))) == NULL) {
 			snprintf(st->errstr, sizeof(st->errstr), "passes: out of memory");
 			goto out;
 		}
 		memcpy(sorted, subs, n * sizeof(*subs));
 		qsort(sorted, n, sizeof(*sorted), cmp_str);
-		if ((t->after = passes_of_places(st, sale, sorted, n, from, to)) < 0)
+		if ((t->after = passes_of_places(st, sale, sorted, n, span->from, span->to)) < 0 ||
+		    (t->older = passes_of_places(st, sale, sorted, n, span->from,
+			 span->mid < span->to ? span->mid : span->to)) < 0)
 			goto out;
 	}
+	if (span != NULL && span->seen_since > 0 &&
+	    (nquiet = quiet_pages(st, sale, span->seen_since, &rq, &quiet)) < 0)
+		goto out;
 	t->all = (long)n;
 	for (size_t i = 0; i < n; i++) {
 		const redisReply *e = r->element[2 * i + 1];
@@ -112,14 +144,19 @@ fs_queue_passes_tally(fs_stock *st, uint64_t sale, int64_t now_ms, long from, lo
 
 		t->live += live;
 		t->unused += live && !held[i];
+		t->idle += live && !held[i] && nquiet > 0 &&
+		    bsearch(&subs[i], quiet, (size_t)nquiet, sizeof(*quiet), cmp_str) != NULL;
 		t->used += held[i] != 0;
 		t->lapsed += !live && !held[i];
 	}
 	rc = 0;
 out:
+	free(quiet);
 	free(sorted);
 	free(subs);
 	free(held);
+	if (rq != NULL)
+		freeReplyObject(rq);
 	if (r != NULL)
 		freeReplyObject(r);
 	return rc;
@@ -130,7 +167,7 @@ fs_queue_passes_outstanding(fs_stock *st, uint64_t sale, int64_t now_ms)
 {
 	struct fs_queue_tally t;
 
-	return fs_queue_passes_tally(st, sale, now_ms, -1, 0, &t) == 0 ? t.unused : -1;
+	return fs_queue_passes_tally(st, sale, now_ms, NULL, &t) == 0 ? t.unused : -1;
 }
 
 long

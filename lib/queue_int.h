@@ -21,18 +21,29 @@ void fs_queue_key(char out[FS_QUEUE_KEY_LEN], uint64_t sale, const char *name);
 struct fs_queue_tally {
 	long live;		/* not expired */
 	long unused;		/* not expired, shopper holds no unit */
+	long idle;		/* of the unused: the page last asked for it before seen_since */
 	long used;		/* shopper holds a unit, expired or not */
 	long lapsed;		/* expired, shopper holds no unit */
 	long all;		/* every pass issued */
 	long after;		/* issued to the places ranked from..to-1 of the caller */
+	long older;		/* of those, issued to the places ranked from..mid-1 */
+};
+
+/* The places and the pages a tally looks at beside the passes. */
+struct fs_queue_span {
+	long from, mid, to;	/* ranks: from < 0 none (after and older 0) */
+	int64_t seen_since;	/* > 0: count the unused passes idle since (fs:{S}:q:seen) */
 };
 
 /*
- * 0, or -1 with the stock's err. from >= 0: also counts the passes of the
- * places ranked from..to-1 (one ZRANGE of those places; the ranks of places
- * admitted never move: later joins go behind), else from < 0.
+ * 0, or -1 with the stock's err. span->from >= 0: also counts the passes
+ * of the places ranked from..to-1 and from..mid-1 (one ZRANGE of those
+ * places; the ranks of places admitted never move: later joins go behind).
+ * span->seen_since > 0: also the unused passes whose page has not asked
+ * for them since (one ZRANGEBYSCORE of fs:{S}:q:seen; a pass never seen
+ * there, issued by an older pass script, is not idle). span NULL: neither.
  */
-int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, long from, long to,
+int fs_queue_passes_tally(fs_stock *, uint64_t sale, int64_t now_ms, const struct fs_queue_span *,
     struct fs_queue_tally *);
 
 /*

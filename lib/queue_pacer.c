@@ -84,7 +84,9 @@ struct fs_queue_pacer {
 /* What one admission step reads before it decides. */
 struct figures {
 	long left;		/* units left over every item, -1 unknown */
-	long out;		/* passes outstanding */
+	long out;		/* outstanding: unused + young */
+	long unused;		/* passes not used nor expired whose page is still there */
+	long young;		/* places admitted within FS_QUEUE_PACER_EXPECT_MS yet to ask */
 	long used;		/* turns that ended in a purchase (passes whose shopper holds a unit) */
 	long resolved;		/* turns ended: used, or lapsed (pass expired, or never asked for) */
 	int counted;		/* out, used and resolved were read (units left and places waiting) */
@@ -418,38 +420,64 @@ admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 }
 
 /*
- * What is outstanding: the passes not used nor expired, and the places
- * admitted within the last claimSeconds that have not asked for theirs yet
- * (admitted then, fewer the passes issued to those very places, found by
- * their ranks: a pass of a place admitted earlier says nothing of them). A place admitted earlier
- * than that has had its pass or let its turn go: the pass script refuses
- * it one after claimSeconds (lua/queue_pass.lua), so its turn passes to the
- * next place in claimSeconds, not passSeconds.
+ * What is outstanding: the passes not used nor expired whose page still
+ * asks for them (a page holding an unused pass asks again every
+ * FS_QUEUE_PASS_PING_MS; one quiet for max(claimSeconds,
+ * FS_QUEUE_PASS_IDLE_MS) has left, its item sold out or not), and the
+ * places admitted within the last FS_QUEUE_PACER_EXPECT_MS that have not
+ * asked for theirs yet (admitted then, fewer the passes issued to those
+ * very places, found by their ranks: a pass of a place admitted earlier
+ * says nothing of them). A live page asks within that time (queue.h); a
+ * place admitted earlier that has not asked is presumed gone and counted
+ * as a turn ended, though it may still ask until claimSeconds (then the
+ * pass script refuses it one, lua/queue_pass.lua, and its turn has
+ * passed for good). So a turn nobody takes holds the line
+ * FS_QUEUE_PACER_EXPECT_MS, not claimSeconds nor passSeconds.
  */
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)
 {
 	struct fs_queue_tally t;
-	long then, recent, before;
+	struct fs_queue_span span;
+	int64_t claim_ms = (int64_t)s->set.claim_s * 1000, idle_ms = claim_ms, expect_ms = claim_ms;
+	long then, mid, older, younger, before;
 
-	if ((then = admitted_at(p, s->id, now - (int64_t)s->set.claim_s * 1000)) < 0) {
+	if (idle_ms < FS_QUEUE_PASS_IDLE_MS)
+		idle_ms = FS_QUEUE_PASS_IDLE_MS;
+	if (expect_ms > FS_QUEUE_PACER_EXPECT_MS)
+		expect_ms = FS_QUEUE_PACER_EXPECT_MS;
+	if ((then = admitted_at(p, s->id, now - claim_ms)) < 0 ||
+	    (mid = admitted_at(p, s->id, now - expect_ms)) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
 		return -1;
 	}
-	recent = f->recorded > then ? f->recorded - then : 0;
-	if (fs_queue_passes_tally(p->st, s->id, now, then, then + recent, &t) != 0) {
+	if (mid < then)
+		mid = then;
+	if (mid > f->recorded)
+		mid = f->recorded;
+	span.from = then;
+	span.mid = mid;
+	span.to = f->recorded > then ? f->recorded : then;
+	span.seen_since = now - idle_ms;
+	if (fs_queue_passes_tally(p->st, s->id, now, &span, &t) != 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": passes outstanding: %s", s->id, p->st->errstr);
 		return -1;
 	}
-	f->out = t.unused + (recent > t.after ? recent - t.after : 0);
+	/* Not yet asked: admitted then..mid (presumed gone), mid..recorded (on their way). */
+	older = mid - then > t.older ? mid - then - t.older : 0;
+	younger = span.to - mid > t.after - t.older ? span.to - mid - (t.after - t.older) : 0;
+	f->unused = t.unused - t.idle;
+	f->young = younger;
+	f->out = f->unused + f->young;
 	/*
-	 * Turns ended: passes used, passes lapsed, and the places admitted
-	 * before the window that never asked for a pass (admitted then, fewer
-	 * the passes of those places).
+	 * Turns ended: passes used, passes lapsed or left idle, the places
+	 * presumed gone, and the places admitted before the claim window that
+	 * never asked for a pass (admitted then, fewer the passes of those
+	 * places).
 	 */
 	before = t.all - t.after;
 	f->used = t.used;
-	f->resolved = t.used + t.lapsed + (then > before ? then - before : 0);
+	f->resolved = t.used + t.lapsed + t.idle + older + (then > before ? then - before : 0);
 	f->counted = 1;
 	return 0;
 }
@@ -548,12 +576,18 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 	if (f->counted || s->mult_milli == 0)
 		s->mult_milli = fs_queue_pacer_multiple(s->set.mult_milli, f->used, f->resolved);
 	/*
+	 * The multiple applies to the units not already covered by a pass in
+	 * hand: a shopper who asked for a pass and is still there buys (or
+	 * takes another item); of the places yet to ask and those admitted
+	 * now, about 1 in the multiple walks away. So the places outstanding
+	 * never exceed the multiple x the units left, and the shoppers
+	 * expected to buy never exceed the units left.
 	 * Rounded up: at the tail a few units are left, and with people walking
 	 * away (a multiple above 1) floor(1.2 x 2) = 2 places for 2 units would
-	 * leave a unit waiting a whole claimSeconds each time one of them walks.
-	 * At most one place more than the multiple's exact product.
+	 * leave a unit waiting once more each time one of them walks. At most
+	 * one place more than the multiple's exact product.
 	 */
-	budget = ((int64_t)s->mult_milli * f->left + 999) / 1000 - f->out;
+	budget = ((int64_t)s->mult_milli * (f->left - f->unused) + 999) / 1000 - f->young;
 
 	if (cap < 1000)
 		cap = 1000;
@@ -753,7 +787,7 @@ static void
 expire_keys(fs_queue_pacer *p, struct paced *s)
 {
 	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
-		"steps", NULL };
+		"steps", "seen", NULL };
 	char k[FS_QUEUE_KEY_LEN], at[24];
 	redisReply *r;
 

@@ -330,11 +330,11 @@ check_steps(struct verify *v)
 /*
  * A place admitted this long before a step, whose account had not ordered,
  * was outstanding for that step whatever it did: a live page asks for its
- * pass within a few seconds of its admission, and a pacer may presume a
- * place silent for longer gone and admit in its stead (about 5 s); within
- * claimSeconds and passSeconds too.
+ * pass within a few seconds of its admission, and the pacer presumes a
+ * place silent for longer gone and admits in its stead
+ * (FS_QUEUE_PACER_EXPECT_MS); within claimSeconds and passSeconds too.
  */
-#define BUDGET_RECENT_MS 5000
+#define BUDGET_RECENT_MS FS_QUEUE_PACER_EXPECT_MS
 
 /* The orders live now reserved before ms: each held a unit then (a live order was never released). */
 static long

@@ -7,6 +7,10 @@
 -- KEYS[3] fs:{S}:q:passes  zset: sub -> pass expiry (ms)
 -- KEYS[4] fs:{S}:q:steps   zset: "<admitted>:<atMs>" -> admitted, one per
 --                          admission step (lua/queue_admit.lua)
+-- KEYS[5] fs:{S}:q:seen    zset: sub -> when its page last asked for its
+--                          pass (ms): a page that holds an unused pass asks
+--                          again every few seconds, and the pacer stops
+--                          counting a pass whose page went quiet
 -- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end),
 --         claimMs (how long an admitted place has to ask for its pass),
 --         sync ("1": the caller WAITs for a replica after: a pass found
@@ -38,6 +42,9 @@ if expires then
 	if expires <= now then
 		return {'LAPSED', rank, admitted}
 	end
+	if KEYS[5] then
+		redis.call('ZADD', KEYS[5], string.format('%.0f', now), sub)
+	end
 	if ARGV[6] == '1' then
 		redis.call('HSET', KEYS[2], 'synced', string.format('%.0f', now))
 	end
@@ -60,4 +67,7 @@ if claim and KEYS[4] then
 end
 expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', expires), sub)
+if KEYS[5] then
+	redis.call('ZADD', KEYS[5], string.format('%.0f', now), sub)
+end
 return {'OK', rank, admitted, expires, 1}

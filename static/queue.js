@@ -36,6 +36,16 @@ let asking = false;
 let askedAt = null;
 /* Server time before which the pass is not asked for again (busy, sold out). */
 let passAfter = 0;
+/*
+ * While the shopper holds a pass they have not used, the page asks for it
+ * again this often (the same pass comes back): the line counts a pass whose
+ * page went quiet for 15 s as given up (the shopper left, say after their
+ * item sold out) and admits the next place in its stead (lib/queue.h,
+ * FS_QUEUE_PASS_PING_MS).
+ */
+const PASS_PING_MS = 5000;
+/* Server time of the next such request. */
+let pingAfter = 0;
 /* { seed, ok } once the published seed was checked against the commitment. */
 let seedCheck = null;
 let pollTimer = 0;
@@ -103,6 +113,7 @@ function place() {
 	askedAt = null;
 	joinAfter = 0;
 	passAfter = 0;
+	pingAfter = 0;
 	return mine;
 }
 
@@ -267,6 +278,7 @@ async function askPass(p) {
 	if (ans.ok && typeof b.pass === "string") {
 		p.pass = b.pass;
 		p.expiresAt = ms(b.expiresAt);
+		pingAfter = serverNow() + PASS_PING_MS;
 		save();
 	} else if (ans.status === 410 && b.error === "PASS_LAPSED") {
 		p.lapsed = true;
@@ -324,6 +336,11 @@ export function queueTick() {
 	if (!p.pass && !p.lapsed && !asking && admitted(p) && status.state !== "soldout" && now >= passAfter &&
 	    (askedAt === null || status.admitted > askedAt))
 		askPass(p);
+	/* A pass held and not used: the page says it is still there. */
+	else if (p.pass && !p.lapsed && !asking && !holdsOrder() && p.expiresAt > now && now >= pingAfter) {
+		pingAfter = now + PASS_PING_MS;
+		askPass(p);
+	}
 }
 
 /* --- what the page shows and may do ------------------------------ */

@@ -360,11 +360,14 @@ test_lapses(fs_queue_pacer *p, uint64_t sale, uint64_t item, uint64_t sale2, uin
 
 /*
  * People who walk away (issue 35): 2 of the 10 places admitted never ask
- * for their pass. Their turns pass to the next places once claimSeconds
- * (15 s) are over, not passSeconds (120 s); and the places admitted in
- * their stead count as outstanding though the earlier places' passes are
- * live (counted as "admitted in the window less every pass live", they
- * looked covered, and every step admitted the budget again).
+ * for their pass. A live page asks within FS_QUEUE_PACER_EXPECT_MS (5 s):
+ * past that the 2 are presumed gone and the next places admitted in their
+ * stead, not after claimSeconds (15 s: every generation of walk-aways cost
+ * a claim window, and with a fifth of the people walking away the last unit
+ * sold 2-5x later than with none) nor passSeconds (120 s); and the places
+ * admitted in their stead count as outstanding though the earlier places'
+ * passes are live (counted as "admitted in the window less every pass
+ * live", they looked covered, and every step admitted the budget again).
  */
 static void
 test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
@@ -381,22 +384,80 @@ test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
 	passes(sale, 1, 8, t + 120000);
 	fs_queue_pacer_step(p, t + 250);
 	check(admitted_is(sale, 10, 1), "walk-away: 8 passes out, 2 places yet to ask: nobody more");
-	fs_queue_pacer_step(p, t + 14000);
-	check(admitted_is(sale, 10, 1), "walk-away: within their 15 s to ask: nobody more");
-	fs_queue_pacer_step(p, t + 16000);
+	fs_queue_pacer_step(p, t + 4000);
+	check(admitted_is(sale, 10, 1), "walk-away: within the 5 s a live page takes to ask: nobody more");
+	fs_queue_pacer_step(p, t + 5500);
 	check(admitted_is(sale, 12, 2),
-	    "walk-away: 15 s on, the 2 who never asked let their turn go: the next 2 admitted");
-	fs_queue_pacer_step(p, t + 16250);
+	    "walk-away: 5 s on, the 2 who never asked are presumed gone: the next 2 admitted at once");
+	fs_queue_pacer_step(p, t + 5750);
 	check(admitted_is(sale, 12, 2),
 	    "walk-away: the 2 just admitted count though the 8 earlier passes are live");
 	nth_sub(sale, 11, sub);
-	pass(sale, sub, t + 136000);
-	fs_queue_pacer_step(p, t + 16500);
+	pass(sale, sub, t + 125500);
+	fs_queue_pacer_step(p, t + 6000);
 	check(admitted_is(sale, 12, 2), "walk-away: 9 passes out, 1 place yet to ask: nobody more");
 	bought = buy_range(sale, item, 1, 8);
-	fs_queue_pacer_step(p, t + 17000);
+	fs_queue_pacer_step(p, t + 6500);
 	check(bought == 8 && admitted_is(sale, 12, 2) && state(sale, "multiple") == 1000,
 	    "walk-away: 8 bought, 2 left, 1 pass and 1 place out: nobody more, never over the units");
+	fs_queue_pacer_step(p, t + 11000);
+	check(admitted_is(sale, 13, 3), "walk-away: the 12th silent 5 s too: the 13th in its stead");
+	nth_sub(sale, 9, sub);
+	pass(sale, sub, t + 132000);
+	fs_queue_pacer_step(p, t + 12000);
+	check(admitted_is(sale, 13, 3),
+	    "walk-away: a slow page (the 9th) asks within claimSeconds after all: counted again, "
+	    "nobody more");
+}
+
+/* A page asked for sub's pass at ms (fs:{S}:q:seen, as lua/queue_pass.lua dates it). */
+static void
+seen(uint64_t sale, const char *sub, int64_t ms)
+{
+	redisReply *r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:seen %lld %s", sale,
+	    (long long)ms, sub);
+
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
+/*
+ * The several-items case (issue 35): a shopper whose item sold out and who
+ * leaves with an unused pass must not hold a place of the line for
+ * passSeconds (120 s). A page holding an unused pass asks for it again every
+ * 5 s; a pass whose page has been quiet for 15 s counts as given up and
+ * the next place is admitted in its stead.
+ */
+static void
+test_idle_pass(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
+{
+	char sub[80];
+	int bought;
+
+	fill_n(sale, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 10, 1), "idle pass: 10 units: 10 admitted");
+	for (long i = 1; i <= 10; i++) {
+		nth_sub(sale, i, sub);
+		pass(sale, sub, t + 120500);
+		seen(sale, sub, t + 500);
+	}
+	bought = buy_range(sale, item, 1, 6);
+	fs_queue_pacer_step(p, t + 1000);
+	check(bought == 6 && admitted_is(sale, 10, 1), "idle pass: 6 bought, 4 passes out: nobody more");
+	for (long i = 7; i <= 8; i++) {
+		nth_sub(sale, i, sub);
+		seen(sale, sub, t + 10500);
+	}
+	fs_queue_pacer_step(p, t + 15000);
+	check(admitted_is(sale, 10, 1),
+	    "idle pass: 2 pages quiet for 14.5 s (left after their item sold out): still counted");
+	fs_queue_pacer_step(p, t + 16000);
+	check(admitted_is(sale, 12, 2),
+	    "idle pass: quiet for 15.5 s: their passes count as given up, the next 2 admitted "
+	    "(not after passSeconds)");
+	fs_queue_pacer_step(p, t + 16250);
+	check(admitted_is(sale, 12, 2), "idle pass: the pages that still ask hold their places");
 }
 
 /*
@@ -620,6 +681,11 @@ main(void)
 		return 1;
 	}
 	test_walkaway(p7, sale, item, fs_clock_now_ms());
+	if (queue_sale(10, 2000, &sale, &item) != 0) {
+		printf("Bail out! the sale of the idle passes\n");
+		return 1;
+	}
+	test_idle_pass(p7, sale, item, fs_clock_now_ms());
 	if (queue_sale(10, 2000, &sale, &item) != 0 ||
 	    (p8 = fs_queue_pacer_new(&f.cfg, top, 250, err, sizeof(err))) == NULL) {
 		printf("Bail out! the sale of the rush\n");

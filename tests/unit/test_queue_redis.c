@@ -277,6 +277,38 @@ check_claim(fs_queue_store *q, const struct test_redis *srv)
 	    "claim: the window of the step that admitted the place, not of the last step");
 }
 
+/* The time a page last asked for sub's pass (fs:{7}:q:seen); -1 never. */
+static long long
+seen_at(const struct test_redis *srv, const char *sub)
+{
+	redisReply *r = test_redis_cmd(srv, "ZSCORE fs:{7}:q:seen %s", sub);
+	long long v = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING)
+		v = strtoll(r->str, NULL, 10);
+	if (r != NULL)
+		freeReplyObject(r);
+	return v;
+}
+
+/*
+ * A page holding an unused pass asks for it again every few seconds, and
+ * each ask is dated in fs:{S}:q:seen (issue 35, the several-items case): the
+ * pacer stops counting a pass whose page went quiet (its shopper left after
+ * their item sold out) instead of holding a place for passSeconds.
+ */
+static void
+check_seen(fs_queue_store *q, const struct test_redis *srv)
+{
+	struct fs_queue_place p;
+
+	check(seen_at(srv, "gus") == 25000, "seen: a pass issued dates its page's ask");
+	check(pass(q, "gus", 31000, &p) == FS_QUEUE_V_OK && p.added == 0 && seen_at(srv, "gus") == 31000,
+	    "seen: the same pass asked again: the same pass, the page's ask dated again");
+	check(pass(q, "dan", 32000, &p) == FS_QUEUE_V_LAPSED && seen_at(srv, "dan") == -1,
+	    "seen: a refusal dates nothing");
+}
+
 /*
  * The opening decided by one clock (issue 35): a handler passes no time
  * (FS_QUEUE_NOW_REDIS) and the script reads Redis' TIME. A handler whose
@@ -417,6 +449,7 @@ main(void)
 	check_batch(q);
 	check_outstanding(&cfg, top);
 	check_claim(q, &srv);
+	check_seen(q, &srv);
 	check_one_clock(q);
 	check_sync(q, &srv);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
