@@ -114,8 +114,9 @@ struct fs_redis_call;
  * as written and as it reads once the broker has its order, at one place.
  */
 struct mark_call {
-	char key[KEY_MAX], was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
-	const char *argv[4];
+	char key[KEY_MAX], order_id[FS_UUID_STRLEN + 1];
+	char was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
+	const char *argv[4]; /* into the above only: a batch sends them later */
 };
 /*
  * The calls that mark n holds (a hold is looked for at every place of its

@@ -517,8 +517,9 @@ fs_stock_mark_calls(fs_stock *s, const uint64_t *sales, const struct fs_stock_re
 			if (mark_records(s, &recs[i], m[nc].was, m[nc].now) != 0)
 				return -1;
 			fs_stock_key(m[nc].key, KEY_ORDERS, l->tags[p], 0);
+			memcpy(m[nc].order_id, recs[i].order_id, sizeof(m[nc].order_id));
 			m[nc].argv[0] = m[nc].key;
-			m[nc].argv[1] = recs[i].order_id;
+			m[nc].argv[1] = m[nc].order_id;
 			m[nc].argv[2] = m[nc].was;
 			m[nc].argv[3] = m[nc].now;
 			calls[nc] = (struct fs_redis_call){ .script = s->mark, .nkeys = 1, .argc = 4,
