@@ -12,12 +12,18 @@ vcl 4.1;
 # /readyz) and the nchan publisher.
 
 # @SINGLE_BEGIN@
-# The origin's /readyz: its purchase handler answers and reaches Redis and
-# Kafka. A sick origin gets no requests (with one origin the edge answers
-# 503 TRY_AGAIN at once instead of waiting on it). Starts healthy, so a
-# fresh edge serves at once.
-probe origin_ready {
-	.url = "/readyz";
+# The probe asks whether the origin answers at all: its nginx's /healthz,
+# which nginx answers itself, as in the cluster topology (below), so that a
+# busy origin passes it. An origin whose stores fail answers its own 503
+# TRY_AGAIN (its /readyz says which store). A sick origin gets no requests
+# (with one origin the edge answers 503 TRY_AGAIN at once instead of
+# waiting on it). Starts healthy, so a fresh edge serves at once. (Until
+# 2026-12-05 the single topology probed /readyz, a FastCGI round trip to
+# the purchase handler that waits behind the purchases: a burst could
+# mark the only origin sick, and a Redis outage turned every request the
+# origin could still answer into the edge's 503.)
+probe origin_alive {
+	.url = "/healthz";
 	.interval = 1s;
 	.timeout = 2s;
 	.window = 3;
@@ -31,7 +37,7 @@ backend origin {
 	.connect_timeout = 1s;
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
-	.probe = origin_ready;
+	.probe = origin_alive;
 }
 # @SINGLE_END@
 # @CLUSTER_BEGIN@

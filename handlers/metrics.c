@@ -6,7 +6,8 @@
  * nginx gave without a handler, then asks the stores what no process
  * counts: the consumer group's backlog in Kafka, and in PostgreSQL the
  * PENDING orders past their expiry and the refunds owed (those that keep
- * failing too). Prometheus text format 0.0.4.
+ * failing too), and each push server how full its memory is. Prometheus
+ * text format 0.0.4.
  */
 #include "config.h"
 
@@ -22,6 +23,7 @@
 #include "orders.h"
 #include "payments.h"
 #include "pg.h"
+#include "push.h"
 
 /* The text is a few tens of kilobytes; more means something is wrong. */
 #define TEXT_MAX (1024 * 1024)
@@ -31,7 +33,49 @@ struct app {
 	struct fs_cfg cfg;
 	const char *dir; /* FLASHSALE_METRICS_DIR, read by lib/metrics too */
 	fs_pg *pg;	 /* NULL without FLASHSALE_PG */
+	fs_push *push;	 /* the push servers' publishers; NULL without FLASHSALE_NCHAN_PUB */
 };
+
+/*
+ * How full each push server's memory is (its nchan_stub_status): a push
+ * refused for want of memory is counted where it happens
+ * (flashsale_push_messages_total{result="refused"}); this says how near
+ * that is. A server that does not answer is left out, with a warning.
+ */
+static void
+write_push_gauges(struct app *app, FILE *out)
+{
+	struct fs_push_memory m[FS_PUSH_TARGETS_MAX];
+	char where[FS_PUSH_TARGETS_MAX][128];
+	int n = 0, any = 0;
+
+	for (fs_push *p = app->push; p != NULL && n < FS_PUSH_TARGETS_MAX; p = p->next, n++) {
+		fs_push_where(p, where[n], sizeof(where[n]));
+		if (fs_push_memory_of(p, &m[n]) != 0) {
+			fs_log_warn("push server %s: %s", where[n], p->errstr);
+			m[n].limit = -1;
+			continue;
+		}
+		any = 1;
+	}
+	if (!any)
+		return;
+	fprintf(out, "# HELP flashsale_push_memory_bytes The push server's shared memory (nchan): used, "
+		     "and its limit (nchan_max_reserved_memory).\n"
+		     "# TYPE flashsale_push_memory_bytes gauge\n");
+	for (int i = 0; i < n; i++)
+		if (m[i].limit > 0)
+			fprintf(out,
+			    "flashsale_push_memory_bytes{publisher=\"%s\",kind=\"used\"} %lld\n"
+			    "flashsale_push_memory_bytes{publisher=\"%s\",kind=\"limit\"} %lld\n",
+			    where[i], m[i].used, where[i], m[i].limit);
+	fprintf(out, "# HELP flashsale_push_stored_messages Order statuses the push server keeps.\n"
+		     "# TYPE flashsale_push_stored_messages gauge\n");
+	for (int i = 0; i < n; i++)
+		if (m[i].limit > 0)
+			fprintf(out, "flashsale_push_stored_messages{publisher=\"%s\"} %lld\n", where[i],
+			    m[i].stored);
+}
 
 /* Gauges asked of the stores at scrape time; a store that does not answer is up 0. */
 static void
@@ -110,8 +154,10 @@ handle(fs_fcgi *fcgi, void *arg)
 		return;
 	}
 	rc = fs_metrics_write(app->dir, out, err, sizeof(err));
-	if (rc == 0)
+	if (rc == 0) {
 		write_store_gauges(app, out);
+		write_push_gauges(app, out);
+	}
 	if (fclose(out) != 0 || rc != 0 || len > TEXT_MAX) {
 		fs_log_error("metrics: %s", rc != 0 ? err : "text too long");
 		fs_fcgi_error(fcgi, FS_ERR_INTERNAL, NULL, NULL);
@@ -126,6 +172,7 @@ static int
 setup(void *arg)
 {
 	struct app *app = arg;
+	char err[256];
 
 	if (fs_cfg_load(&app->cfg, 0) != 0) {
 		fs_log_error("%s", app->cfg.errstr);
@@ -140,6 +187,11 @@ setup(void *arg)
 		fs_log_error("FLASHSALE_PG too long");
 		return -1;
 	}
+	if (fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB)[0] != '\0' &&
+	    (app->push = fs_push_new(fs_cfg_get(&app->cfg, FS_CFG_NCHAN_PUB), err, sizeof(err))) == NULL) {
+		fs_log_error("FLASHSALE_NCHAN_PUB: %s", err);
+		return -1;
+	}
 	return 1;
 }
 
@@ -149,6 +201,7 @@ teardown(void *arg)
 	struct app *app = arg;
 
 	fs_pg_free(app->pg);
+	fs_push_free(app->push);
 }
 
 int

@@ -63,9 +63,12 @@ struct worker {
 	struct fs_stock_ask asks[FS_STOCK_BATCH_MAX];
 	int reports_watched;
 	int redis_ok; /* Redis answered the last batch or PING of this loop */
-	/* the orders the broker acknowledged this round: their holds say so, then their 202s go */
+	/* the orders the broker acknowledged: their holds say so, then their 202s go */
 	struct pending *acked[FS_STOCK_MARK_MAX];
 	size_t nacked;
+	/* those whose marks ride in the batch out: answered when its replies came */
+	struct pending *riding[FS_STOCK_MARK_MAX];
+	size_t nriding;
 };
 
 _Static_assert(FS_STOCK_BATCH_MAX >= FS_FCGI_BATCH_MAX, "a loop's batch fits one pipeline");
@@ -109,11 +112,41 @@ stages_count(const struct pending *p)
 	fs_metrics_count(FS_M_PURCHASE_STAGED);
 }
 
+/* The 202s of n acknowledged orders, whose holds say by now that the broker has them. */
+static void
+answer_accepted(struct pending *const *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct pending *p = ps[i];
+
+		fs_fcgi_log_tag(p->fcgi);
+		fs_answer_purchase_accepted(p->fcgi, &p->o);
+		fs_fcgi_log_tag(NULL);
+		free(p);
+	}
+}
+
+/* The holds of n acknowledged orders, as fs_stock_broker_has_many takes them. */
+static void
+acked_records(struct pending *const *ps, size_t n, uint64_t *sales, struct fs_stock_record *recs)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_order *o = &ps[i]->o;
+
+		sales[i] = o->sale;
+		recs[i] = (struct fs_stock_record){ .item = o->item, .reserved_ms = o->reserved_ms,
+			.broker = FS_STOCK_BROKER_SENT };
+		snprintf(recs[i].order_id, sizeof(recs[i].order_id), "%s", o->id);
+		snprintf(recs[i].user, sizeof(recs[i].user), "%s", o->user);
+	}
+}
+
 /*
- * The round's acknowledged orders: their holds say that the broker has
- * them (one pipeline for the lot), so that a retry is answered 409 at once
- * (held); then their 202s. A hold whose mark failed keeps " sent": a retry
- * then publishes its order again before its 409.
+ * The acknowledged orders with no batch to carry their marks: their holds
+ * say that the broker has them (one pipeline for the lot), so that a retry
+ * is answered 409 at once (held); then their 202s. A hold whose mark
+ * failed keeps " sent": a retry then publishes its order again before its
+ * 409.
  */
 static void
 accept_acked(struct worker *w)
@@ -124,28 +157,51 @@ accept_acked(struct worker *w)
 
 	if (n == 0)
 		return;
-	for (size_t i = 0; i < n; i++) {
-		const struct fs_order *o = &w->acked[i]->o;
-
-		sales[i] = o->sale;
-		recs[i] = (struct fs_stock_record){ .item = o->item, .reserved_ms = o->reserved_ms,
-			.broker = FS_STOCK_BROKER_SENT };
-		snprintf(recs[i].order_id, sizeof(recs[i].order_id), "%s", o->id);
-		snprintf(recs[i].user, sizeof(recs[i].user), "%s", o->user);
-	}
+	acked_records(w->acked, n, sales, recs);
 	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
 	if (fs_stock_broker_has_many(w->stock, sales, recs, n) != 0)
 		fs_log_warn("%zu holds still say \"sent\" (%s); a retry publishes again", n,
 		    w->stock->errstr);
 	w->nacked = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct pending *p = w->acked[i];
+	answer_accepted(w->acked, n);
+}
 
-		fs_fcgi_log_tag(p->fcgi);
-		fs_answer_purchase_accepted(p->fcgi, &p->o);
-		fs_fcgi_log_tag(NULL);
-		free(p);
-	}
+/*
+ * The acknowledged orders' marks go with the batch about to be sent (at
+ * its pipeline's end: no round trip of their own); their 202s once its
+ * replies came (accept_riding). Those that cannot ride wait for the
+ * round's end (accept_acked).
+ */
+static void
+ride(struct worker *w)
+{
+	uint64_t sales[FS_STOCK_MARK_MAX];
+	struct fs_stock_record recs[FS_STOCK_MARK_MAX];
+	size_t n = w->nacked;
+
+	if (n == 0)
+		return;
+	acked_records(w->acked, n, sales, recs);
+	if (fs_stock_reserve_marks(w->stock, sales, recs, n) != 0)
+		return;
+	memcpy(w->riding, w->acked, n * sizeof(w->acked[0]));
+	w->nriding = n;
+	w->nacked = 0;
+}
+
+/* The batch whose pipeline carried the marks ended: their 202s. */
+static void
+accept_riding(struct worker *w)
+{
+	char err[128];
+
+	if (w->nriding == 0)
+		return;
+	if (fs_stock_reserve_marked(w->stock, err, sizeof(err)) != 0)
+		fs_log_warn("%zu holds still say \"sent\" (%s); a retry publishes again", w->nriding,
+		    err);
+	answer_accepted(w->riding, w->nriding);
+	w->nriding = 0;
 }
 
 /* On the loop that holds the request: 202 once the broker has the order (accept_acked). */
@@ -353,6 +409,7 @@ reserved_all(void *ctx, void *const *items, size_t n)
 	uint64_t now;
 
 	fs_stock_reserve_end(w->stock);
+	accept_riding(w);
 	w->redis_ok = 0;
 	for (size_t i = 0; i < n; i++) {
 		any |= w->asks[i].result == FS_STOCK_RESERVED;
@@ -392,6 +449,7 @@ reserve_all(void *ctx, void *const *items, size_t n, int *fds, int maxfds, int64
 		w->asks[i] = (struct fs_stock_ask){ .sale = o->sale, .item = o->item,
 			.user = o->user, .order_id = o->id, .now_ms = o->reserved_ms };
 	}
+	ride(w);
 	fs_stock_reserve_begin(w->stock, w->asks, n);
 	*deadline_ms = fs_stock_reserve_deadline(w->stock);
 	return fs_stock_reserve_fds(w->stock, fds, maxfds);
@@ -409,7 +467,10 @@ reports_ready(void *ctx)
 /*
  * The end of a loop's round: what it admitted goes to Redis now, unless a
  * batch is out (it goes once that one ended: its replies came, or its
- * deadline passed, both told by the batch's watch).
+ * deadline passed, both told by the batch's watch), and the acknowledged
+ * orders' marks with it (ride). With no batch out to carry them, they go
+ * alone now; while one is out, they wait for the next (their 202s a round
+ * trip later, the loop never blocked on a round trip of marks alone).
  */
 static void
 round_end(void *ctx)
@@ -418,8 +479,9 @@ round_end(void *ctx)
 
 	if (!w->reports_watched && w->app->reports_fd >= 0)
 		w->reports_watched = fs_fcgi_watch(w->app->reports_fd, 0, reports_ready, w->app) == 0;
-	accept_acked(w);
 	fs_fcgi_batch_round(&w->batch);
+	if (w->batch.nflight == 0)
+		accept_acked(w);
 }
 
 static void

@@ -531,6 +531,74 @@ fs_push_publish(fs_push *p, const char *channel, const char *body, size_t len)
 	return fs_push_publish_many(p, &m, 1) == 0 ? 0 : -1;
 }
 
+/* The number after "NAME: " in nchan's status text, scaled by a K suffix; -1 when missing. */
+static long long
+status_number(const char *text, const char *name)
+{
+	const char *at = strstr(text, name);
+	char *end;
+	long long v;
+
+	if (at == NULL || (at != text && at[-1] != '\n'))
+		return -1;
+	at += strlen(name);
+	errno = 0;
+	v = strtoll(at, &end, 10);
+	if (errno != 0 || end == at || v < 0 || v > (1LL << 50))
+		return -1;
+	return *end == 'K' ? v * 1024 : v;
+}
+
+int
+fs_push_memory_of(fs_push *p, struct fs_push_memory *m)
+{
+	static const char req[] = "GET " FS_PUSH_STATUS_PATH " HTTP/1.1\r\nHost: localhost\r\n"
+				  "Connection: close\r\n\r\n";
+	const char *body;
+
+	if (!p->enabled) {
+		set_err(p, "push: publishing is off");
+		return -1;
+	}
+	drop(p); /* a connection of its own: nothing else in flight on it */
+	p->inlen = 0;
+	if (connect_now(p) != 0)
+		return -1;
+	if (send_all(p, req, sizeof(req) - 1) != 0) {
+		set_err(p, "push status: send failed");
+		drop(p);
+		return -1;
+	}
+	/* Connection: close: the answer ends when the server closes. */
+	while (p->inlen < FS_PUSH_REPLY_MAX && fill(p) > 0)
+		;
+	drop(p);
+	p->in[p->inlen] = '\0';
+	p->inlen = 0;
+	if (strncmp(p->in, "HTTP/1.1 200 ", 13) != 0 || (body = strstr(p->in, "\r\n\r\n")) == NULL) {
+		set_err(p, "push status: no 200 with a body");
+		return -1;
+	}
+	body += 4;
+	m->used = status_number(body, "shared memory used: ");
+	m->limit = status_number(body, "shared memory limit: ");
+	m->stored = status_number(body, "stored messages: ");
+	if (m->used < 0 || m->limit <= 0 || m->stored < 0) {
+		set_err(p, "push status: not nchan's status text");
+		return -1;
+	}
+	return 0;
+}
+
+void
+fs_push_where(const fs_push *p, char *out, size_t outlen)
+{
+	if (p->sock[0] != '\0')
+		snprintf(out, outlen, "%s", p->sock);
+	else
+		snprintf(out, outlen, "%s:%d", p->host, p->port);
+}
+
 /* One background sender: its thread, its connection, its share of a batch. */
 struct lane {
 	pthread_t thread;

@@ -87,4 +87,23 @@ size_t fs_push_publish_many(fs_push *, const struct fs_push_msg *msgs, size_t n)
 void fs_push_start(fs_push *, const struct fs_push_msg *msgs, size_t n);
 size_t fs_push_finish(fs_push *);
 
+/*
+ * How full a publisher's memory is: nchan_stub_status, which the push
+ * server answers at FS_PUSH_STATUS_PATH beside its publisher location.
+ */
+#define FS_PUSH_STATUS_PATH	"/_fs/push-status"
+struct fs_push_memory {
+	long long used;		/* bytes of nchan's shared memory in use */
+	long long limit;	/* its nchan_max_reserved_memory */
+	long long stored;	/* messages kept (order statuses) */
+};
+/*
+ * Asks p's publisher (the first of a list; the others are p->next), on a
+ * connection of its own that is closed after: 0, or -1 with err/errstr
+ * set (no answer within FS_PUSH_TIMEOUT_MS a step, or not a status).
+ */
+int fs_push_memory_of(fs_push *, struct fs_push_memory *);
+/* Where p's publisher listens: its socket's path, or HOST:PORT (for a label). */
+void fs_push_where(const fs_push *, char *out, size_t outlen);
+
 #endif

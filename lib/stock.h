@@ -241,6 +241,18 @@ int fs_stock_reserve_fds(const fs_stock *, int *fds, int max);
 int64_t fs_stock_reserve_deadline(const fs_stock *);
 void fs_stock_reserve_end(fs_stock *);
 /*
+ * fs_stock_broker_has_many's marks of n holds (at most FS_STOCK_MARK_MAX,
+ * of sales of up to 4 places each; copied) sent with the next
+ * fs_stock_reserve_begin's pipeline, at its end: no round trip of their
+ * own. Ends the batch out first. 0, or -1 with err set (nothing given).
+ * Once that batch ended, fs_stock_reserve_marked: 0 when every mark ran
+ * (a hold that changed meanwhile keeps what it says), -1 with why in err
+ * when one failed (those holds keep " sent").
+ */
+int fs_stock_reserve_marks(fs_stock *, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n);
+int fs_stock_reserve_marked(const fs_stock *, char *err, size_t errlen);
+/*
  * After a reservation: waits up to timeout_ms until a replica of each Redis
  * master it wrote to (its shard, the shopper's guard) has it too (WAIT 1),
  * so that a replica promoted after a master's death keeps every hold

@@ -1,7 +1,9 @@
 /*
  * Reservations in a batch: each one's home script pipelined with the
  * others (one round trip per node), sent and received apart for an event
- * loop; what a pipeline cannot settle runs as one reservation does.
+ * loop; what a pipeline cannot settle runs as one reservation does. The
+ * holds whose orders the broker acknowledged since the last batch ride in
+ * the same pipeline (their marks), instead of a round trip of their own.
  */
 #include "config.h"
 
@@ -47,13 +49,22 @@ struct batch_read {
 	char errstr[128];
 };
 
+/* Marks one batch carries: FS_STOCK_MARK_MAX holds of sales of up to 4 places each. */
+#define BATCH_MARKS_MAX (FS_STOCK_MARK_MAX * 4)
+
 /* fs_stock_reserve_many's room: the reservations and calls of one batch. */
 struct batch {
 	struct batch_entry e[FS_STOCK_BATCH_MAX];
 	struct batch_read reads[LAYOUT_CACHE];
 	size_t nreads, ncalls;
-	/* the reservations' scripts, then the layout reads */
-	struct fs_redis_call calls[FS_STOCK_BATCH_MAX + LAYOUT_CACHE];
+	/* the marks given to fs_stock_reserve_marks for the next batch, then in this one */
+	struct mark_call marks[BATCH_MARKS_MAX];
+	size_t nmarks;
+	int marks_rc; /* once received: 0, or -1 when a mark failed (marks_errstr) */
+	char marks_errstr[128];
+	/* the reservations' scripts, then the layout reads, then the marks */
+	struct fs_redis_call calls[FS_STOCK_BATCH_MAX + LAYOUT_CACHE + BATCH_MARKS_MAX];
+	struct fs_redis_call mark_calls[BATCH_MARKS_MAX]; /* staged until the batch is sent */
 	/* the home scripts of those that waited for their layout */
 	struct fs_redis_call late[FS_STOCK_BATCH_MAX];
 };
@@ -159,6 +170,60 @@ batch_place(fs_stock *s, struct batch_entry *e, const struct fs_stock_layout *l,
 	e->state = state;
 }
 
+int
+fs_stock_reserve_marks(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n)
+{
+	struct batch *b;
+	long nc;
+
+	fs_stock_reserve_end(s); /* the batch out, if any, has its marks already */
+	if (n > FS_STOCK_MARK_MAX) {
+		fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "mark: too many holds at once");
+		return -1;
+	}
+	if (s->batch == NULL && (s->batch = calloc(1, sizeof(*b))) == NULL) {
+		fs_stock_set_err(s, FS_STOCK_ERR_NOMEM, "mark");
+		return -1;
+	}
+	b = s->batch;
+	b->nmarks = 0;
+	if ((nc = fs_stock_mark_calls(s, sales, recs, n, b->marks, b->mark_calls, BATCH_MARKS_MAX)) < 0)
+		return -1;
+	b->nmarks = (size_t)nc;
+	return 0;
+}
+
+int
+fs_stock_reserve_marked(const fs_stock *s, char *err, size_t errlen)
+{
+	const struct batch *b = s->batch;
+
+	if (b == NULL || b->marks_rc == 0)
+		return 0;
+	snprintf(err, errlen, "%s", b->marks_errstr);
+	return -1;
+}
+
+/* The marks of a batch that is not pipelined: alone, now. */
+static void
+marks_alone(fs_stock *s, struct batch *b)
+{
+	b->marks_rc = 0;
+	if (b->nmarks == 0)
+		return;
+	fs_redis_eval_many(s->redis, b->mark_calls, b->nmarks);
+	for (size_t c = 0; c < b->nmarks; c++) {
+		if (b->mark_calls[c].reply == NULL && b->marks_rc == 0) {
+			fs_stock_driver_err(s, "mark", b->mark_calls[c].err, b->mark_calls[c].errstr);
+			b->marks_rc = -1;
+			snprintf(b->marks_errstr, sizeof(b->marks_errstr), "%s", s->errstr);
+		}
+		freeReplyObject(b->mark_calls[c].reply);
+	}
+	b->nmarks = 0;
+}
+
 void
 fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 {
@@ -167,7 +232,9 @@ fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 
 	fs_stock_reserve_end(s); /* one batch at a time */
 	if (n > FS_STOCK_BATCH_MAX || (s->batch == NULL && (s->batch = calloc(1, sizeof(*b))) == NULL)) {
-		/* Too many, or no room to pipeline: one at a time, now. */
+		/* Too many, or no room to pipeline: one at a time, now (marks first). */
+		if (s->batch != NULL)
+			marks_alone(s, s->batch);
 		for (size_t i = 0; i < n; i++)
 			ask_done(s, &asks[i], fs_stock_reserve(s, asks[i].sale, asks[i].item,
 			    asks[i].user, asks[i].order_id, asks[i].now_ms, &asks[i].hold));
@@ -175,6 +242,7 @@ fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 	}
 	b = s->batch;
 	b->nreads = b->ncalls = 0;
+	b->marks_rc = 0;
 	/* The common path of each (its home place's script) goes in one pipeline. */
 	for (size_t i = 0; i < n; i++) {
 		struct batch_entry *e = &b->e[i];
@@ -199,7 +267,9 @@ fs_stock_reserve_begin(fs_stock *s, struct fs_stock_ask *asks, size_t n)
 	for (size_t r = 0; r < b->nreads; r++)
 		b->calls[b->ncalls++] = (struct fs_redis_call){ .script = s->layout, .nkeys = 1,
 			.argc = 1, .argv = b->reads[r].argv };
-	fs_redis_eval_send(s->redis, b->calls, b->ncalls);
+	/* The marks given for this batch ride at the end (replies read in _end). */
+	memcpy(&b->calls[b->ncalls], b->mark_calls, b->nmarks * sizeof(b->mark_calls[0]));
+	fs_redis_eval_send(s->redis, b->calls, b->ncalls + b->nmarks);
 	s->batch_asks = asks;
 	s->batch_n = n;
 }
@@ -214,6 +284,23 @@ int64_t
 fs_stock_reserve_deadline(const fs_stock *s)
 {
 	return fs_redis_eval_deadline(s->redis);
+}
+
+/* Takes the batch's marks' replies: 1 rewritten, 0 changed meanwhile; only a failure counts. */
+static void
+batch_marks_take(fs_stock *s, struct batch *b)
+{
+	for (size_t c = 0; c < b->nmarks; c++) {
+		struct fs_redis_call *call = &b->calls[b->ncalls + c];
+
+		if (call->reply == NULL && b->marks_rc == 0) {
+			fs_stock_driver_err(s, "mark", call->err, call->errstr);
+			b->marks_rc = -1;
+			snprintf(b->marks_errstr, sizeof(b->marks_errstr), "%s", s->errstr);
+		}
+		freeReplyObject(call->reply);
+	}
+	b->nmarks = 0;
 }
 
 /* Takes the batch's layout reads, and caches those that succeeded. */
@@ -279,6 +366,7 @@ fs_stock_reserve_end(fs_stock *s)
 		return;
 	s->batch_asks = NULL;
 	fs_redis_eval_recv(s->redis);
+	batch_marks_take(s, b);
 	batch_reads_take(s, b);
 	batch_late(s, b, asks, n);
 	/* Then each goes on as fs_stock_reserve would, in order. */

@@ -107,6 +107,24 @@ enum fs_stock_result fs_stock_reserve_after_home(fs_stock *s, const struct fs_st
     const struct attempt *a, enum take t, struct fs_stock_hold *out);
 enum fs_stock_result fs_stock_reserve_from_afar(fs_stock *s, const struct fs_stock_layout *l,
     const struct attempt *a, struct fs_stock_hold *out);
+struct fs_redis_call;
+
+/*
+ * One mark.lua call (fs_stock_broker_has_many's, or a batch's): the hold
+ * as written and as it reads once the broker has its order, at one place.
+ */
+struct mark_call {
+	char key[KEY_MAX], order_id[FS_UUID_STRLEN + 1];
+	char was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
+	const char *argv[4]; /* into the above only: a batch sends them later */
+};
+/*
+ * The calls that mark n holds (a hold is looked for at every place of its
+ * sale: one call each) into m and calls, at most max: their count, or -1
+ * with err set (too many for max, a shopper id too long, a layout unread).
+ */
+long fs_stock_mark_calls(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n, struct mark_call *m, struct fs_redis_call *calls, size_t max);
 
 /* stock_read.c: reads shared with the warm */
 int fs_stock_unconfirmed_places(fs_stock *s, const struct fs_stock_layout *l, const char *min_s,

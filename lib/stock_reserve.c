@@ -498,16 +498,45 @@ fs_stock_broker_has(fs_stock *s, uint64_t sale, const struct fs_stock_record *re
 	return done;
 }
 
+long
+fs_stock_mark_calls(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
+    size_t n, struct mark_call *m, struct fs_redis_call *calls, size_t max)
+{
+	size_t nc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fs_stock_layout *l = fs_stock_layout_get(s, sales[i]);
+
+		if (l == NULL)
+			return -1;
+		if ((size_t)l->nplaces > max - nc) {
+			fs_stock_set_err(s, FS_STOCK_ERR_REPLY, "mark: too many holds at once");
+			return -1;
+		}
+		for (int p = 0; p < l->nplaces; p++, nc++) {
+			if (mark_records(s, &recs[i], m[nc].was, m[nc].now) != 0)
+				return -1;
+			fs_stock_key(m[nc].key, KEY_ORDERS, l->tags[p], 0);
+			memcpy(m[nc].order_id, recs[i].order_id, sizeof(m[nc].order_id));
+			m[nc].argv[0] = m[nc].key;
+			m[nc].argv[1] = m[nc].order_id;
+			m[nc].argv[2] = m[nc].was;
+			m[nc].argv[3] = m[nc].now;
+			calls[nc] = (struct fs_redis_call){ .script = s->mark, .nkeys = 1, .argc = 4,
+				.argv = m[nc].argv };
+		}
+	}
+	return (long)nc;
+}
+
 int
 fs_stock_broker_has_many(fs_stock *s, const uint64_t *sales, const struct fs_stock_record *recs,
     size_t n)
 {
-	struct mark_call {
-		char key[KEY_MAX], was[FS_STOCK_RECORD_MAX], now[FS_STOCK_RECORD_MAX];
-		const char *argv[4];
-	} *m = NULL;
+	struct mark_call *m = NULL;
 	struct fs_redis_call *calls = NULL;
-	size_t nc = 0, want = 0;
+	size_t want = 0;
+	long nc;
 	int rc = -1;
 
 	if (n > FS_STOCK_MARK_MAX) {
@@ -526,26 +555,11 @@ fs_stock_broker_has_many(fs_stock *s, const uint64_t *sales, const struct fs_sto
 		fs_stock_set_err(s, FS_STOCK_ERR_NOMEM, "mark");
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct fs_stock_layout *l = fs_stock_layout_get(s, sales[i]);
-
-		if (l == NULL)
-			goto out;
-		for (int p = 0; p < l->nplaces && nc < want; p++, nc++) {
-			if (mark_records(s, &recs[i], m[nc].was, m[nc].now) != 0)
-				goto out;
-			fs_stock_key(m[nc].key, KEY_ORDERS, l->tags[p], 0);
-			m[nc].argv[0] = m[nc].key;
-			m[nc].argv[1] = recs[i].order_id;
-			m[nc].argv[2] = m[nc].was;
-			m[nc].argv[3] = m[nc].now;
-			calls[nc] = (struct fs_redis_call){ .script = s->mark, .nkeys = 1, .argc = 4,
-				.argv = m[nc].argv };
-		}
-	}
-	fs_redis_eval_many(s->redis, calls, nc);
+	if ((nc = fs_stock_mark_calls(s, sales, recs, n, m, calls, want)) < 0)
+		goto out;
+	fs_redis_eval_many(s->redis, calls, (size_t)nc);
 	rc = 0;
-	for (size_t c = 0; c < nc; c++) {
+	for (long c = 0; c < nc; c++) {
 		if (calls[c].reply == NULL) {
 			fs_stock_driver_err(s, "mark", calls[c].err, calls[c].errstr);
 			rc = -1;

@@ -21,7 +21,10 @@
  * on: a peer behind a partition neither answers nor refuses); "heal"
  * lifts every cut, and what waited flows; "show" prints the connections
  * relayed, refused (no room) and reset (MS above), and the labels cut
- * ("none"). Each answers one line, "ok ..." or "error ...".
+ * ("none"); "delay LABEL MS" holds every chunk that a connection carrying
+ * LABEL reads, either way, for MS milliseconds before it is passed on (a
+ * long way to the peer: a request and its answer take 2 x MS more;
+ * "delay LABEL 0" lifts it). Each answers one line, "ok ..." or "error ...".
  */
 #include "config.h"
 
@@ -67,6 +70,7 @@ struct pair {
 	long long cut_since_ms; /* when a cut first held it; 0: flowing */
 	char buf[2][BUF_SIZE]; /* buf[d]: read from fd[d], not yet written */
 	size_t len[2], off[2];
+	long long due_ms[2]; /* buf[d] is not written before (a delay) */
 };
 
 static char label_name[MAX_LABELS][64];
@@ -77,6 +81,7 @@ static struct source source[MAX_SOURCES];
 static int nsources;
 static struct pair *pair[MAX_PAIRS];
 static unsigned long long cut_mask;
+static long delay_ms[MAX_LABELS]; /* per label: chunks held this long */
 static unsigned long relayed, refused, reset;
 static volatile sig_atomic_t stopping;
 
@@ -255,6 +260,20 @@ accept_on(int r)
 		dial(i);
 }
 
+static long long now_ms(void);
+
+/* The longest delay of the labels a pair carries (0: none). */
+static long
+pair_delay(const struct pair *p)
+{
+	long ms = 0;
+
+	for (int i = 0; i < nlabels; i++)
+		if ((p->labels & (1ULL << i)) && delay_ms[i] > ms)
+			ms = delay_ms[i];
+	return ms;
+}
+
 /* Moves bytes of pair i in direction d (from fd[d] to fd[!d]); -1: closed. */
 static int
 pump(struct pair *p, int d, short rev_in, short rev_out)
@@ -262,14 +281,22 @@ pump(struct pair *p, int d, short rev_in, short rev_out)
 	ssize_t n;
 
 	if (p->len[d] == 0 && (rev_in & (POLLIN | POLLHUP | POLLERR))) {
+		long delay = pair_delay(p);
+
 		n = read(p->fd[d], p->buf[d], BUF_SIZE);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			return -1;
 		p->len[d] = n > 0 ? (size_t)n : 0;
 		p->off[d] = 0;
-		rev_out |= POLLOUT; /* try at once: usually it all goes */
+		p->due_ms[d] = delay > 0 ? now_ms() + delay : 0;
+		if (delay == 0)
+			rev_out |= POLLOUT; /* try at once: usually it all goes */
 	}
-	if (p->len[d] > 0 && (rev_out & (POLLOUT | POLLERR))) {
+	if (p->len[d] > 0 && p->due_ms[d] > 0 && now_ms() >= p->due_ms[d]) {
+		p->due_ms[d] = 0;
+		rev_out |= POLLOUT; /* held long enough: try now */
+	}
+	if (p->len[d] > 0 && p->due_ms[d] == 0 && (rev_out & (POLLOUT | POLLERR))) {
 		n = write(p->fd[!d], p->buf[d] + p->off[d], p->len[d]);
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return -1;
@@ -307,6 +334,26 @@ command(char *line, char *out, size_t outlen)
 		}
 		say("healed", "");
 		snprintf(out, outlen, "ok healed\n");
+	} else if (strncmp(line, "delay ", 6) == 0) {
+		char *sp = strrchr(line + 6, ' '), *end;
+		long ms;
+
+		errno = 0;
+		ms = sp != NULL ? strtol(sp + 1, &end, 10) : -1;
+		if (sp == NULL || errno != 0 || end == sp + 1 || *end != '\0' || ms < 0 || ms > 60000) {
+			snprintf(out, outlen, "error want delay LABEL MS (0..60000)\n");
+			return;
+		}
+		*sp = '\0';
+		if ((bit = label_bit(line + 6, strlen(line + 6))) == 0) {
+			snprintf(out, outlen, "error no room for label %s\n", line + 6);
+			return;
+		}
+		for (int i = 0; i < nlabels; i++)
+			if (bit == 1ULL << i)
+				delay_ms[i] = ms;
+		say("delay ", line + 6);
+		snprintf(out, outlen, "ok delay %s %ld\n", line + 6, ms);
 	} else if (strcmp(line, "show") == 0) {
 		size_t o = (size_t)snprintf(out, outlen, "ok relayed %lu refused %lu reset %lu cut", relayed,
 		    refused, reset);
@@ -393,7 +440,8 @@ poll_set(struct pollfd *pfd, int cfd, int *slot)
 		slot[i] = (int)n;
 		for (int d = 0; d < 2; d++) {
 			pfd[n].fd = p->fd[d];
-			pfd[n].events = (short)((p->len[d] == 0 ? POLLIN : 0) | (p->len[!d] > 0 ? POLLOUT : 0));
+			pfd[n].events = (short)((p->len[d] == 0 ? POLLIN : 0) |
+			    (p->len[!d] > 0 && p->due_ms[!d] == 0 ? POLLOUT : 0));
 			n++;
 		}
 	}
@@ -445,6 +493,25 @@ give_up(void)
 	return next;
 }
 
+/* Milliseconds until the next held chunk is due (-1: none is held). */
+static long
+held_due(void)
+{
+	long long now = now_ms();
+	long next = -1;
+
+	for (int i = 0; i < MAX_PAIRS; i++)
+		for (int d = 0; pair[i] != NULL && d < 2; d++) {
+			long left;
+
+			if (pair[i]->len[d] == 0 || pair[i]->due_ms[d] == 0)
+				continue;
+			left = pair[i]->due_ms[d] > now ? (long)(pair[i]->due_ms[d] - now) : 0;
+			next = next < 0 || left < next ? left : next;
+		}
+	return next;
+}
+
 static int
 serve(const char *ctl)
 {
@@ -458,8 +525,11 @@ serve(const char *ctl)
 	}
 	say("relaying, control socket ", ctl);
 	while (!stopping) {
-		long due = give_up();
+		long due = give_up(), held = held_due();
 		nfds_t n = poll_set(pfd, cfd, slot);
+
+		if (held >= 0 && (due < 0 || held < due))
+			due = held;
 
 		if (poll(pfd, n, due >= 0 && due < 1000 ? (int)due + 1 : 1000) < 0) {
 			if (errno == EINTR)
@@ -523,7 +593,7 @@ main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "-c") == 0)
 		return client(argv[2], argc - 3, argv + 3);
 	if (argc < 3) {
-		fprintf(stderr, "usage: flashsale-relay SOCKET SPEC... | -c SOCKET cut LABEL|heal|show\n"
+		fprintf(stderr, "usage: flashsale-relay SOCKET SPEC... | -c SOCKET cut LABEL|heal|show|delay LABEL MS\n"
 				"  SPEC: LABELS@LISTEN_IP:PORT=TARGET_IP:PORT[/MS] or LABEL@IP\n");
 		return 2;
 	}

@@ -196,7 +196,7 @@ render() {
 			"BURST_PER_IP=$BURST_PER_IP" "RATE_PER_USER=$RATE_PER_USER" \
 			"BURST_PER_USER=$BURST_PER_USER" "WEBHOOK_LIMIT_KEY=$webhook_key" \
 			"RATE_WEBHOOK=$webhook_rate" "BURST_WEBHOOK=$BURST_WEBHOOK" \
-			"PUSH_MEMORY=$PUSH_MEMORY" "PUSH_KEEP=$PUSH_KEEP" \
+			"PUSH_MEMORY=$PUSH_MEMORY" "PUSH_KEEP=$PUSH_KEEP" "EDGE_LOCK_MS=$EDGE_LOCK_MS" \
 			"NOFILE=$(nofile_limit)"; do
 			printf 's|@%s@|%s|g\n' "${pair%%=*}" "$(sed_escape "${pair#*=}")"
 		done

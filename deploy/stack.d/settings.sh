@@ -83,6 +83,12 @@ BURST_PER_USER=${FLASHSALE_BURST_PER_USER:-}
 # an order's latest status (nchan_message_timeout): deploy/push.conf.in.
 PUSH_MEMORY=${FLASHSALE_PUSH_MEMORY:-512M}
 PUSH_KEEP=${FLASHSALE_PUSH_KEEP:-60s}
+# How long a purchase at the edge waits for another purchase of the same
+# item to bring the origin's answer (proxy_cache_lock_timeout of
+# deploy/edge.conf.in), in milliseconds: above the edge's round trip to the
+# origin, or the sold-out herd of each second reaches the origin (the
+# edge's bound, docs/API.md).
+EDGE_LOCK_MS=${FLASHSALE_EDGE_LOCK_MS:-100}
 # The logs' rotation (stack.d/logkeeper.sh): the size of a log that is
 # copied aside and truncated, and how often they are looked at.
 LOG_MAX_MB=${FLASHSALE_LOG_MAX_MB:-64}
@@ -214,6 +220,11 @@ check_settings() {
 	done
 	{ [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65528 ]; } ||
 		die "FLASHSALE_PORT_BASE must be within 1024..65528"
+	case $EDGE_LOCK_MS in
+	'' | *[!0-9]*) die "FLASHSALE_EDGE_LOCK_MS=$EDGE_LOCK_MS: want milliseconds, 10..5000" ;;
+	esac
+	{ [ "$EDGE_LOCK_MS" -ge 10 ] && [ "$EDGE_LOCK_MS" -le 5000 ]; } ||
+		die "FLASHSALE_EDGE_LOCK_MS=$EDGE_LOCK_MS: want milliseconds, 10..5000"
 	printf '%s\n' "$PUSH_MEMORY" | grep -Eqx '[1-9][0-9]{0,6}[KM]' ||
 		die "FLASHSALE_PUSH_MEMORY=$PUSH_MEMORY: want a size like 512M (K or M)"
 	printf '%s\n' "$PUSH_KEEP" | grep -Eqx '[1-9][0-9]{0,4}s' ||

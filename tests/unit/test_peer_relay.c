@@ -144,6 +144,7 @@ main(void)
 	char route[128], giving[128], src[64], out[256];
 	long after;
 	pid_t echo, relay;
+	struct timespec t0, t1;
 
 	snprintf(relay_bin, sizeof(relay_bin), "%s/deploy/relay/flashsale-relay", bindir ? bindir : ".");
 	snprintf(ctl, sizeof(ctl), "/tmp/test_peer_relay.%d.sock", (int)getpid());
@@ -192,6 +193,19 @@ main(void)
 	check(command("show", out, sizeof(out)) == 0 && strstr(out, "reset 1 ") != NULL, "show counts the reset");
 	check(command("heal", out, sizeof(out)) == 0, "heal");
 	check(command("bogus", out, sizeof(out)) == 1 && strncmp(out, "error", 5) == 0, "an unknown command: error");
+	/* A long way: each chunk held 200 ms each way (tests/integration/single/edge_far_origin.sh). */
+	check(command("delay peer 200", out, sizeof(out)) == 0, "delay peer 200: ok");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	check(say(a, "six") && strcmp(answer(a, 250), "") == 0, "a delayed connection: nothing back within 250 ms");
+	check(strcmp(answer(a, 2000), "six") == 0, "then the echo comes");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	after = (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	snprintf(out, sizeof(out), "held both ways: back after 400 ms or more (%ld ms)", after);
+	check(after >= 400 && after < 2000, out);
+	check(command("delay peer 0", out, sizeof(out)) == 0 && say(a, "seven") &&
+		strcmp(answer(a, 150), "seven") == 0, "delay peer 0 lifts it");
+	check(command("delay peer soon", out, sizeof(out)) == 1 && strncmp(out, "error", 5) == 0,
+	    "a delay that is no number: error");
 
 	kill(relay, SIGTERM);
 	waitpid(relay, NULL, 0);

@@ -28,8 +28,10 @@
  * MODE_FULL: as nginx when nchan's memory is full: the second request of a
  * connection is answered 500 with Connection: close, and the requests
  * pipelined behind it are never read.
+ * MODE_STATUS: as nginx's nchan_stub_status, with Connection: close.
  */
-enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE, MODE_MANY, MODE_FULL };
+enum mode { MODE_KEEP, MODE_CLOSE, MODE_ERROR, MODE_SILENT, MODE_DROP_IDLE, MODE_MANY, MODE_FULL,
+	MODE_STATUS };
 
 static char log_path[64];
 
@@ -86,6 +88,10 @@ server(int lfd, enum mode mode)
 	static const char error[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
 	static const char full[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n"
 				   "Connection: close\r\n\r\n";
+	static const char status[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+				     "total published messages: 9\nstored messages: 7\n"
+				     "shared memory used: 20K\nshared memory limit: 2048K\nchannels: 7\n"
+				     "nchan version: 1.3.6\n";
 	static struct conn c;
 	FILE *log = fopen(log_path, "w");
 	int conn = 0, child = 0;
@@ -111,6 +117,11 @@ server(int lfd, enum mode mode)
 		for (int nth = 1; serve_one(fd, &c, conn, log) == 0; nth++) {
 			if (mode == MODE_SILENT)
 				continue;
+			if (mode == MODE_STATUS) {
+				if (write(fd, status, sizeof(status) - 1) < 0)
+					break;
+				break;
+			}
 			if (mode == MODE_FULL) {
 				if (nth == 2) {
 					if (write(fd, full, sizeof(full) - 1) < 0)
@@ -560,6 +571,37 @@ test_background(void)
 	fs_push_free(p);
 }
 
+/* How full a publisher's memory is: nchan's status text read, a wrong answer refused. */
+static void
+test_memory(void)
+{
+	char url[128], where[128], err[128];
+	struct fs_push_memory m = { -1, -1, -1 };
+	fs_push *p;
+	int conns = 0;
+	pid_t pid = start_unix(MODE_STATUS, url);
+
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && fs_push_memory_of(p, &m) == 0 && m.used == 20 * 1024 &&
+		m.limit == 2048 * 1024 && m.stored == 7,
+	    "memory: nchan's status read (20K of 2048K used, 7 kept)");
+	check(p != NULL && fs_push_memory_of(p, &m) == 0 && logged(&conns) == 2 && conns == 2,
+	    "memory: asked again, on a new connection (the server closes each)");
+	fs_push_where(p, where, sizeof(where));
+	check(strncmp(where, "/tmp/test_push.", 15) == 0, "memory: the publisher is named by its socket");
+	fs_push_free(p);
+	stop(pid);
+	pid = start(MODE_KEEP, url);
+	p = fs_push_new(url, err, sizeof(err));
+	check(p != NULL && fs_push_memory_of(p, &m) == -1 && p->errstr[0] != '\0',
+	    "memory: an answer that is not nchan's status is refused, with a reason");
+	fs_push_free(p);
+	stop(pid);
+	p = fs_push_new("", err, sizeof(err));
+	check(p != NULL && fs_push_memory_of(p, &m) == -1, "memory: nothing to ask when publishing is off");
+	fs_push_free(p);
+}
+
 int
 main(void)
 {
@@ -571,6 +613,7 @@ main(void)
 	test_servers();
 	test_unix();
 	test_background();
+	test_memory();
 	unlink(log_path);
 	return failures == 0 ? 0 : 1;
 }

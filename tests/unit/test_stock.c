@@ -416,8 +416,11 @@ check_halves(fs_stock *st)
 	static const char *users[3] = { "half-a", "half-b", "half-c" };
 	struct fs_stock_ask asks[3];
 	struct pollfd pfd[16];
-	int fds[16], nfds, ready = 0;
+	int fds[16], nfds, ready = 0, recorded, sent = 1;
 	int64_t now = fs_clock_now_ms();
+	struct fs_stock_record recs[2], after;
+	const uint64_t sales[2] = { 6, 6 };
+	char err[128];
 
 	if (warm_sharded(st, 6, 6) != 0) {
 		check(0, "sale 6 loaded");
@@ -444,11 +447,31 @@ check_halves(fs_stock *st)
 	fs_stock_reserve_end(st);
 	check(asks[0].result == FS_STOCK_ERROR && fs_stock_reserve_fds(st, fds, 16) == 0,
 	    "a second end is a no-op");
+	/*
+	 * The two holds' marks (the broker has their orders) ride in the next
+	 * batch's pipeline: the second as read before a change, so not
+	 * rewritten (a mark rewrites only the record it read).
+	 */
+	for (int i = 0; i < 2; i++)
+		sent &= fs_stock_hold_standing(st, 6, ids[i], &recs[i], &recorded) == 1 &&
+		    recs[i].broker == FS_STOCK_BROKER_SENT;
+	recs[1].reserved_ms++;
+	check(sent && fs_stock_reserve_marks(st, sales, recs, 2) == 0,
+	    "two holds that say \" sent\": their marks given to the next batch");
+	/* The caller's holds are gone by the time the batch goes: the marks are copies. */
+	memset(recs, 'x', sizeof(recs));
+	recs[0].order_id[0] = recs[1].order_id[0] = '\0';
 	fs_stock_reserve_begin(st, &asks[2], 1);
 	check(fs_stock_ping(st) == 0 && fs_stock_reserve_deadline(st) == 0,
 	    "another call between the halves gets its own reply: the batch's came first");
 	fs_stock_reserve_end(st);
 	check(asks[2].result == FS_STOCK_SOLD_OUT, "the end then completes the batch's ask");
+	check(fs_stock_reserve_marked(st, err, sizeof(err)) == 0 &&
+		fs_stock_hold_standing(st, 6, ids[0], &after, &recorded) == 1 &&
+		after.broker == FS_STOCK_BROKER_HAS &&
+		fs_stock_hold_standing(st, 6, ids[1], &after, &recorded) == 1 &&
+		after.broker == FS_STOCK_BROKER_SENT,
+	    "the marks ran in the batch's pipeline: the hold as read says the broker has it, the changed one not");
 	check(fs_stock_set_end(st, 6, 1) == 1, "sale 6 ends");
 }
 

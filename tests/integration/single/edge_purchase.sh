@@ -114,8 +114,9 @@ fi
 # answer that came late, or in the next second, which stores the ended
 # second's key already expired): on this 2-core machine, where the herd,
 # the edge and the origin share the cores, a few in a second. The bound:
-# one a second, plus 1 % of the herd (deploy/edge.conf.in says why the wait
-# is 100 ms: returned units must sell from the next second on). The burst leaves the edge's error
+# one a second, plus 1 % of the herd, while the wait (FLASHSALE_EDGE_LOCK_MS,
+# 100 ms here) exceeds the edge's round trip to the origin
+# (edge_far_origin.sh tests one of 300 ms). The burst leaves the edge's error
 # log free of "[crit] cache file ... has too long header" (issue 36: a
 # cache file replaced under readers).
 crit0=$(grep -c 'has too long header' "$FLASHSALE_STATE/log/nginx-edge-error.log")

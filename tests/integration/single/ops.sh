@@ -188,7 +188,12 @@ case "${ans%% *} $(json_get "${ans#* }" error) $(json_get "${ans#* }" message) $
 esac
 
 # --- Readiness through a Redis outage: the handler says why, the stack
-# status shows it, the edge's probe takes the origin out and back.
+# status shows it. The edge's probe asks whether the origin answers at all
+# (its nginx's /healthz, as in the cluster): an origin whose Redis is away
+# stays in and answers its own 503s; one whose nginx is gone goes out and
+# comes back. (Guards the probe: until 2026-12-05 the single edge probed
+# /readyz and the origin went sick with Redis, every request then the
+# edge's own 503.)
 backend_is() {
 	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null | grep -q "origin.*$1"
 }
@@ -202,6 +207,8 @@ wait_until() { # SECONDS CMD...
 }
 ready_is() { [ "$(code_of "$origin/readyz/$1")" = "$2" ]; }
 check "edge probe: the origin is healthy" backend_is healthy
+set -- $(new_sale -5 1)
+down_sale=$1
 "$stack" stop redis >/dev/null
 ans=$(http GET /readyz/flashsale-order)
 rid=$(json_get "${ans#* }" requestId)
@@ -217,9 +224,23 @@ case "$?:$status_out" in
 [1-9]*"flashsale-order"*"NOT READY: redis"*) ok "stack status: non-zero, the handler not ready because of Redis" ;;
 *) not_ok "stack status: non-zero, the handler not ready because of Redis" "$status_out" ;;
 esac
-check "edge probe: the origin turns sick while Redis is down" wait_until 20 backend_is sick
+# Three probes at least (one a second): the origin is still in, and a
+# document that needs Redis is the origin's own 503, not the edge's.
+n=0
+while [ $n -lt 4 ] && backend_is healthy; do
+	n=$((n + 1))
+	sleep 1
+done
+is "$n" 4 "edge probe: the origin stays healthy while Redis is down (its nginx answers)"
+ans=$(http GET "/api/flash-sales/sales/$down_sale/stock" "" "$edge")
+rid=$(json_get "${ans#* }" requestId)
+is "${ans%% *} $(json_get "${ans#* }" error) ${#rid}" "503 TRY_AGAIN 32" \
+    "edge: a document that needs Redis gets the origin's own 503 TRY_AGAIN (no edge- id)"
 "$stack" start redis >/dev/null
 check "readyz: ready again once Redis is back" wait_until 20 ready_is flashsale-order 200
+"$stack" stop nginx >/dev/null
+check "edge probe: the origin turns sick when its nginx does not answer" wait_until 20 backend_is sick
+"$stack" start nginx >/dev/null
 check "edge probe: the origin is healthy again" wait_until 20 backend_is healthy
 scrape m4 >/dev/null
 if [ "$(delta m3 m4 'flashsale_redis_errors_total{program="flashsale-order"}')" -ge 1 ]; then

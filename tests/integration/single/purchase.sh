@@ -139,8 +139,8 @@ while [ "$(date +%s)" -le "$deadline" ]; do
 	[ "$answered_by" = nginx ] && break
 done
 is "$answered_by" "nginx" "after the sell-out nginx answers 410 itself"
-# Every command's call count but INFO's own, PING (the edge probes the
-# origin's /readyz every second, which PINGs Redis), AUTH (the probes'
+# Every command's call count but INFO's own, PING (an operator's or the
+# stack's /readyz PINGs Redis), AUTH (the probes'
 # and redis-cli's connections) and the sold-out recheck's HGET, MGET and
 # layout HMGET (each purchase process asks every second about its sold-out
 # items, whatever the shoppers do: lib/soldout.c), one "name calls" line

@@ -8,13 +8,22 @@
 # those nchan refuses are counted (flashsale_push_messages_total
 # {result="refused"}), not logged: the push server's log does not grow,
 # the consumer's by a line per batch at most. Once the kept statuses have
-# expired, a new order's status is pushed again.
+# expired, a new order's status is pushed again. How full the memory is
+# shows in GET /metrics (flashsale_push_memory_bytes, used and limit: the
+# fifth pass's follow-up, nothing said it before a push was refused).
 
 # pm_count RESULT: flashsale_push_messages_total{result="RESULT"}, every process.
 pm_count() {
 	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
 		awk -v r="result=\"$1\"" 'index($1, "flashsale_push_messages_total{") == 1 && index($1, r) > 0 { n += $2 }
 			END { print n + 0 }'
+}
+
+# pm_gauge NAME [KIND]: the push server's gauge NAME (of kind KIND), or "none".
+pm_gauge() {
+	curl -s -m 10 "$FLASHSALE_ORIGIN_URL/metrics" |
+		awk -v n="$1{" -v k="kind=\"${2:-}\"" 'index($1, n) == 1 && (k == "kind=\"\"" || index($1, k) > 0) { v = $2 }
+			END { print (v == "" ? "none" : v) }'
 }
 
 pm_dir=$FLASHSALE_STATE/push-memory
@@ -28,6 +37,9 @@ pm_clines=$(wc -l <"$pm_clog")
 pm_sent=$(pm_count sent)
 pm_refused=$(pm_count refused)
 pm_failed=$(pm_count failed)
+is "$(pm_gauge flashsale_push_memory_bytes limit)" 262144 \
+    "metrics: the push server's memory limit is FLASHSALE_PUSH_MEMORY (256K)"
+pm_used0=$(pm_gauge flashsale_push_memory_bytes used)
 
 set -- $(new_sale -5 1100)
 pm_sale=$1
@@ -52,6 +64,19 @@ else
 	not_ok "nchan refuses what does not fit in 256K, and each refusal is counted ($pm_r)"
 fi
 is "$(wc -l <"$pm_log")" "$pm_lines" "the push server's log does not grow with the refusals"
+pm_used=$(pm_gauge flashsale_push_memory_bytes used)
+pm_stored=$(pm_gauge flashsale_push_stored_messages)
+diag "push server memory: $pm_used0 bytes used before the burst, $pm_used after, of 262144; $pm_stored statuses kept"
+case $pm_used$pm_stored in
+*[!0-9]*) not_ok "metrics: the push server's memory shows nearly full after the burst" "used $pm_used, stored $pm_stored" ;;
+*)
+	if [ $((pm_used * 10)) -ge $((262144 * 8)) ] && [ "$pm_stored" -ge 100 ]; then
+		ok "metrics: the push server's memory shows nearly full after the burst ($pm_used of 262144, $pm_stored kept)"
+	else
+		not_ok "metrics: the push server's memory shows nearly full after the burst" "used $pm_used, stored $pm_stored"
+	fi
+	;;
+esac
 pm_c=$(($(wc -l <"$pm_clog") - pm_clines))
 if [ "$pm_c" -le 60 ]; then
 	ok "the consumer's log grows by $pm_c lines for $pm_r refusals (a line per batch at most)"
