@@ -68,7 +68,7 @@ pg_monitor_ip() { echo "127.0.6.$1"; }
 # answers for the monitor: deploy/relay/flashsale-relay.c).
 PG_KEEPER_GIVES_UP_MS=2000
 pg_monitor_uri() {
-	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
+	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=verify-full&sslrootcert=$TLS_PUBLIC/ca.crt&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
 }
 
 # pg_auto_failover's own roles authenticate with scram-sha-256 (no trust:
@@ -140,7 +140,7 @@ pg_af_replicator_password_any() {
 # The application's connection string: both nodes, the primary chosen by
 # libpq (a node that refuses, or answers read-only, is skipped).
 pg_conninfo() {
-	echo "host=127.0.0.1,127.0.0.1 port=$(pg_node_port 1),$(pg_node_port 2) dbname=$1 user=$PG_ROLE passfile=$SECRETS/pgpass target_session_attrs=read-write connect_timeout=2"
+	echo "host=127.0.0.1,127.0.0.1 port=$(pg_node_port 1),$(pg_node_port 2) dbname=$1 user=$PG_ROLE passfile=$SECRETS/pgpass target_session_attrs=read-write connect_timeout=2 sslmode=verify-full sslrootcert=$TLS_PUBLIC/ca.crt"
 }
 
 # psql as the superuser (peer, on the socket) on the primary.
@@ -180,6 +180,8 @@ pg_part_pids() {
 }
 
 pg_write_confs() {
+	# Over TCP only with TLS (hostssl), the clients checking the server's
+	# certificate (sslmode=verify-full); the sockets stay as they are.
 	# Who may connect: the superuser by peer (this script and the keepers,
 	# as the OS user postgres), the application role with its password,
 	# and pg_auto_failover's own roles (replication, rewind, health checks,
@@ -187,16 +189,16 @@ pg_write_confs() {
 	cat >"$CONF/pg-node_hba.conf" <<EOF
 local all postgres peer
 local all $PG_ROLE scram-sha-256
-host all $PG_ROLE 127.0.0.1/32 scram-sha-256
-host replication pgautofailover_replicator 127.0.0.1/32 scram-sha-256
-host postgres pgautofailover_replicator 127.0.0.1/32 scram-sha-256
-host postgres pgautofailover_monitor 127.0.0.1/32 scram-sha-256
+hostssl all $PG_ROLE 127.0.0.1/32 scram-sha-256
+hostssl replication pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+hostssl postgres pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+hostssl postgres pgautofailover_monitor 127.0.0.1/32 scram-sha-256
 EOF
 	# The monitor's own pg_autoctl reaches it on the socket.
 	cat >"$CONF/pg-monitor_hba.conf" <<EOF
 local all postgres peer
 local pg_auto_failover autoctl_node scram-sha-256
-host pg_auto_failover autoctl_node 127.0.0.1/32 scram-sha-256
+hostssl pg_auto_failover autoctl_node 127.0.0.1/32 scram-sha-256
 EOF
 	# After pg_auto_failover's own settings (included before these): the
 	# stack's sizes instead of its host-wide tuning, loopback only.
@@ -255,6 +257,25 @@ pg_prepare_dirs() {
 	chown postgres:postgres "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
 	pg_write_confs
 	pg_af_secrets
+	pg_tls
+}
+
+# The servers' certificate (the monitor's and the nodes'), from the stack's
+# authority, with every address they are dialled at: 127.0.0.1 and the
+# relay's 127.0.5.N (the nodes) and 127.0.6.N (the monitor).
+PG_TLS=$PGAF_HOME/tls
+pg_tls() {
+	mkdir -p "$PG_TLS"
+	chown postgres:postgres "$PG_TLS"
+	chmod 700 "$PG_TLS"
+	tls_cert "$TLS_CA" "$PG_TLS" pg \
+		"IP:127.0.0.1,IP:$(pg_peer_ip 1),IP:$(pg_peer_ip 2),IP:$(pg_monitor_ip 1),IP:$(pg_monitor_ip 2)" \
+		postgres:postgres || die "cannot make PostgreSQL's certificate in $PG_TLS"
+}
+
+# pg_autoctl create's TLS: that certificate; its clients verify-full against the authority.
+pg_ssl_args() {
+	echo "--ssl-mode verify-full --ssl-ca-file $TLS_PUBLIC/ca.crt --server-cert $PG_TLS/pg.crt --server-key $PG_TLS/pg.key"
 }
 
 # spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
@@ -282,9 +303,10 @@ start_pg_monitor() {
 	fi
 	pg_prepare_dirs
 	if [ ! -f "$PG_MONITOR_DATA/PG_VERSION" ]; then
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create monitor --pgdata "$PG_MONITOR_DATA" \
 			--pgport "$PORT_PG_MONITOR" --hostname 127.0.0.1 --skip-pg-hba \
-			--no-ssl --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
+			$(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
 			die "pg_autoctl create monitor failed; see $LOG/pg-monitor.log"
 		pg_include_conf "$PG_MONITOR_DATA" "$CONF/pg-monitor.conf"
 	fi
@@ -334,9 +356,10 @@ start_pg_node() {
 	pg_prepare_dirs
 	if [ ! -f "$data/PG_VERSION" ]; then
 		# The second node starts as a standby of the first (pg_basebackup).
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create postgres --pgdata "$data" --pgport "$(pg_node_port "$1")" \
 			--hostname "$(pg_peer_ip "$1")" --listen 127.0.0.1 --name "$name" --monitor "$(pg_monitor_uri "$1")" \
-			--dbname postgres --skip-pg-hba --no-ssl --pgctl "$PGBIN/pg_ctl" \
+			--dbname postgres --skip-pg-hba $(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" \
 			>>"$LOG/$name.log" 2>&1 || die "pg_autoctl create postgres failed; see $LOG/$name.log"
 		pg_include_conf "$data" "$CONF/pg-node.conf"
 		# A primary that reaches neither the monitor nor a standby steps

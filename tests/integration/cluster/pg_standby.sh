@@ -20,9 +20,11 @@ is "$p_out" "1" "pg-$primary is the primary, pg-$standby its synchronous standby
 
 # pg_auto_failover's roles need their passwords (no trust on loopback):
 # without one, or with a wrong one, replication and the monitor refuse.
+# (With TLS: libpq's default sslmode=prefer would try again without it and
+# add pg_hba's refusal to the answer.)
 g_refused() {
 	PGPASSFILE=/dev/null PGPASSWORD=${3:-} PGCONNECT_TIMEOUT=5 psql -X -w -A -t \
-		"host=127.0.0.1 port=$1 $2" -c 'SELECT 1' 2>&1 | sed -n 's/.*failed: //p'
+		"host=127.0.0.1 port=$1 sslmode=require $2" -c 'SELECT 1' 2>&1 | sed -n 's/.*failed: //p'
 }
 g_port=$((FLASHSALE_PORT_BASE + 50 + primary))
 is "$(g_refused "$g_port" "user=pgautofailover_replicator replication=true")" \
@@ -31,6 +33,18 @@ is "$(g_refused "$g_port" "user=pgautofailover_replicator dbname=postgres" wrong
 	'FATAL:  password authentication failed for user "pgautofailover_replicator"' "and with a wrong one"
 is "$(g_refused $((FLASHSALE_PORT_BASE + 50)) "user=autoctl_node dbname=pg_auto_failover")" \
 	"fe_sendauth: no password supplied" "the monitor refuses autoctl_node without a password"
+# Over TCP only with TLS (issue 33): without it pg_hba refuses, whoever asks.
+is "$(g_refused "$g_port" "user=flashsale dbname=flashsale sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for host "127.0.0.1", user "flashsale", database "flashsale", no encryption' \
+	"a TCP connection without TLS is refused by pg_hba (the application role)"
+is "$(g_refused "$g_port" "user=pgautofailover_replicator replication=true sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for replication connection from host "127.0.0.1", user "pgautofailover_replicator", no encryption' \
+	"and replication without TLS"
+is "$(g_refused $((FLASHSALE_PORT_BASE + 50)) "user=autoctl_node dbname=pg_auto_failover sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for host "127.0.0.1", user "autoctl_node", database "pg_auto_failover", no encryption' \
+	"and the monitor without TLS"
+is "$(PGCONNECT_TIMEOUT=5 psql -X -w -A -t "$FLASHSALE_PG" -c 'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')" "t" \
+	"the programs' connection string (verify-full against the stack's authority) speaks TLS"
 
 units=300
 set -- $(new_sale -5 $units)
