@@ -22,8 +22,8 @@
 # 5 s for the old primary to say it stepped down (a primary cut off from
 # the monitor and the standby cannot commit meanwhile: its commits wait
 # for the standby that is gone); a primary that reaches neither the
-# monitor nor a standby steps down itself after 5 s (counted from when its
-# walsender gave the standby up: wal_sender_timeout, 5 s more).
+# monitor nor a standby steps down itself 5 s after its walsender gave the
+# standby up (wal_sender_timeout, 15 s: see PG_WALSENDER_TIMEOUT below).
 # cluster/pg_partition.sh cuts the primary off through the relay.
 #
 # When the standby dies the primary goes on alone (the monitor clears
@@ -62,11 +62,27 @@ pg_monitor_ip() { echo "127.0.6.$1"; }
 # for as long as the kernel keeps the connection (hours idle, about 15
 # minutes of retransmissions): the isolated primary's keeper never gets
 # to its network-partition check and never shuts its PostgreSQL down.
-# 2 s, so that the check still sees the standby's walsender
-# (wal_sender_timeout 5 s, below) and counts the partition from then.
 # The relay resets a cut keeper's link after the same 2 s (its own socket
 # answers for the monitor: deploy/relay/flashsale-relay.c).
 PG_KEEPER_GIVES_UP_MS=2000
+# The isolated primary's walsender outlasts the keeper's noticing the cut.
+# pg_auto_failover 2.0 (service_keeper.c, is_network_healthy) counts a
+# partition from the last check, made while the monitor is unreachable,
+# that still saw a standby in pg_stat_replication; a keeper that has never
+# made such a check (last_secondary_contact 0: every node that never lost
+# its monitor) and whose first check finds the walsender already gone
+# calls the network healthy for ever and never shuts its PostgreSQL down.
+# That first check comes after the rest of the round the cut fell in and
+# two connection attempts to the silent monitor (the notification
+# connection, then the report: 2 s each, pg_autoctl's PGCONNECT_TIMEOUT),
+# about 5 s on an idle host and more on a loaded one; the walsender gives
+# a silent standby up after wal_sender_timeout (it was 5 s, and
+# cluster/pg_partition.sh failed in loaded runs). 15 s: the keeper may be
+# 10 s late. The cost: the isolated primary, which commits nothing
+# meanwhile (its commits wait for the standby), stops about 20 s after the
+# cut instead of 10 s. A standby that dies closes its connection and its
+# walsender ends at once (cluster/pg_standby.sh).
+PG_WALSENDER_TIMEOUT=15s
 pg_monitor_uri() {
 	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=verify-full&sslrootcert=$TLS_PUBLIC/ca.crt&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
 }
@@ -213,7 +229,7 @@ maintenance_work_mem = 64MB
 work_mem = 4MB
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
-wal_sender_timeout = 5s
+wal_sender_timeout = $PG_WALSENDER_TIMEOUT
 wal_receiver_timeout = 5s
 EOF
 	# The monitor: checks every second, a node is dead after 3 s of
