@@ -94,16 +94,22 @@ pg_monitor_uri() {
 # pg_rewind) have random passwords in $SECRETS, set on every start; the
 # keepers and the programs they run (pg_basebackup, pg_rewind, the
 # standby's WAL receiver) read them from PGAF_PASSFILE, owned by postgres.
-# pgautofailover_monitor (the monitor's health checks) has the password
-# pg_auto_failover hard-codes in its health checks: it can only connect.
+# pgautofailover_monitor (the monitor's health checks) is made by
+# pg_autoctl with the password it hard-codes in every release
+# ("pgautofailover_monitor"): we take it away (PASSWORD NULL), so nobody
+# logs in as that role. The health checks never needed it: one counts a
+# node healthy as soon as its server asks for a password, or answers any
+# error but "starting up" (health_check_worker.c), and closes there.
 PGAF_PASSFILE=$PGAF_HOME/pgpass
 PGAF_SECRETS="pgaf-autoctl-node.password pgaf-replicator.password"
 
-# pg_autoctl as the OS user postgres, with its files under $PGAF_HOME.
+# pg_autoctl as the OS user postgres, with its files under $PGAF_HOME
+# and libpq's TLS defaults (spawn_pgautoctl says why: a PostgreSQL that
+# pg_autoctl create starts carries them too).
 as_pgautoctl() {
 	runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
-		PGPASSFILE="$PGAF_PASSFILE" "$@"
+		PGPASSFILE="$PGAF_PASSFILE" PGSSLMODE=verify-full PGSSLROOTCERT="$TLS_PUBLIC/ca.crt" "$@"
 }
 
 # The passwords of autoctl_node and pgautofailover_replicator (made once,
@@ -142,11 +148,13 @@ EOF
 }
 
 # The password of pgautofailover_replicator on node N if it is a primary
-# (the standby gets it by replication), once pg_autoctl has made the role.
+# (the standby gets it by replication), once pg_autoctl has made the role
+# (after pgautofailover_monitor, whose well-known password goes).
 pg_af_replicator_password() {
 	[ "$(pg_node_q "$1" 'SELECT NOT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"'pgautofailover_replicator'"')')" = t ] || return 1
 	pg_af_psql_secret "$(pg_node_port "$1")" postgres <<EOF
 ALTER ROLE pgautofailover_replicator PASSWORD '$(cat "$SECRETS/pgaf-replicator.password")';
+ALTER ROLE pgautofailover_monitor PASSWORD NULL;
 EOF
 }
 pg_af_replicator_password_any() {
@@ -297,6 +305,12 @@ pg_ssl_args() {
 # spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
 # left by a pg_autoctl that was killed goes first: its PID may still be a
 # zombie, which pg_autoctl would take for a live instance.
+# PGSSLMODE and PGSSLROOTCERT: libpq's defaults for every connection made
+# under it that names no sslmode, the one that matters being the monitor's
+# health checks (its PostgreSQL inherits them; pg_auto_failover's
+# connection string for them has no sslmode, so libpq's default prefer
+# would take any certificate): they check the node's certificate and name
+# against the stack's authority too.
 spawn_pgautoctl() {
 	sp_pidfile=$PGAF_HOME/run/pg_autoctl$2/pg_autoctl.pid
 	if [ -f "$sp_pidfile" ] && ! pid_alive "$(head -n 1 "$sp_pidfile")"; then
@@ -304,7 +318,8 @@ spawn_pgautoctl() {
 	fi
 	setsid runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
-		PGPASSFILE="$PGAF_PASSFILE" pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
+		PGPASSFILE="$PGAF_PASSFILE" PGSSLMODE=verify-full PGSSLROOTCERT="$TLS_PUBLIC/ca.crt" \
+		pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
 	echo $! >"$RUN/$1.pid"
 }
 
