@@ -50,17 +50,11 @@ g_hung() { g_node "$1" "SELECT pid || ' ' || xact_start FROM pg_stat_activity WH
 # warnings there) that hold TEXT.
 g_log_count() { cat "$FLASHSALE_STATE"/origin-[ab]/log/*.log 2>/dev/null | grep -c "$1"; }
 # g_keeper N: the PID of pg-N's keeper loop (pg_autoctl's "node active"
-# service), found under the pg_autoctl this stack started for pg-N.
+# service), among the processes deploy/stack started for pg-N.
 g_keeper() {
-	ps -e -o pid= -o ppid= -o args= | awk -v root="$(cat "$FLASHSALE_STATE/run/pg-$1.pid")" '
-		{ parent[$1] = $2; args[$1] = $3 " " $4 " " $5 }
-		END {
-			keep[root] = 1
-			do { grew = 0
-				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
-			} while (grew)
-			for (p in keep) if (args[p] == "pg_autoctl: node active") print p
-		}'
+	for g_pid in $("$stack" pids "pg-$1"); do
+		if [ "$(ps -o args= -p "$g_pid" 2>/dev/null)" = "pg_autoctl: node active" ]; then echo "$g_pid"; fi
+	done
 }
 g_view() {
 	if [ "$1" = 1 ]; then echo "pg-1 $2 $2, pg-2 $3 $3"; else echo "pg-1 $3 $3, pg-2 $2 $2"; fi
