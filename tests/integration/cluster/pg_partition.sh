@@ -76,7 +76,7 @@ sale=$1 item=$2
 k_burst pp "$sale" 3000 4
 k_until_purchases 20
 keeper=$(g_keeper "$primary")
-keeper_late=6
+keeper_late=5
 case $keeper in
 '' | *[!0-9]*) not_ok "pg-$primary's keeper loop (pg_autoctl: node active) is found" "'$keeper'" ;;
 *) ok "pg-$primary's keeper loop is pid $keeper: paused for $keeper_late s from the cut" ;;
