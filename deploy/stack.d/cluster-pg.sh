@@ -22,8 +22,8 @@
 # 5 s for the old primary to say it stepped down (a primary cut off from
 # the monitor and the standby cannot commit meanwhile: its commits wait
 # for the standby that is gone); a primary that reaches neither the
-# monitor nor a standby steps down itself after 5 s (counted from when its
-# walsender gave the standby up: wal_sender_timeout, 5 s more).
+# monitor nor a standby steps down itself 5 s after its walsender gave the
+# standby up (wal_sender_timeout, 15 s: see PG_WALSENDER_TIMEOUT below).
 # cluster/pg_partition.sh cuts the primary off through the relay.
 #
 # When the standby dies the primary goes on alone (the monitor clears
@@ -62,13 +62,29 @@ pg_monitor_ip() { echo "127.0.6.$1"; }
 # for as long as the kernel keeps the connection (hours idle, about 15
 # minutes of retransmissions): the isolated primary's keeper never gets
 # to its network-partition check and never shuts its PostgreSQL down.
-# 2 s, so that the check still sees the standby's walsender
-# (wal_sender_timeout 5 s, below) and counts the partition from then.
 # The relay resets a cut keeper's link after the same 2 s (its own socket
 # answers for the monitor: deploy/relay/flashsale-relay.c).
 PG_KEEPER_GIVES_UP_MS=2000
+# The isolated primary's walsender outlasts the keeper's noticing the cut.
+# pg_auto_failover 2.0 (service_keeper.c, is_network_healthy) counts a
+# partition from the last check, made while the monitor is unreachable,
+# that still saw a standby in pg_stat_replication; a keeper that has never
+# made such a check (last_secondary_contact 0: every node that never lost
+# its monitor) and whose first check finds the walsender already gone
+# calls the network healthy for ever and never shuts its PostgreSQL down.
+# That first check comes after the rest of the round the cut fell in and
+# two connection attempts to the silent monitor (the notification
+# connection, then the report: 2 s each, pg_autoctl's PGCONNECT_TIMEOUT),
+# about 5 s on an idle host and more on a loaded one; the walsender gives
+# a silent standby up after wal_sender_timeout (it was 5 s, and
+# cluster/pg_partition.sh failed in loaded runs). 15 s: the keeper may be
+# 10 s late. The cost: the isolated primary, which commits nothing
+# meanwhile (its commits wait for the standby), stops about 20 s after the
+# cut instead of 10 s. A standby that dies closes its connection and its
+# walsender ends at once (cluster/pg_standby.sh).
+PG_WALSENDER_TIMEOUT=15s
 pg_monitor_uri() {
-	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=disable&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
+	echo "postgres://autoctl_node@$(pg_monitor_ip "$1"):$PORT_PG_MONITOR/pg_auto_failover?sslmode=verify-full&sslrootcert=$TLS_PUBLIC/ca.crt&keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=$PG_KEEPER_GIVES_UP_MS"
 }
 
 # pg_auto_failover's own roles authenticate with scram-sha-256 (no trust:
@@ -78,16 +94,22 @@ pg_monitor_uri() {
 # pg_rewind) have random passwords in $SECRETS, set on every start; the
 # keepers and the programs they run (pg_basebackup, pg_rewind, the
 # standby's WAL receiver) read them from PGAF_PASSFILE, owned by postgres.
-# pgautofailover_monitor (the monitor's health checks) has the password
-# pg_auto_failover hard-codes in its health checks: it can only connect.
+# pgautofailover_monitor (the monitor's health checks) is made by
+# pg_autoctl with the password it hard-codes in every release
+# ("pgautofailover_monitor"): we take it away (PASSWORD NULL), so nobody
+# logs in as that role. The health checks never needed it: one counts a
+# node healthy as soon as its server asks for a password, or answers any
+# error but "starting up" (health_check_worker.c), and closes there.
 PGAF_PASSFILE=$PGAF_HOME/pgpass
 PGAF_SECRETS="pgaf-autoctl-node.password pgaf-replicator.password"
 
-# pg_autoctl as the OS user postgres, with its files under $PGAF_HOME.
+# pg_autoctl as the OS user postgres, with its files under $PGAF_HOME
+# and libpq's TLS defaults (spawn_pgautoctl says why: a PostgreSQL that
+# pg_autoctl create starts carries them too).
 as_pgautoctl() {
 	runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
-		PGPASSFILE="$PGAF_PASSFILE" "$@"
+		PGPASSFILE="$PGAF_PASSFILE" PGSSLMODE=verify-full PGSSLROOTCERT="$TLS_PUBLIC/ca.crt" "$@"
 }
 
 # The passwords of autoctl_node and pgautofailover_replicator (made once,
@@ -126,11 +148,13 @@ EOF
 }
 
 # The password of pgautofailover_replicator on node N if it is a primary
-# (the standby gets it by replication), once pg_autoctl has made the role.
+# (the standby gets it by replication), once pg_autoctl has made the role
+# (after pgautofailover_monitor, whose well-known password goes).
 pg_af_replicator_password() {
 	[ "$(pg_node_q "$1" 'SELECT NOT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"'pgautofailover_replicator'"')')" = t ] || return 1
 	pg_af_psql_secret "$(pg_node_port "$1")" postgres <<EOF
 ALTER ROLE pgautofailover_replicator PASSWORD '$(cat "$SECRETS/pgaf-replicator.password")';
+ALTER ROLE pgautofailover_monitor PASSWORD NULL;
 EOF
 }
 pg_af_replicator_password_any() {
@@ -140,7 +164,7 @@ pg_af_replicator_password_any() {
 # The application's connection string: both nodes, the primary chosen by
 # libpq (a node that refuses, or answers read-only, is skipped).
 pg_conninfo() {
-	echo "host=127.0.0.1,127.0.0.1 port=$(pg_node_port 1),$(pg_node_port 2) dbname=$1 user=$PG_ROLE passfile=$SECRETS/pgpass target_session_attrs=read-write connect_timeout=2"
+	echo "host=127.0.0.1,127.0.0.1 port=$(pg_node_port 1),$(pg_node_port 2) dbname=$1 user=$PG_ROLE passfile=$SECRETS/pgpass target_session_attrs=read-write connect_timeout=2 sslmode=verify-full sslrootcert=$TLS_PUBLIC/ca.crt"
 }
 
 # psql as the superuser (peer, on the socket) on the primary.
@@ -180,6 +204,8 @@ pg_part_pids() {
 }
 
 pg_write_confs() {
+	# Over TCP only with TLS (hostssl), the clients checking the server's
+	# certificate (sslmode=verify-full); the sockets stay as they are.
 	# Who may connect: the superuser by peer (this script and the keepers,
 	# as the OS user postgres), the application role with its password,
 	# and pg_auto_failover's own roles (replication, rewind, health checks,
@@ -187,16 +213,16 @@ pg_write_confs() {
 	cat >"$CONF/pg-node_hba.conf" <<EOF
 local all postgres peer
 local all $PG_ROLE scram-sha-256
-host all $PG_ROLE 127.0.0.1/32 scram-sha-256
-host replication pgautofailover_replicator 127.0.0.1/32 scram-sha-256
-host postgres pgautofailover_replicator 127.0.0.1/32 scram-sha-256
-host postgres pgautofailover_monitor 127.0.0.1/32 scram-sha-256
+hostssl all $PG_ROLE 127.0.0.1/32 scram-sha-256
+hostssl replication pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+hostssl postgres pgautofailover_replicator 127.0.0.1/32 scram-sha-256
+hostssl postgres pgautofailover_monitor 127.0.0.1/32 scram-sha-256
 EOF
 	# The monitor's own pg_autoctl reaches it on the socket.
 	cat >"$CONF/pg-monitor_hba.conf" <<EOF
 local all postgres peer
 local pg_auto_failover autoctl_node scram-sha-256
-host pg_auto_failover autoctl_node 127.0.0.1/32 scram-sha-256
+hostssl pg_auto_failover autoctl_node 127.0.0.1/32 scram-sha-256
 EOF
 	# After pg_auto_failover's own settings (included before these): the
 	# stack's sizes instead of its host-wide tuning, loopback only.
@@ -211,7 +237,7 @@ maintenance_work_mem = 64MB
 work_mem = 4MB
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
-wal_sender_timeout = 5s
+wal_sender_timeout = $PG_WALSENDER_TIMEOUT
 wal_receiver_timeout = 5s
 EOF
 	# The monitor: checks every second, a node is dead after 3 s of
@@ -255,11 +281,36 @@ pg_prepare_dirs() {
 	chown postgres:postgres "$LOG/pg-monitor.log" "$LOG/pg-1.log" "$LOG/pg-2.log"
 	pg_write_confs
 	pg_af_secrets
+	pg_tls
+}
+
+# The servers' certificate (the monitor's and the nodes'), from the stack's
+# authority, with every address they are dialled at: 127.0.0.1 and the
+# relay's 127.0.5.N (the nodes) and 127.0.6.N (the monitor).
+PG_TLS=$PGAF_HOME/tls
+pg_tls() {
+	mkdir -p "$PG_TLS"
+	chown postgres:postgres "$PG_TLS"
+	chmod 700 "$PG_TLS"
+	tls_cert "$TLS_CA" "$PG_TLS" pg \
+		"IP:127.0.0.1,IP:$(pg_peer_ip 1),IP:$(pg_peer_ip 2),IP:$(pg_monitor_ip 1),IP:$(pg_monitor_ip 2)" \
+		postgres:postgres || die "cannot make PostgreSQL's certificate in $PG_TLS"
+}
+
+# pg_autoctl create's TLS: that certificate; its clients verify-full against the authority.
+pg_ssl_args() {
+	echo "--ssl-mode verify-full --ssl-ca-file $TLS_PUBLIC/ca.crt --server-cert $PG_TLS/pg.crt --server-key $PG_TLS/pg.key"
 }
 
 # spawn_pgautoctl PART DATA: pg_autoctl run in the background. A pid file
 # left by a pg_autoctl that was killed goes first: its PID may still be a
 # zombie, which pg_autoctl would take for a live instance.
+# PGSSLMODE and PGSSLROOTCERT: libpq's defaults for every connection made
+# under it that names no sslmode, the one that matters being the monitor's
+# health checks (its PostgreSQL inherits them; pg_auto_failover's
+# connection string for them has no sslmode, so libpq's default prefer
+# would take any certificate): they check the node's certificate and name
+# against the stack's authority too.
 spawn_pgautoctl() {
 	sp_pidfile=$PGAF_HOME/run/pg_autoctl$2/pg_autoctl.pid
 	if [ -f "$sp_pidfile" ] && ! pid_alive "$(head -n 1 "$sp_pidfile")"; then
@@ -267,7 +318,8 @@ spawn_pgautoctl() {
 	fi
 	setsid runuser -u postgres -- env XDG_CONFIG_HOME="$PGAF_HOME/config" \
 		XDG_DATA_HOME="$PGAF_HOME/data" XDG_RUNTIME_DIR="$PGAF_HOME/run" \
-		PGPASSFILE="$PGAF_PASSFILE" pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
+		PGPASSFILE="$PGAF_PASSFILE" PGSSLMODE=verify-full PGSSLROOTCERT="$TLS_PUBLIC/ca.crt" \
+		pg_autoctl run --pgdata "$2" </dev/null >>"$LOG/$1.log" 2>&1 &
 	echo $! >"$RUN/$1.pid"
 }
 
@@ -282,9 +334,10 @@ start_pg_monitor() {
 	fi
 	pg_prepare_dirs
 	if [ ! -f "$PG_MONITOR_DATA/PG_VERSION" ]; then
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create monitor --pgdata "$PG_MONITOR_DATA" \
 			--pgport "$PORT_PG_MONITOR" --hostname 127.0.0.1 --skip-pg-hba \
-			--no-ssl --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
+			$(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" >>"$LOG/pg-monitor.log" 2>&1 ||
 			die "pg_autoctl create monitor failed; see $LOG/pg-monitor.log"
 		pg_include_conf "$PG_MONITOR_DATA" "$CONF/pg-monitor.conf"
 	fi
@@ -334,9 +387,10 @@ start_pg_node() {
 	pg_prepare_dirs
 	if [ ! -f "$data/PG_VERSION" ]; then
 		# The second node starts as a standby of the first (pg_basebackup).
+		# shellcheck disable=SC2046 # pg_ssl_args prints several arguments, one word each
 		as_pgautoctl pg_autoctl create postgres --pgdata "$data" --pgport "$(pg_node_port "$1")" \
 			--hostname "$(pg_peer_ip "$1")" --listen 127.0.0.1 --name "$name" --monitor "$(pg_monitor_uri "$1")" \
-			--dbname postgres --skip-pg-hba --no-ssl --pgctl "$PGBIN/pg_ctl" \
+			--dbname postgres --skip-pg-hba $(pg_ssl_args) --pgctl "$PGBIN/pg_ctl" \
 			>>"$LOG/$name.log" 2>&1 || die "pg_autoctl create postgres failed; see $LOG/$name.log"
 		pg_include_conf "$data" "$CONF/pg-node.conf"
 		# A primary that reaches neither the monitor nor a standby steps

@@ -10,7 +10,14 @@
 #   - the monitor calls it unhealthy and promotes the standby once
 #     primary_demote_timeout has passed;
 #   - the isolated primary's keeper, reaching neither the monitor nor a
-#     standby for network_partition_timeout, shuts its PostgreSQL down:
+#     standby for network_partition_timeout, shuts its PostgreSQL down,
+#     even when it notices the cut late: it is paused for the first
+#     $keeper_late s (as a keeper on a loaded host may not run), so its
+#     first failed report comes after the standby's replication link has
+#     already gone silent for that long (pg_auto_failover 2.0 only starts
+#     counting a partition from a check that saw the standby connected:
+#     wal_sender_timeout must outlast the keeper's noticing,
+#     deploy/stack.d/cluster-pg.sh);
 #     each hung commit ends with its connection and PostgreSQL's "committed
 #     locally" warning, never as done; the consumer records that batch
 #     again on the new primary, which target_session_attrs=read-write finds;
@@ -42,6 +49,13 @@ g_hung() { g_node "$1" "SELECT pid || ' ' || xact_start FROM pg_stat_activity WH
 # g_log_count TEXT: lines of the programs' logs (libpq prints PostgreSQL's
 # warnings there) that hold TEXT.
 g_log_count() { cat "$FLASHSALE_STATE"/origin-[ab]/log/*.log 2>/dev/null | grep -c "$1"; }
+# g_keeper N: the PID of pg-N's keeper loop (pg_autoctl's "node active"
+# service), among the processes deploy/stack started for pg-N.
+g_keeper() {
+	for g_pid in $("$stack" pids "pg-$1"); do
+		if [ "$(ps -o args= -p "$g_pid" 2>/dev/null)" = "pg_autoctl: node active" ]; then echo "$g_pid"; fi
+	done
+}
 g_view() {
 	if [ "$1" = 1 ]; then echo "pg-1 $2 $2, pg-2 $3 $3"; else echo "pg-1 $3 $3, pg-2 $2 $2"; fi
 }
@@ -61,8 +75,18 @@ set -- $(new_sale -5 $units)
 sale=$1 item=$2
 k_burst pp "$sale" 3000 4
 k_until_purchases 20
+keeper=$(g_keeper "$primary")
+keeper_late=5
+case $keeper in
+'' | *[!0-9]*) not_ok "pg-$primary's keeper loop (pg_autoctl: node active) is found" "'$keeper'" ;;
+*) ok "pg-$primary's keeper loop is pid $keeper: paused for $keeper_late s from the cut" ;;
+esac
+kill -STOP "$keeper" 2>/dev/null
 cut_ms=$(k_now_ms)
 check "the relay cuts pg-$primary off from the monitor and from pg-$standby" k_relay cut "pg-$primary"
+# The pause is the fault's length, not a wait for a state: the keeper runs
+# again after it whatever the test does meanwhile.
+(sleep "$keeper_late" && kill -CONT "$keeper") 2>/dev/null &
 
 # Until the standby takes writes and the old primary's PostgreSQL is down
 # (bounded, 60 s): the commits hanging on the old primary, the consumer
@@ -165,6 +189,11 @@ during=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $sale
 rewritten=$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $sale AND created_at = (SELECT min(created_at)
 	FROM orders WHERE sale_id = $sale AND created_at >= to_timestamp($cut_ms / 1000.0))")
 diag "$(cat "$trace")"
+# When the keeper first found the monitor gone, whether it still saw the
+# standby then, and when it found the standby gone.
+diag "pg-$primary since the cut: $(grep -h -e 'Checking for network partitions' -e 'still have a standby' \
+	-e 'Failed to contact the monitor or standby' -e 'no standby connected in pg_stat_replication' \
+	"$FLASHSALE_STATE/log/pg-$primary.log" | awk -v t="$(date -d "@$((cut_ms / 1000))" +%T)" '($1 ~ /^20/ ? $2 : $1) >= t' | head -n 8)"
 diag "pg-$primary: $(grep -h 'servers diverged' "$FLASHSALE_STATE/log/pg-$primary.log" | tail -n 1 | sed 's/.*pg_rewind: //')"
 diag "postgres partition: cut at 0 ms; monitor noticed at $(since_cut "$noticed_ms") ms, pg-$standby writable at $(since_cut "$promoted_ms") ms, pg-$primary's PostgreSQL down at $(since_cut "$down_ms") ms (both writable from $(since_cut "$both_ms") ms: pg-$primary could commit nothing), healed at $((heal_ms - cut_ms)) ms, rejoined $rejoin_ms ms later"
 diag "postgres partition: orders reserved during the cut $during; commits that hung on pg-$primary $hung (the consumer's first batch on pg-$standby after it: $rewritten orders); Kafka lag while hung $lag_hung; lost $k_lost, duplicated $k_dup"

@@ -20,9 +20,11 @@ is "$p_out" "1" "pg-$primary is the primary, pg-$standby its synchronous standby
 
 # pg_auto_failover's roles need their passwords (no trust on loopback):
 # without one, or with a wrong one, replication and the monitor refuse.
+# (With TLS: libpq's default sslmode=prefer would try again without it and
+# add pg_hba's refusal to the answer.)
 g_refused() {
 	PGPASSFILE=/dev/null PGPASSWORD=${3:-} PGCONNECT_TIMEOUT=5 psql -X -w -A -t \
-		"host=127.0.0.1 port=$1 $2" -c 'SELECT 1' 2>&1 | sed -n 's/.*failed: //p'
+		"host=127.0.0.1 port=$1 sslmode=require $2" -c 'SELECT 1' 2>&1 | sed -n 's/.*failed: //p'
 }
 g_port=$((FLASHSALE_PORT_BASE + 50 + primary))
 is "$(g_refused "$g_port" "user=pgautofailover_replicator replication=true")" \
@@ -31,6 +33,46 @@ is "$(g_refused "$g_port" "user=pgautofailover_replicator dbname=postgres" wrong
 	'FATAL:  password authentication failed for user "pgautofailover_replicator"' "and with a wrong one"
 is "$(g_refused $((FLASHSALE_PORT_BASE + 50)) "user=autoctl_node dbname=pg_auto_failover")" \
 	"fe_sendauth: no password supplied" "the monitor refuses autoctl_node without a password"
+# Over TCP only with TLS (issue 33): without it pg_hba refuses, whoever asks.
+is "$(g_refused "$g_port" "user=flashsale dbname=flashsale sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for host "127.0.0.1", user "flashsale", database "flashsale", no encryption' \
+	"a TCP connection without TLS is refused by pg_hba (the application role)"
+is "$(g_refused "$g_port" "user=pgautofailover_replicator replication=true sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for replication connection from host "127.0.0.1", user "pgautofailover_replicator", no encryption' \
+	"and replication without TLS"
+is "$(g_refused $((FLASHSALE_PORT_BASE + 50)) "user=autoctl_node dbname=pg_auto_failover sslmode=disable")" \
+	'FATAL:  no pg_hba.conf entry for host "127.0.0.1", user "autoctl_node", database "pg_auto_failover", no encryption' \
+	"and the monitor without TLS"
+is "$(PGCONNECT_TIMEOUT=5 psql -X -w -A -t "$FLASHSALE_PG" -c 'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')" "t" \
+	"the programs' connection string (verify-full against the stack's authority) speaks TLS"
+# verify-full checks the name and the authority: a name the certificate
+# does not carry, or another authority's trust store, is refused before
+# any password is sent.
+g_ca=$FLASHSALE_STATE/tls/ca.crt
+is "$(g_refused "$g_port" "user=flashsale dbname=flashsale sslmode=verify-full sslrootcert=$g_ca host=localhost hostaddr=127.0.0.1")" \
+	'server certificate for "127.0.0.1" (and 5 other names) does not match host name "localhost"' \
+	"verify-full refuses the node under a name its certificate does not carry"
+is "$(g_refused "$g_port" "user=flashsale dbname=flashsale sslmode=verify-full sslrootcert=/etc/ssl/certs/ca-certificates.crt" |
+	sed 's/^SSL error: //')" 'certificate verify failed' \
+	"and a client that trusts only the public authorities"
+# pgautofailover_monitor: pg_auto_failover makes it with a password every
+# release prints (its own name); the stack takes it away, and the
+# monitor's health checks, which never log in, still find both nodes.
+is "$(g_refused "$g_port" "user=pgautofailover_monitor dbname=postgres" pgautofailover_monitor)" \
+	'FATAL:  password authentication failed for user "pgautofailover_monitor"' \
+	"pgautofailover_monitor's well-known password logs nobody in"
+g_health() {
+	runuser -u postgres -- psql -X -q -A -t -h /var/run/postgresql -p "$((FLASHSALE_PORT_BASE + 50))" -U postgres \
+		-d pg_auto_failover -c "SELECT string_agg(nodename || ' ' || health, ', ' ORDER BY nodename) FROM pgautofailover.node" 2>/dev/null
+}
+p_until 30 "pg-1 1, pg-2 1" g_health
+is "$p_out" "pg-1 1, pg-2 1" "the monitor's health checks find both nodes healthy"
+# The monitor's health checks name no sslmode: its PostgreSQL (and the
+# health-check worker it starts) carry libpq's defaults verify-full and
+# the stack's authority, so they check each node's certificate too.
+g_mon_pid=$(head -n 1 "$FLASHSALE_STATE/pgha/pg-monitor/postmaster.pid" 2>/dev/null)
+is "$(tr '\0' '\n' <"/proc/$g_mon_pid/environ" 2>/dev/null | grep -E '^PGSSL(MODE|ROOTCERT)=' | sort | tr '\n' ' ')" \
+	"PGSSLMODE=verify-full PGSSLROOTCERT=$g_ca " "the monitor's PostgreSQL runs its health checks with verify-full against the stack's authority"
 
 units=300
 set -- $(new_sale -5 $units)
