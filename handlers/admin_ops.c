@@ -19,22 +19,35 @@
 #include "reconcile.h"
 #include "route.h"
 
+/*
+ * The environment's order topic handed to op (create its topics, grant
+ * the principals' ACLs) into *topic: 0, or 1 once the failure is said.
+ */
+static int
+kafka_op(fs_ordertopic *topic, int (*op)(const fs_ordertopic *, char *, size_t))
+{
+	struct fs_cfg cfg;
+	char err[256];
+
+	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
+		return 1;
+	if (fs_ordertopic_init(topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
+		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
+	    op(topic, err, sizeof(err)) != 0)
+		return admin_fail("%s", err);
+	return 0;
+}
+
 /* The order topic (8 partitions, keyed by item) and its dead letters (1). */
 int
 admin_kafka_topics(int argc, char **argv)
 {
 	fs_ordertopic topic;
-	struct fs_cfg cfg;
-	char err[256];
 
 	(void)argc;
 	(void)argv;
-	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
+	if (kafka_op(&topic, fs_ordertopic_create) != 0)
 		return 1;
-	if (fs_ordertopic_init(&topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
-		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
-	    fs_ordertopic_create(&topic, err, sizeof(err)) != 0)
-		return admin_fail("%s", err);
 	printf("topics %s (%d partitions) and %s (%d) exist\n", topic.topic,
 	    FS_ORDERTOPIC_PARTITIONS, topic.dlq, FS_ORDERTOPIC_DLQ_PARTITIONS);
 	return 0;
@@ -45,17 +58,11 @@ int
 admin_kafka_grants(int argc, char **argv)
 {
 	fs_ordertopic topic;
-	struct fs_cfg cfg;
-	char err[256];
 
 	(void)argc;
 	(void)argv;
-	if (admin_load_cfg(&cfg, FS_CFG_NEED(FS_CFG_KAFKA_BROKERS)) != 0)
+	if (kafka_op(&topic, fs_ordertopic_grant) != 0)
 		return 1;
-	if (fs_ordertopic_init(&topic, fs_cfg_get(&cfg, FS_CFG_KAFKA_BROKERS),
-		fs_cfg_get(&cfg, FS_CFG_KAFKA_TOPIC), err, sizeof(err)) != 0 ||
-	    fs_ordertopic_grant(&topic, err, sizeof(err)) != 0)
-		return admin_fail("%s", err);
 	printf("ACLs granted: %s, %s, %s, %s\n", FS_ORDERTOPIC_USER_PURCHASE,
 	    FS_ORDERTOPIC_USER_CONSUMER, FS_ORDERTOPIC_USER_MONITOR, FS_ORDERTOPIC_USER_REPLAYER);
 	return 0;

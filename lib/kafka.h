@@ -189,8 +189,11 @@ typedef int fs_kafka_each_msg(void *arg, const rd_kafka_message_t *m);
  * group, from that group's committed offset: what the group has not
  * consumed yet) to the end it has now, joining no group and committing
  * nothing, and calls each per message; at most max messages, all within
- * timeout_ms. The number read, or -1 with err set.
+ * timeout_ms. The number read, or -1 with err set. Without a group the
+ * client still names FS_KAFKA_READER_GROUP and looks up its coordinator:
+ * a principal that reads so needs Describe on that group.
  */
+#define FS_KAFKA_READER_GROUP "flashsale-admin-reader"
 long fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, long max,
     int timeout_ms, fs_kafka_each_msg *each, void *arg, char *err, size_t errlen);
 /* The value of a message's header name into out (truncated); 1 found, 0 not. */

@@ -113,8 +113,10 @@ fs_kafka_create_acls(const char *brokers, const struct fs_kafka_acl *acls, size_
 	res = rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(ev), &nres);
 	for (i = 0; i < nres; i++)
 		if ((e = rd_kafka_acl_result_error(res[i])) != NULL) {
-			snprintf(err, errlen, "grant %s on %s: %s", i < n ? acls[i].principal : "?",
-			    i < n ? acls[i].name : "?", rd_kafka_error_string(e));
+			/* The code first: the broker's text may be longer than err. */
+			snprintf(err, errlen, "grant %s on %s: %s: %s", i < n ? acls[i].principal : "?",
+			    i < n ? acls[i].name : "?", rd_kafka_err2str(rd_kafka_error_code(e)),
+			    rd_kafka_error_string(e));
 			goto out;
 		}
 	rc = nres == n ? 0 : -1;
@@ -322,7 +324,7 @@ fs_kafka_read_topic(const char *brokers, const char *topic, const char *group, l
 	 * the group whose committed offsets we start from.
 	 */
 	const struct fs_kafka_setting set[] = {
-		{ "group.id", group != NULL ? group : "flashsale-admin-reader" },
+		{ "group.id", group != NULL ? group : FS_KAFKA_READER_GROUP },
 		{ "enable.auto.commit", "false" },
 		{ "enable.partition.eof", "false" },
 	};

@@ -44,9 +44,11 @@ static const uint64_t bucket_us[FS_METRICS_BUCKETS] = { 100, 250, 500, 1000, 250
 /*
  * One series: its family's name, its labels, the family's help, whether
  * it counts microseconds that are shown in seconds (the unit Prometheus
- * expects), and the program that shows it at 0 too (an alert on its
- * increase must see the 0 before the first count: Prometheus's increase()
- * of a series that appears at 1 is 0).
+ * expects), and the program that shows it at 0 too, even before any
+ * process of that program ran (an alert on its increase must see the 0
+ * before the first count: Prometheus's increase() of a series that
+ * appears at 1 is 0, and flashsale-admin's first reconcile may be the one
+ * that finds a violation).
  */
 static const struct {
 	const char *name;
@@ -194,7 +196,7 @@ static const struct {
 	[FS_M_RECONCILE_RUNS] = { "flashsale_reconcile_runs_total", NULL,
 	    "Checks of the invariants (flashsale-admin reconcile)." },
 	[FS_M_RECONCILE_VIOLATIONS] = { "flashsale_reconcile_violations_total", NULL,
-	    "Invariant violations found by reconcile." },
+	    "Invariant violations found by reconcile.", 0, "flashsale-admin" },
 	[FS_M_REFUND_FAILURES] = { "flashsale_refund_failures_total", NULL,
 	    "Refunds owed that the payment provider refused or did not answer (each try)." },
 	[FS_M_REFUNDS_RETRIED] = { "flashsale_refunds_retried_total", NULL,
@@ -601,6 +603,10 @@ fs_metrics_write(const char *dir, FILE *out, char *err, size_t errlen)
 	while ((e = readdir(d)) != NULL)
 		if (has_suffix(e->d_name, SUFFIX))
 			read_block(dfd, e->d_name, s);
+	/* The owners of the series shown at 0, though none of their processes ran yet. */
+	for (int m = 0; m < FS_M__MAX; m++)
+		if (metric_table[m].shown_at_zero_by != NULL)
+			(void)sum_for(s, metric_table[m].shown_at_zero_by);
 	write_requests(out, s);
 	write_counters(out, s);
 	rewinddir(d);

@@ -436,9 +436,14 @@ fs_ordertopic_grant(const fs_ordertopic *t, char *err, size_t errlen)
 		/* The monitors (metrics, expiry): the group's committed offsets and the ends. */
 		{ T, t->topic, P(FS_ORDERTOPIC_USER_MONITOR), RD_KAFKA_ACL_OPERATION_DESCRIBE },
 		{ G, FS_ORDERTOPIC_GROUP, P(FS_ORDERTOPIC_USER_MONITOR), RD_KAFKA_ACL_OPERATION_DESCRIBE },
-		/* The replayer: reads dead letters, writes orders again (idempotent). */
+		/*
+		 * The replayer: reads dead letters (as fs_kafka_read_topic does: its
+		 * reader group's coordinator, no offsets), writes orders again
+		 * (idempotent).
+		 */
 		{ T, t->dlq, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_READ },
 		{ T, t->dlq, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
+		{ G, FS_KAFKA_READER_GROUP, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_DESCRIBE },
 		{ C, cluster, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_IDEMPOTENT_WRITE },
 		{ T, t->topic, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_WRITE },
 		{ T, t->topic, P(FS_ORDERTOPIC_USER_REPLAYER), RD_KAFKA_ACL_OPERATION_DESCRIBE },

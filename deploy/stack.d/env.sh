@@ -6,15 +6,18 @@
 # Prints the environment of every program as NAME=value lines: the
 # operator's (ROLE admin, the default) or the handlers' (ROLE handlers;
 # consumer and purchase: the same as the consumer's and the purchase
-# handler's), which differ in their Redis user and their Kafka principal
-# (each job its own: lib/ordertopic.h; the handlers', flashsale-monitor,
-# reads the order group's lag only).
+# handler's; replayer: flashsale-admin dlq replay's), which differ in their
+# Redis user and their Kafka principal (each job its own: lib/ordertopic.h;
+# the handlers', flashsale-monitor, reads the order group's lag only; the
+# replayer's reads dead letters and writes orders, nothing else).
 env_lines() {
 	case ${1:-admin} in
 	admin) redis_user=flashsale-admin kafka_user=operator ;;
 	handlers) redis_user=flashsale kafka_user=monitor ;;
 	consumer | purchase) redis_user=flashsale kafka_user=$1 ;;
-	*) die "no environment '$1' (admin, handlers, consumer, purchase)" ;;
+	# The replay re-takes a unit for an order as the operator does in Redis.
+	replayer) redis_user=flashsale-admin kafka_user=replayer ;;
+	*) die "no environment '$1' (admin, handlers, consumer, purchase, replayer)" ;;
 	esac
 	cat <<EOF
 FLASHSALE_STATE=$STATE

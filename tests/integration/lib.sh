@@ -53,6 +53,13 @@ refuse() {
 
 admin() { "$FLASHSALE_BINDIR/flashsale-admin" "$@"; }
 
+# flashsale-admin dlq replay ARGS as the stack runs it: the replayer's
+# environment (deploy/stack env replayer: Kafka principal flashsale-replayer,
+# least privilege), not the operator's.
+dlq_replay() {
+	(eval "$("$stack" env replayer)" && "$FLASHSALE_BINDIR/flashsale-admin" dlq replay "$@")
+}
+
 psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$FLASHSALE_PG" -c "$1"; }
 
 # redis-cli as the operator (the stack's admin ACL user), or as USER with

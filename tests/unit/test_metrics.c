@@ -107,6 +107,21 @@ main(void)
 
 	if (mkdtemp(dir) == NULL)
 		return 1;
+	/*
+	 * The series that alerts watch with increase() are there at 0 before
+	 * any process of their program ran: reconcile's first run may be the
+	 * one that finds a violation, and a series that appears at 1 is no
+	 * increase to Prometheus (FlashsaleReconcileViolation, FlashsaleForgedOrders).
+	 */
+	text = scrape(dir);
+	check(text != NULL && has_line(text, "flashsale_reconcile_violations_total{program=\"flashsale-admin\"} 0"),
+	    "reconcile's violations at 0 before flashsale-admin ever ran");
+	check(text != NULL &&
+		has_line(text, "flashsale_consumer_unauthenticated_total{program=\"flashsale-consumer\",reason=\"bad_mac\"} 0"),
+	    "forged orders at 0 before the consumer ever ran");
+	check(text != NULL && has_line(text, "flashsale_processes{program=\"flashsale-admin\"} 0"),
+	    "and no live process of it");
+	free(text);
 	setenv("FLASHSALE_METRICS_DIR", dir, 1);
 	check(fs_metrics_open("Bad Name") == -1, "a program name outside [a-z0-9-] is refused");
 	check(fs_metrics_open("test-parent") == 0, "block file mapped");

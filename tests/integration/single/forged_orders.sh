@@ -130,7 +130,7 @@ is "$(p_dead_letters NO_MAC "$f1") $(p_dead_letters BAD_MAC "$f2") $(p_dead_lett
     "1 1 1 1" "each forgery is a dead letter with its reason (NO_MAC, BAD_MAC, BAD_MAC, UNKNOWN_KEY)"
 is "$(($(unauth no_mac) - no_mac0)) $(($(unauth bad_mac) - bad_mac0)) $(($(unauth unknown_key) - unknown0))" \
     "1 2 1" "flashsale_consumer_unauthenticated_total counts the 4 by reason"
-replay=$(admin dlq replay --sale "$sale")
+replay=$(dlq_replay --sale "$sale")
 is "$(printf '%s\n' "$replay" | tail -n 1)" "dead letters: 4 (unauthenticated 4)" \
     "dlq replay: the 4 forgeries are unauthenticated, none replayed"
 is "$(p_count "sale_id = $sale") $(p_stock "$sale" "$item")" "8 0" "after the replay: still 8 orders, no unit taken"

@@ -3,7 +3,8 @@
 # (issue 33): every listener (the clients', the controllers') is SASL_SSL,
 # nothing answers PLAINTEXT; a client with no credentials or the wrong
 # password is refused; the consumer's principal may not write an order,
-# the purchase handlers' may not read them; a client that does not trust
+# the purchase handlers' may not read them, the dead-letter replayer's may
+# only read dead letters and write orders; a client that does not trust
 # the stack's authority does not trust the broker; each program runs as
 # its own principal and no log holds a Kafka password.
 
@@ -82,6 +83,29 @@ refused "the consumer's principal may not create a topic" "authorization failed"
     FLASHSALE_KAFKA_PASSWORD_FILE="$secrets/kafka-consumer.password" "$FLASHSALE_BINDIR/flashsale-admin" kafka topics
 check "the consumer's principal reads the orders" \
     kcat_as consumer -b "$client" -C -t "$topic" -o beginning -e -q -m 10
+
+# The dead-letter replayer (flashsale-admin dlq replay as the stack runs it,
+# deploy/stack env replayer): reads the dead letters and writes orders,
+# nothing else: not the orders, not a dead letter, no topic, no ACL.
+is "$("$stack" env replayer | sed -n "s/^export FLASHSALE_KAFKA_USER='\(.*\)'\$/\1/p")" "flashsale-replayer" \
+    "the stack's dlq replay runs as flashsale-replayer"
+check "the replayer's principal reads the dead letters" \
+    kcat_as replayer -b "$client" -C -t "$topic.dlq" -o beginning -e -q -m 10
+refused "the replayer's principal may not read the orders" "Topic authorization failed" \
+    kcat_as replayer -b "$client" -C -t "$topic" -o beginning -e -m 5
+printf 'x\t{}\n' >"$FLASHSALE_STATE/letter.tsv"
+r_out=$(kcat_as replayer -b "$client" -P -t "$topic.dlq" -K '\t' -l "$FLASHSALE_STATE/letter.tsv" 2>&1)
+rm -f "$FLASHSALE_STATE/letter.tsv"
+case $r_out in
+*"Topic authorization failed"*) ok "the replayer's principal may not write a dead letter (Topic authorization failed)" ;;
+*) not_ok "the replayer's principal may not write a dead letter (Topic authorization failed)" "$r_out" ;;
+esac
+refused "the replayer's principal may not create a topic" "authorization failed" \
+    env FLASHSALE_KAFKA_TOPIC=forged-topic FLASHSALE_KAFKA_USER=flashsale-replayer \
+    FLASHSALE_KAFKA_PASSWORD_FILE="$secrets/kafka-replayer.password" "$FLASHSALE_BINDIR/flashsale-admin" kafka topics
+refused "the replayer's principal may not grant ACLs" "authorization failed" \
+    env FLASHSALE_KAFKA_USER=flashsale-replayer \
+    FLASHSALE_KAFKA_PASSWORD_FILE="$secrets/kafka-replayer.password" "$FLASHSALE_BINDIR/flashsale-admin" kafka grants
 
 # --- each program its principal -------------------------------------------------------
 principal_of() {

@@ -111,7 +111,7 @@ is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $o_sale") $(redis GET 
 o_ans=$(http POST "$o_path" "$(admin token mint --user "odlq-b-$o_sale")")
 o_b2=$(json_get "${o_ans#* }" orderId)
 consumer_caught_up
-is "$(admin dlq replay --sale "$o_sale")" "$(printf '%-36s %-12s %s\n' "$o_a" REFUSED replayed
+is "$(dlq_replay --sale "$o_sale")" "$(printf '%-36s %-12s %s\n' "$o_a" REFUSED replayed
 	printf '%-36s %-12s %-13s %s\n' "$o_b" REFUSED shopper-holds "$o_b2"
 	printf '%-36s %-12s %s\n' "$o_c" REFUSED sold-out
 	echo "dead letters: 3 (replayed 1, sold-out 1, shopper-holds 1)")" \
@@ -119,8 +119,8 @@ is "$(admin dlq replay --sale "$o_sale")" "$(printf '%-36s %-12s %s\n' "$o_a" RE
 consumer_caught_up
 is "$(psql_q "SELECT status FROM orders WHERE id = '$o_a'") $(psql_q "SELECT sold FROM items WHERE id = $o_item") $(redis GET "fs:{$o_sale}:stock:$o_item")" \
 	"PENDING 2 0" "the replayed order is recorded with its unit"
-is "$(admin dlq replay --sale "$o_sale" | grep '^dead letters: ')" "dead letters: 3 (recorded 1, sold-out 1, shopper-holds 1)" \
+is "$(dlq_replay --sale "$o_sale" | grep '^dead letters: ')" "dead letters: 3 (recorded 1, sold-out 1, shopper-holds 1)" \
 	"a second replay finds it recorded"
 is "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $o_sale") $(psql_q "SELECT sold FROM items WHERE id = $o_item")" \
 	"2 2" "and changes nothing"
-refuse "dlq replay refuses a bad sale id" admin dlq replay --sale x
+refuse "dlq replay refuses a bad sale id" dlq_replay --sale x
