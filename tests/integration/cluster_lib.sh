@@ -8,6 +8,13 @@ export LC_ALL=C
 
 k_now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# k_backend NAME: "healthy" or "sick", as Varnish sees its backend NAME
+# (origin_a, origin_b).
+k_backend() {
+	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null |
+		awk -v b="$1" '$1 ~ ("\\." b "$") { print ($0 ~ /[Hh]ealthy/ ? "healthy" : "sick") }'
+}
+
 # Requests that reached the origins' nginx so far (the probes are not
 # logged): cheap enough to poll every few milliseconds.
 k_purchases() {

@@ -8,10 +8,6 @@
 
 . "$top_srcdir/tests/integration/cluster_lib.sh"
 
-k_backend() {
-	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null |
-		awk -v b="$1" '$1 ~ ("\\." b "$") { print ($0 ~ /[Hh]ealthy/ ? "healthy" : "sick") }'
-}
 # k_gate PATH TOKEN: "202", or "410 nginx" when nginx answered from the
 # marker, as the survivor answers a purchase.
 k_gate() {
