@@ -18,6 +18,7 @@ vcl 4.1;
 # Check it with `varnishd -C -f /etc/varnish/default.vcl >/dev/null`.
 
 import directors;
+import std;
 
 # CHANGE: one backend per origin host (nginx, deploy/production/nginx.conf).
 # Varnish Cache speaks no TLS to its backends: each backend is the edge's
@@ -55,15 +56,43 @@ backend origin2 {
 	.first_byte_timeout = 20s;
 	.between_bytes_timeout = 20s;
 }
+# CHANGE: the same hosts without the probe, taken while it finds none
+# healthy. The probe's verdict steers requests between the origins; it
+# never makes the edge answer 503 by itself while an origin would answer
+# (probes that time out on hosts too loaded to answer /healthz in time
+# would otherwise turn every request into the edge's 503); a dead host
+# refuses at once and the client is told to retry (vcl_backend_error).
+# The same sockets as above: the edge's nginx speaks TLS to each host.
+backend origin1_any {
+	.path = "/run/flashsale-edge/origin1.sock";
+	.host_header = "origin1.flashsale.internal";
+	.connect_timeout = 1s;
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+}
+backend origin2_any {
+	.path = "/run/flashsale-edge/origin2.sock";
+	.host_header = "origin2.flashsale.internal";
+	.connect_timeout = 1s;
+	.first_byte_timeout = 20s;
+	.between_bytes_timeout = 20s;
+}
 
 sub vcl_init {
 	new origins = directors.round_robin();
 	origins.add_backend(origin1);
 	origins.add_backend(origin2);
+	new origins_any = directors.round_robin();
+	origins_any.add_backend(origin1_any);
+	origins_any.add_backend(origin2_any);
 }
 
 sub vcl_recv {
-	set req.backend_hint = origins.backend();
+	if (std.healthy(origin1) || std.healthy(origin2)) {
+		set req.backend_hint = origins.backend();
+	} else {
+		set req.backend_hint = origins_any.backend();
+	}
 
 	# The edge's nginx is the first hop and Varnish's only client: it put
 	# its client's address in X-Forwarded-For in place of whatever the
