@@ -298,6 +298,8 @@ int fs_stock_record_format(char *out, size_t outlen, const char *user, uint64_t 
 int fs_stock_record_parse(const char *rec, struct fs_stock_record *r);
 /* Reads a restock message "<sale> <item>"; 0 or -1. */
 int fs_stock_restock_parse(const char *msg, uint64_t *sale, uint64_t *item);
+/* Publishes msg on fs:restock (lib/soldout: a doubt); 0 or -1 with the error set. */
+int fs_stock_restock_publish(fs_stock *, const char *msg);
 
 /*
  * Units left of n items (one round trip) into left; -1 for an item that is
