@@ -25,7 +25,8 @@
  *                        "ends": end of the sale in ms, after which nothing sells);
  *                        the first place's also the layout: "places" (the other
  *                        places' tags) and "sharded" ("<item>:<K> ...", K above 1)
- *   fs:restock           channel: "<sale> <item>" each time a unit comes back
+ *   fs:restock           channel: "<sale> <item>" each time a unit comes back,
+ *                        and "doubt <item> <untilMs>" (lib/soldout.h)
  *
  * Why a home place per shopper: a shopper's home is FNV-1a(shopper) mod
  * the number of places, and the guard lives there only, so "one unit per

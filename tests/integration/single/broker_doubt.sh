@@ -55,6 +55,11 @@ is "$(p_stock "$sale" "$item")" 0 "doubt: the item is sold out in Redis"
 # Another shopper is told 410 by Redis; the item stays unmarked, and the
 # edge keeps none of its 410s.
 is "$(http POST "$path" "$t3" | cut -d' ' -f1)" 410 "doubt: another shopper is told 410 at the origin"
+# Forty more, 8 at a time, reach every purchase process (the doubt went
+# to the others on fs:restock): none marks the item.
+admin token mint --user "bdo-$sale" --count 40 >"$dir/others"
+fire_all "$path" "$dir/others" "$dir/others.answers" 8
+is "$(count_of 410 "$dir/others.answers")" 40 "doubt: forty other shoppers are told 410 at the origin"
 is "$(marker)" none "doubt: no sold-out marker while the holder's order is in doubt"
 is "$(edge_post "$path" "$t3") $(edge_post "$path" "$t3")" "410 MISS 410 MISS" \
 	"doubt: the other shopper's 410s through the edge are not remembered"
