@@ -75,6 +75,24 @@ for i in 1 2; do
 	is "$st" "503 MISS" "doubt: the holder again through the edge ($i), the broker away: 503"
 	is "$(edge_post "$path" "$t3")" "410 MISS" "doubt: the other shopper through the edge meanwhile: 410, not kept"
 done
+# Past the first attempt's time on its way, a retry publishes the order
+# again, to no broker: 503 again (its doubt starts anew), never a 410.
+# The holder presses Buy a second apart (bounded: 30 tries) until the log
+# says so.
+plog=$FLASHSALE_STATE/log/flashsale-purchase.log
+tries=0
+while ! grep -q "order $order published again" "$plog" && [ $tries -lt 30 ]; do
+	echo "$(http POST "$path" "$th" | cut -d' ' -f1) origin" >>"$dir/answers"
+	tries=$((tries + 1))
+	sleep 1
+done
+if grep -q "order $order published again" "$plog"; then
+	ok "doubt: a retry published the order again while the broker was away ($tries tries)"
+else
+	not_ok "doubt: a retry published the order again while the broker was away" "$tries tries"
+fi
+is "$(grep -vc '^503' "$dir/answers")" 0 "doubt: every answer to the holder so far is 503 ($(wc -l <"$dir/answers" | tr -d ' '))"
+is "$(edge_post "$path" "$t3")" "410 MISS" "doubt: the other shopper through the edge: 410, not kept"
 is "$(marker)" none "doubt: still no marker"
 
 # The broker back: the holder presses Buy again until told something else
