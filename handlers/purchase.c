@@ -46,6 +46,7 @@ struct app {
 	int reports_fd; /* the producer's delivery reports wait (the loops serve them), or -1 */
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 	struct fs_purchase_held_bounds held; /* when a retry's hold may be promised (lib/purchase) */
+	int64_t hold_max_age_ms; /* FLASHSALE_HOLD_MAX_AGE: a doubt's length */
 };
 
 struct pending;
@@ -204,6 +205,28 @@ accept_riding(struct worker *w)
 	w->nriding = 0;
 }
 
+/*
+ * The order's hold is kept while the broker may or may not have the order:
+ * its item is in doubt (lib/soldout) until the consumer confirmed it or
+ * the sweeper released it, here at once and on every host (fs:restock), so
+ * that the shopper's retry reaches Redis (409 or 503), never a sold-out
+ * answer from memory, a marker or the edge.
+ */
+static void
+doubt(struct worker *w, const struct fs_order *o)
+{
+	int64_t until_ms = fs_clock_now_ms() + w->app->hold_max_age_ms;
+	char msg[64];
+
+	if (fs_soldout_doubt(w->app->soldout, o->item, until_ms) != 1 ||
+	    fs_soldout_doubt_format(msg, sizeof(msg), o->item, until_ms) < 0)
+		return;
+	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
+	if (fs_stock_restock_publish(w->stock, msg) != 0)
+		fs_log_warn("doubt of item %" PRIu64 " not told to the other processes (%s)", o->item,
+		    w->stock->errstr);
+}
+
 /* On the loop that holds the request: 202 once the broker has the order (accept_acked). */
 static void
 finish(void *arg)
@@ -232,6 +255,7 @@ finish(void *arg)
 		 * again and answers 409 once the broker has it (held below).
 		 */
 		fs_log_warn("order %s maybe delivered (%s); hold kept", o->id, p->err);
+		doubt(p->w, o);
 		break;
 	}
 	fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
@@ -278,6 +302,7 @@ finish_held(void *arg)
 		/* Never a release here: the first publication may be in the log. */
 		fs_log_warn("order %s published again: %s (%s)", p->o.id,
 		    p->verdict == FS_KAFKA_NOT_DELIVERED ? "not delivered" : "maybe delivered", p->err);
+		doubt(p->w, &p->o);
 		fs_fcgi_error(p->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		free(p);
 		return;
@@ -355,7 +380,9 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 	case FS_STOCK_SOLD_OUT:
 		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
 		fs_soldout_mark(app->soldout, o->sale, o->item, p->sale_end_ms, p->gen);
-		fs_fcgi_error(p->fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
+		/* In doubt, the edge must not keep it (deploy/nginx.conf.in: 0, not stored). */
+		fs_fcgi_error(p->fcgi, FS_ERR_SOLD_OUT, NULL,
+		    fs_soldout_in_doubt(app->soldout, o->item) ? "X-Accel-Expires: 0\r\n" : NULL);
 		free(p);
 		return;
 	case FS_STOCK_UNKNOWN_ITEM:
@@ -565,6 +592,7 @@ setup(void *arg)
 	linger = fs_cfg_long(&app->cfg, FS_CFG_KAFKA_LINGER_MS);
 	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
+	app->hold_max_age_ms = fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE) * 1000;
 	fs_purchase_held_bounds_of(&app->held, timeout, linger,
 	    fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE), FS_CFG_HOLD_MARGIN_MS);
 	/* The first order should not pay for metadata and the producer id: opened now. */

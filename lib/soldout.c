@@ -45,11 +45,24 @@ struct entry {
 	int64_t end_ms;
 };
 
+/*
+ * The items in doubt: a hold of theirs was kept while its order may or may
+ * not be in the broker's log (handlers/purchase.c). Their entries
+ * are struct entry too, end_ms the end of the doubt, sale unused; the
+ * sweep drops them when it has passed.
+ */
+struct doubts {
+	struct entry *tab;
+	size_t cap, n;
+	int full_logged;
+};
+
 struct fs_soldout {
 	pthread_rwlock_t lock;
 	struct entry *tab;
 	size_t cap, n;
 	int full_logged;
+	struct doubts doubt; /* under lock too */
 	atomic_uint gen[GEN_STRIPES]; /* bumped by every restock of an item of the stripe */
 	char dir[512];
 	fs_redis *redis; /* never used for commands: where and as whom to subscribe */
@@ -89,20 +102,20 @@ probe(const struct entry *tab, size_t cap, uint64_t item)
 	return i;
 }
 
-/* Moves every entry into a table of cap slots; -1 when out of memory. */
+/* Moves every entry of *tab into a table of cap slots; -1 when out of memory. */
 static int
-rehash(fs_soldout *s, size_t cap)
+rehash(struct entry **tabp, size_t *capp, size_t cap)
 {
 	struct entry *tab = calloc(cap, sizeof(*tab));
 
 	if (tab == NULL)
 		return -1;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].item != 0)
-			tab[probe(tab, cap, s->tab[i].item)] = s->tab[i];
-	free(s->tab);
-	s->tab = tab;
-	s->cap = cap;
+	for (size_t i = 0; i < *capp; i++)
+		if ((*tabp)[i].item != 0)
+			tab[probe(tab, cap, (*tabp)[i].item)] = (*tabp)[i];
+	free(*tabp);
+	*tabp = tab;
+	*capp = cap;
 	return 0;
 }
 
@@ -126,7 +139,7 @@ put(fs_soldout *s, uint64_t sale, uint64_t item, int64_t end_ms)
 		return -1;
 	}
 	if (2 * (s->n + 1) > s->cap) {
-		if (rehash(s, 2 * s->cap) != 0)
+		if (rehash(&s->tab, &s->cap, 2 * s->cap) != 0)
 			return -1;
 		i = probe(s->tab, s->cap, item);
 	}
@@ -137,24 +150,24 @@ put(fs_soldout *s, uint64_t sale, uint64_t item, int64_t end_ms)
 	return 0;
 }
 
-/* Removes the item's entry, shifting its followers back; write lock held. 1: it was there. */
+/* Removes the item's entry from tab, shifting its followers back; write lock held. 1: it was there. */
 static int
-drop(fs_soldout *s, uint64_t item)
+drop(struct entry *tab, size_t cap, size_t *n, uint64_t item)
 {
-	size_t mask = s->cap - 1, i = probe(s->tab, s->cap, item), j, home;
+	size_t mask = cap - 1, i = probe(tab, cap, item), j, home;
 
-	if (s->tab[i].item != item)
+	if (tab[i].item != item)
 		return 0;
-	s->n--;
-	for (j = (i + 1) & mask; s->tab[j].item != 0; j = (j + 1) & mask) {
-		home = hash_of(s->tab[j].item) & mask;
+	(*n)--;
+	for (j = (i + 1) & mask; tab[j].item != 0; j = (j + 1) & mask) {
+		home = hash_of(tab[j].item) & mask;
 		/* The entry at j may fill the hole at i unless its home lies in (i, j]. */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			s->tab[i] = s->tab[j];
+			tab[i] = tab[j];
 			i = j;
 		}
 	}
-	s->tab[i].item = 0;
+	tab[i].item = 0;
 	return 1;
 }
 
@@ -184,7 +197,7 @@ forget(fs_soldout *s, uint64_t item)
 
 	pthread_rwlock_wrlock(&s->lock);
 	atomic_fetch_add(gen_of(s, item), 1);
-	was = drop(s, item);
+	was = drop(s->tab, s->cap, &s->n, item);
 	marker_remove(s, item);
 	pthread_rwlock_unlock(&s->lock);
 	return was;
@@ -216,6 +229,141 @@ fs_soldout_forget_all(fs_soldout *s)
 	pthread_rwlock_unlock(&s->lock);
 }
 
+/* The end of the item's doubt, or 0 when it is not in doubt at now_ms; the lock held. */
+static int64_t
+doubt_until(const fs_soldout *s, uint64_t item, int64_t now_ms)
+{
+	const struct entry *e;
+
+	if (s->doubt.n == 0)
+		return 0;
+	e = &s->doubt.tab[probe(s->doubt.tab, s->doubt.cap, item)];
+	return e->item == item && e->end_ms > now_ms ? e->end_ms : 0;
+}
+
+int
+fs_soldout_doubt(fs_soldout *s, uint64_t item, int64_t until_ms)
+{
+	struct doubts *d = &s->doubt;
+	int64_t now_ms = fs_clock_now_ms(), was;
+	size_t i;
+
+	if (item == 0 || until_ms <= now_ms)
+		return 0;
+	pthread_rwlock_wrlock(&s->lock);
+	was = doubt_until(s, item, now_ms);
+	i = probe(d->tab, d->cap, item);
+	if (d->tab[i].item == item) {
+		if (until_ms > d->tab[i].end_ms)
+			d->tab[i].end_ms = until_ms;
+	} else if (d->n >= FS_SOLDOUT_DOUBT_MAX ||
+	    (2 * (d->n + 1) > d->cap && rehash(&d->tab, &d->cap, 2 * d->cap) != 0)) {
+		if (!d->full_logged)
+			fs_log_warn("soldout: %d items are in doubt; item %" PRIu64 " may be answered "
+				    "sold out while a hold of it is in doubt",
+			    FS_SOLDOUT_DOUBT_MAX, item);
+		d->full_logged = 1;
+	} else {
+		d->tab[probe(d->tab, d->cap, item)] =
+		    (struct entry){ .item = item, .end_ms = until_ms };
+		d->n++;
+	}
+	/* Not sold out here from now on, and no answer on its way makes it so (its gen is old). */
+	atomic_fetch_add(gen_of(s, item), 1);
+	drop(s->tab, s->cap, &s->n, item);
+	marker_remove(s, item);
+	pthread_rwlock_unlock(&s->lock);
+	return until_ms >= was + FS_SOLDOUT_DOUBT_NEWS_MS;
+}
+
+int
+fs_soldout_in_doubt(fs_soldout *s, uint64_t item)
+{
+	int in;
+
+	pthread_rwlock_rdlock(&s->lock);
+	in = s->doubt.n > 0 && doubt_until(s, item, fs_clock_now_ms()) != 0;
+	pthread_rwlock_unlock(&s->lock);
+	return in;
+}
+
+/* Reads a number [1-9][0-9]* of at most max at *p, moving *p past it; 0 or -1. */
+static int
+number(const char **p, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *c = *p;
+
+	if (*c < '1' || *c > '9')
+		return -1;
+	for (; *c >= '0' && *c <= '9'; c++) {
+		if (v > (max - (uint64_t)(*c - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	*p = c;
+	*out = v;
+	return 0;
+}
+
+int
+fs_soldout_doubt_parse(const char *msg, uint64_t *item, int64_t *until_ms)
+{
+	const char *p = msg;
+	uint64_t it, until;
+
+	if (strncmp(p, FS_SOLDOUT_DOUBT_WORD " ", sizeof(FS_SOLDOUT_DOUBT_WORD)) != 0)
+		return -1;
+	p += sizeof(FS_SOLDOUT_DOUBT_WORD);
+	if (number(&p, UINT64_MAX, &it) != 0 || *p++ != ' ' ||
+	    number(&p, (uint64_t)INT64_MAX, &until) != 0 || *p != '\0')
+		return -1;
+	*item = it;
+	*until_ms = (int64_t)until;
+	return 0;
+}
+
+int
+fs_soldout_doubt_format(char *out, size_t outlen, uint64_t item, int64_t until_ms)
+{
+	int n = snprintf(out, outlen, FS_SOLDOUT_DOUBT_WORD " %" PRIu64 " %" PRId64, item, until_ms);
+
+	return n > 0 && (size_t)n < outlen ? n : -1;
+}
+
+/* Drops the doubts ended by now_ms; the table shrinks to what is left. */
+static void
+doubts_sweep(fs_soldout *s, int64_t now_ms)
+{
+	struct doubts *d = &s->doubt;
+	struct entry *tab;
+	size_t ended = 0, cap;
+
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < d->cap; i++)
+		ended += d->tab[i].item != 0 && d->tab[i].end_ms <= now_ms;
+	pthread_rwlock_unlock(&s->lock);
+	if (ended == 0)
+		return;
+	pthread_rwlock_wrlock(&s->lock);
+	ended = 0;
+	for (size_t i = 0; i < d->cap; i++)
+		ended += d->tab[i].item != 0 && d->tab[i].end_ms <= now_ms;
+	for (cap = CAP_MIN; cap < 2 * (d->n - ended); cap *= 2)
+		;
+	if (ended > 0 && (tab = calloc(cap, sizeof(*tab))) != NULL) {
+		for (size_t i = 0; i < d->cap; i++)
+			if (d->tab[i].item != 0 && d->tab[i].end_ms > now_ms)
+				tab[probe(tab, cap, d->tab[i].item)] = d->tab[i];
+		free(d->tab);
+		d->tab = tab;
+		d->cap = cap;
+		d->n -= ended;
+		d->full_logged = 0;
+	}
+	pthread_rwlock_unlock(&s->lock);
+}
+
 size_t
 fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
 {
@@ -223,6 +371,7 @@ fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
 	uint64_t *ended = NULL;
 	size_t cap, nended = 0, k = 0;
 
+	doubts_sweep(s, now_ms);
 	/* The common case, nothing ended, costs readers nothing. */
 	pthread_rwlock_rdlock(&s->lock);
 	for (size_t i = 0; i < s->cap; i++)
@@ -313,6 +462,23 @@ subscribe(fs_soldout *s)
 	return c;
 }
 
+/* One message of fs:restock: a restock, or a doubt; anything else is logged and ignored. */
+static void
+heard(fs_soldout *s, const char *msg)
+{
+	uint64_t sale, item;
+	int64_t until_ms;
+
+	if (fs_soldout_doubt_parse(msg, &item, &until_ms) == 0)
+		fs_soldout_doubt(s, item, until_ms);
+	else if (fs_stock_restock_parse(msg, &sale, &item) == 0)
+		fs_soldout_clear(s, item);
+	else
+		fs_log_warn("restock listener: ignored a message that is neither a restock nor a "
+			    "doubt: \"%.64s\"",
+		    msg);
+}
+
 /*
  * Reads restocks until the connection fails, falls silent past the PING
  * deadline, or the stop flag is up.
@@ -322,7 +488,6 @@ read_restocks(fs_soldout *s, int64_t *swept_ms)
 {
 	int64_t heard_ms = fs_clock_mono_ms(), ping_ms = 0, now;
 	redisReply *reply;
-	uint64_t sale, item;
 	void *r;
 
 	while (!atomic_load(&s->stop)) {
@@ -352,9 +517,10 @@ read_restocks(fs_soldout *s, int64_t *swept_ms)
 		ping_ms = 0;
 		reply = r;
 		if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-		    reply->element[2]->type == REDIS_REPLY_STRING &&
-		    fs_stock_restock_parse(reply->element[2]->str, &sale, &item) == 0)
-			fs_soldout_clear(s, item);
+		    reply->element[0]->type == REDIS_REPLY_STRING &&
+		    strcmp(reply->element[0]->str, "message") == 0 &&
+		    reply->element[2]->type == REDIS_REPLY_STRING)
+			heard(s, reply->element[2]->str);
 		freeReplyObject(reply);
 	}
 }
@@ -517,9 +683,16 @@ table_new(const char *marker_dir)
 		free(s);
 		return NULL;
 	}
+	if ((s->doubt.tab = calloc(CAP_MIN, sizeof(*s->doubt.tab))) == NULL) {
+		free(s->tab);
+		free(s);
+		return NULL;
+	}
 	s->cap = CAP_MIN;
+	s->doubt.cap = CAP_MIN;
 	strcpy(s->dir, marker_dir);
 	if (fs_lock_rw_init(&s->lock) != 0) {
+		free(s->doubt.tab);
 		free(s->tab);
 		free(s);
 		return NULL;
@@ -579,6 +752,7 @@ fs_soldout_free(fs_soldout *s)
 	pthread_rwlock_destroy(&s->lock);
 	fs_stock_free(s->stock);
 	fs_redis_free(s->redis);
+	free(s->doubt.tab);
 	free(s->tab);
 	free(s);
 }
@@ -610,7 +784,9 @@ fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms
 		return;
 	pthread_rwlock_wrlock(&s->lock);
 	/* A restock or a new subscription since gen was read: stale; the next request asks Redis. */
-	if (atomic_load(gen_of(s, item)) == gen && put(s, sale, item, sale_end_ms) == 0 &&
+	/* An item in doubt is never taken for sold out: a shopper may hold a unit of it. */
+	if (atomic_load(gen_of(s, item)) == gen && doubt_until(s, item, fs_clock_now_ms()) == 0 &&
+	    put(s, sale, item, sale_end_ms) == 0 &&
 	    s->dir[0] != '\0') {
 		marker_path(s, item, path, sizeof(path));
 		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)

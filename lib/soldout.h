@@ -98,6 +98,40 @@ size_t fs_soldout_recheck(fs_soldout *, struct fs_stock *st, int64_t now_ms);
  * unanswered past the deadline (a silent remote Redis).
  */
 void fs_soldout_listener_stats(fs_soldout *, unsigned *subscriptions, unsigned *silences);
+/*
+ * Doubt: a hold of the item was kept while its order may or may not be in
+ * the broker's log (a delivery report "maybe delivered"), and its shopper
+ * was told 503. Until that order is settled (the consumer confirms it or
+ * the sweeper releases the hold, by FLASHSALE_HOLD_MAX_AGE), a retry of
+ * that shopper must reach Redis, which finds the hold (409 or 503): never
+ * a sold-out answer from memory. So while an item is in doubt it is not
+ * known sold out here (fs_soldout_known false, no marker: entering doubt
+ * drops both, and fs_soldout_mark sets neither), and the purchase handler
+ * tells the edge not to keep its 410 (fs_soldout_in_doubt). A doubt is
+ * told to every process and host on fs:restock as
+ * "doubt <item> <until, ms since the epoch>" (fs_soldout_doubt_format);
+ * the listener applies it (a restock does not end it, nor does a new
+ * subscription: a doubt ends with its time). At most FS_SOLDOUT_DOUBT_MAX
+ * items are in doubt at once (more are logged, once, and keep no doubt);
+ * the listener's sweep drops the doubts that ended.
+ */
+#define FS_SOLDOUT_DOUBT_MAX (1 << 16)
+#define FS_SOLDOUT_DOUBT_WORD "doubt"
+/* A doubt worth telling the others: new, or longer by at least this. */
+#define FS_SOLDOUT_DOUBT_NEWS_MS 1000
+/*
+ * Puts the item in doubt until until_ms (a doubt already longer stays);
+ * its flag and marker go at once. 1 when the doubt is new or longer by
+ * FS_SOLDOUT_DOUBT_NEWS_MS or more (worth publishing), else 0.
+ */
+int fs_soldout_doubt(fs_soldout *, uint64_t item, int64_t until_ms);
+/* True while the item is in doubt. */
+int fs_soldout_in_doubt(fs_soldout *, uint64_t item);
+/* Reads "doubt <item> <until_ms>" strictly (digits, no leading zero, single spaces); 0 or -1. */
+int fs_soldout_doubt_parse(const char *msg, uint64_t *item, int64_t *until_ms);
+/* Writes the message of a doubt; its length, or -1 when it does not fit. */
+int fs_soldout_doubt_format(char *out, size_t outlen, uint64_t item, int64_t until_ms);
+
 /* How many items are remembered and the bytes their table takes. */
 void fs_soldout_stats(fs_soldout *, size_t *items, size_t *bytes);
 

@@ -249,6 +249,13 @@ fs_stock_restock_parse(const char *msg, uint64_t *sale, uint64_t *item)
 	return sscanf(msg, "%" SCNu64 " %" SCNu64, sale, item) == 2 ? 0 : -1;
 }
 
+int
+fs_stock_restock_publish(fs_stock *s, const char *msg)
+{
+	return fs_stock_cmd_do(s, "publish", 3,
+	    (const char *[]){ "PUBLISH", FS_STOCK_RESTOCK_CHANNEL, msg });
+}
+
 /* Fills rec from an order id and its record reply (absent: exists = 0). */
 void
 fs_stock_record_of(struct fs_stock_record *rec, const char *id, size_t idlen, const redisReply *val)

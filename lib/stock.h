@@ -25,7 +25,8 @@
  *                        "ends": end of the sale in ms, after which nothing sells);
  *                        the first place's also the layout: "places" (the other
  *                        places' tags) and "sharded" ("<item>:<K> ...", K above 1)
- *   fs:restock           channel: "<sale> <item>" each time a unit comes back
+ *   fs:restock           channel: "<sale> <item>" each time a unit comes back,
+ *                        and "doubt <item> <untilMs>" (lib/soldout.h)
  *
  * Why a home place per shopper: a shopper's home is FNV-1a(shopper) mod
  * the number of places, and the guard lives there only, so "one unit per
@@ -298,6 +299,8 @@ int fs_stock_record_format(char *out, size_t outlen, const char *user, uint64_t 
 int fs_stock_record_parse(const char *rec, struct fs_stock_record *r);
 /* Reads a restock message "<sale> <item>"; 0 or -1. */
 int fs_stock_restock_parse(const char *msg, uint64_t *sale, uint64_t *item);
+/* Publishes msg on fs:restock (lib/soldout: a doubt); 0 or -1 with the error set. */
+int fs_stock_restock_publish(fs_stock *, const char *msg);
 
 /*
  * Units left of n items (one round trip) into left; -1 for an item that is

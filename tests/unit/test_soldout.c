@@ -115,6 +115,97 @@ restocks(void)
 	check(rmdir(dir) == 0, "no marker is left behind");
 }
 
+/*
+ * Doubt (a hold of the item kept while its order may or may not be in the
+ * broker's log): while it lasts the item is never known sold out, so that
+ * the holder's retry reaches Redis (its hold: 409 or 503), never a 410.
+ * Guards the full-scale rehearsal's 144 shoppers told 410 who ended with a
+ * live order.
+ */
+static void
+doubts(void)
+{
+	char dir[] = "/tmp/fs-soldout-doubt-XXXXXX";
+	int64_t now = fs_clock_now_ms(), until;
+	struct timespec step = { 0, 10 * 1000000L };
+	uint64_t item;
+	char msg[64];
+	fs_soldout *s;
+	unsigned gen;
+	int ok = 1;
+
+	if (mkdtemp(dir) == NULL || (s = fs_soldout_new_offline(dir)) == NULL) {
+		check(0, "temporary marker directory");
+		return;
+	}
+	fs_soldout_mark(s, SALE_X, 50, END_A, fs_soldout_generation(s, 50));
+	gen = fs_soldout_generation(s, 50);
+	check(fs_soldout_doubt(s, 50, now + 60000) == 1, "a new doubt is worth telling");
+	check(!fs_soldout_known(s, 50) && !marker_exists(dir, 50) && fs_soldout_in_doubt(s, 50),
+	    "entering doubt drops the flag and the marker at once");
+	fs_soldout_mark(s, SALE_X, 50, END_A, gen);
+	fs_soldout_mark(s, SALE_X, 50, END_A, fs_soldout_generation(s, 50));
+	check(!fs_soldout_known(s, 50) && !marker_exists(dir, 50),
+	    "in doubt, a sold-out answer (read before or after) sets neither flag nor marker");
+	check(fs_soldout_doubt(s, 50, now + 60500) == 0 && fs_soldout_doubt(s, 50, now + 1000) == 0,
+	    "a doubt longer by less than a second, or shorter, is no news");
+	check(fs_soldout_doubt(s, 50, now + 61500) == 1, "one longer by a second is");
+	check(fs_soldout_doubt(s, 51, now - 1) == 0 && !fs_soldout_in_doubt(s, 51),
+	    "a doubt already over is none");
+	fs_soldout_clear(s, 50);
+	fs_soldout_forget_all(s);
+	fs_soldout_mark(s, SALE_X, 50, END_A, fs_soldout_generation(s, 50));
+	check(fs_soldout_in_doubt(s, 50) && !fs_soldout_known(s, 50),
+	    "a restock or a new subscription does not end a doubt");
+
+	/* A doubt ends with its time, and the item can be sold out again. */
+	until = fs_clock_now_ms() + 200;
+	fs_soldout_doubt(s, 52, until);
+	fs_soldout_mark(s, SALE_X, 52, END_A, fs_soldout_generation(s, 52));
+	check(!fs_soldout_known(s, 52), "item 52 in doubt for 200 ms is not sold out");
+	while (fs_clock_now_ms() <= until && fs_clock_now_ms() < until + 5000)
+		nanosleep(&step, NULL);
+	check(!fs_soldout_in_doubt(s, 52), "its doubt is over when its time is");
+	fs_soldout_mark(s, SALE_X, 52, END_A, fs_soldout_generation(s, 52));
+	check(fs_soldout_known(s, 52) && marker_exists(dir, 52), "then it is marked sold out again");
+	fs_soldout_sweep(s, until + 1);
+	fs_soldout_doubt(s, 52, fs_clock_now_ms() + 60000);
+	check(!fs_soldout_known(s, 52) && !marker_exists(dir, 52),
+	    "after the sweep dropped the ended doubt, a new one clears the item again");
+
+	/* Many doubts, then the sweep drops them all: others stay found meanwhile. */
+	for (uint64_t i = 1000; i < 3000; i++)
+		fs_soldout_doubt(s, i, now + 60000 + (int64_t)(i % 2) * 60000);
+	fs_soldout_sweep(s, now + 60000);
+	for (uint64_t i = 1000; i < 3000; i++)
+		ok &= fs_soldout_in_doubt(s, i) == (int)(i % 2);
+	check(ok, "the sweep drops exactly the doubts that ended");
+
+	/* The message, both ways, and what is refused. */
+	check(fs_soldout_doubt_format(msg, sizeof(msg), 18446744073709551615u, INT64_MAX) > 0 &&
+		  fs_soldout_doubt_parse(msg, &item, &until) == 0 && item == 18446744073709551615u &&
+		  until == INT64_MAX,
+	    "a doubt message reads back (largest item and time)");
+	check(fs_soldout_doubt_format(msg, 9, 1, 1) == -1, "a message that does not fit: -1");
+	{
+		static const char *const bad[] = { "", "doubt", "doubt ", "doubt 7", "doubt 7 ",
+			"doubt 0 5", "doubt 07 5", "doubt 7 05", "doubt  7 5", "doubt 7  5",
+			"doubt 7 5 ", "doubt 7 5x", "doubt -7 5", "doubt 7 -5", "doubt +7 5",
+			"Doubt 7 5", "doubts 7 5", " doubt 7 5", "1 7", "doubt 18446744073709551616 5",
+			"doubt 7 9223372036854775808", "doubt 7 5\n" };
+
+		ok = 1;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			ok &= fs_soldout_doubt_parse(bad[i], &item, &until) == -1;
+		check(ok, "bad doubt messages are refused (empty, short, zero, leading zero, signs, "
+			  "spaces, overflow, trailing bytes)");
+	}
+	check(fs_soldout_doubt_parse("doubt 7 5", &item, &until) == 0 && item == 7 && until == 5,
+	    "the shortest doubt message reads");
+	fs_soldout_free(s);
+	check(rmdir(dir) == 0, "no marker is left behind");
+}
+
 #define RACE_ROUNDS 20000
 #define RACE_ITEM 77
 
@@ -241,23 +332,69 @@ keepalive_to(int port)
 	return 0;
 }
 
-/* Publishes a restock of item on the real server, as release.lua does. */
+/* Publishes msg on fs:restock on the real server. */
 static void
-publish_restock(struct test_redis *r, uint64_t item)
+publish(struct test_redis *r, const char *msg)
 {
 	redisContext *c = redisConnectUnix(r->sock);
 	redisReply *reply;
-	char msg[48];
 
 	if (c == NULL || c->err != 0) {
 		check(0, "a direct connection to Redis");
 		return;
 	}
-	snprintf(msg, sizeof(msg), "1 %" PRIu64, item);
 	reply = redisCommand(c, "PUBLISH %s %s", FS_STOCK_RESTOCK_CHANNEL, msg);
 	if (reply != NULL)
 		freeReplyObject(reply);
 	redisFree(c);
+}
+
+/* Publishes a restock of item on the real server, as release.lua does. */
+static void
+publish_restock(struct test_redis *r, uint64_t item)
+{
+	char msg[48];
+
+	snprintf(msg, sizeof(msg), "1 %" PRIu64, item);
+	publish(r, msg);
+}
+
+/* Waits (bounded) until item's flag is gone here; 1 when it went. */
+static int
+until_unknown(fs_soldout *s, uint64_t item, int64_t ms)
+{
+	struct timespec step = { 0, 20 * 1000000L };
+	int64_t t0 = fs_clock_mono_ms();
+
+	while (fs_soldout_known(s, item) && fs_clock_mono_ms() - t0 < ms)
+		nanosleep(&step, NULL);
+	return !fs_soldout_known(s, item);
+}
+
+/*
+ * A doubt told on fs:restock, by another process of another host, reaches
+ * this one's listener: the flag and marker go, a new sold-out answer sets
+ * neither; a bad doubt message is ignored (the item it names stays).
+ */
+static void
+doubt_heard(struct test_redis *r, fs_soldout *s, const char *dir)
+{
+	char msg[64];
+	int64_t until = fs_clock_now_ms() + 60000;
+
+	fs_soldout_mark(s, SALE_X, 45, END_A, fs_soldout_generation(s, 45));
+	fs_soldout_mark(s, SALE_X, 46, END_A, fs_soldout_generation(s, 46));
+	publish(r, "doubt 046 99999999999999"); /* a leading zero: not a doubt */
+	publish(r, "doubt 46");
+	check(fs_soldout_doubt_format(msg, sizeof(msg), 45, until) > 0, "a doubt message is written");
+	publish(r, msg);
+	check(until_unknown(s, 45, 5000) && !marker_exists(dir, 45) && fs_soldout_in_doubt(s, 45),
+	    "a doubt heard on fs:restock: item 45's flag and marker go, it is in doubt");
+	check(fs_soldout_known(s, 46) && marker_exists(dir, 46) && !fs_soldout_in_doubt(s, 46),
+	    "bad doubt messages change nothing: item 46 stays sold out");
+	fs_soldout_mark(s, SALE_X, 45, END_A, fs_soldout_generation(s, 45));
+	check(!fs_soldout_known(s, 45) && !marker_exists(dir, 45),
+	    "a sold-out answer for item 45 in doubt sets neither flag nor marker");
 }
 
 static void
@@ -323,6 +460,7 @@ listener(void)
 	printf("# item 43 open again after %" PRId64 " ms\n", waited);
 	fs_soldout_listener_stats(s, &subs, &silences);
 	check(subs == 3 && silences == 2, "three subscriptions, two silences");
+	doubt_heard(&redis, s, dir);
 out:
 	fs_soldout_free(s);
 	test_relay_stop(&relay);
@@ -497,6 +635,7 @@ main(void)
 {
 	many_items();
 	restocks();
+	doubts();
 	forget_races_mark();
 	listener();
 	lost_restock();
