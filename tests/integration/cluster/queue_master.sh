@@ -10,7 +10,8 @@
 # moment before the kill is on the promoted replica with its score; every
 # shopper joining again is answered the place Redis and PostgreSQL both
 # have (300 drawn, 60 late 2^52+1..60, one per account); Redis' admitted
-# count is PostgreSQL's last step, which admitted exactly the units;
+# count is PostgreSQL's last step, which admitted the units (more only in
+# the stead of places silent past 5 s, within admitMultiple);
 # every unit sold once, to an account that holds one; queue verify and
 # reconcile clean.
 # The stack leaves FLASHSALE_REDIS_WAIT_MS unset: a write the master
@@ -195,12 +196,23 @@ is "$(awk -v b="$LATE" '$2 < b' "$qm_dir/places.after" | wc -l | tr -d ' ') $(aw
 	"$qm_pre $(seq 1 "$qm_late" | tr '\n' ' ')" \
 	"$qm_pre drawn places, and the $qm_late late ones are 2^52 + 1 .. $qm_late: no late number lost or given twice"
 
-# --- Admission: Redis' threshold is PostgreSQL's last step, exactly the units.
+# --- Admission: Redis' threshold is PostgreSQL's last step, a pass per place admitted.
 pg_last=$(psql_q "SELECT admitted || ' ' || through FROM queue_admissions WHERE sale_id = $sale ORDER BY step DESC LIMIT 1")
 is "$final $(qm_redis "$replica" HGET "fs:{$sale}:q:state" through | awk '{ printf "%.0f", $1 }') $(qm_redis "$replica" ZCARD "fs:{$sale}:q:passes")" \
-	"$pg_last $qm_units" \
+	"$pg_last $final" \
 	"Redis admitted $final through the place PostgreSQL's last step names ($pg_last); a pass per admitted account"
-is "$final" "$qm_units" "everyone admitted bought: exactly $qm_units places admitted"
+# Exactly the units unless some admitted place did not ask for its pass
+# within FS_QUEUE_PACER_EXPECT_MS (5 s) of its admission: a pass request
+# that met the dead master is answered 503 and retried after the failover,
+# and the pacer, taking the silent place for one that walked away, admits
+# the next in its stead (docs/QUEUE.md). Never beyond admitMultiple (1.5)
+# times the units; each place over the units is one that found them sold.
+if [ "$final" -ge "$qm_units" ] && [ "$final" -le $((qm_units * 3 / 2)) ]; then
+	ok "admission: $final places admitted for $qm_units units (at least the units, at most admitMultiple times them)"
+else
+	not_ok "admission: at least the units, at most admitMultiple times them" "$final places for $qm_units units"
+fi
+[ "$final" = "$qm_units" ] || diag "$((final - qm_units)) place(s) admitted in the stead of places silent past 5 s (their pass requests met the failover)"
 
 # --- The units: every one sold once, to an account that holds one.
 set -- $(k_sale_item "$sale" "$item")
@@ -217,7 +229,7 @@ else
 	not_ok "queue verify $sale exits 0" "$verify"
 fi
 is "$(json_get "$verify" violations) $(json_get "$verify" places) $(json_get "$verify" drawn) $(json_get "$verify" admitted) $(json_get "$verify" orders)" \
-	"0 $((qm_pre + qm_late)) $qm_pre $qm_units $((qm_units + failed))" \
+	"0 $((qm_pre + qm_late)) $qm_pre $final $((qm_units + failed))" \
 	"queue verify: no violation (every order admitted before it, steps through the places in draw order)"
 # A hold lost in the failover leaves Redis' stock behind PostgreSQL's; none
 # lost, the check alone passes (no --repair).
