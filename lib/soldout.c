@@ -331,79 +331,88 @@ fs_soldout_doubt_format(char *out, size_t outlen, uint64_t item, int64_t until_m
 	return n > 0 && (size_t)n < outlen ? n : -1;
 }
 
+/* How many entries of a table of cap slots end by now_ms; a lock held. */
+static size_t
+count_ended(const struct entry *tab, size_t cap, int64_t now_ms)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cap; i++)
+		n += tab[i].item != 0 && tab[i].end_ms <= now_ms;
+	return n;
+}
+
+/*
+ * Drops the entries of *tabp ended by now_ms (nended of its *np), the
+ * table rebuilt at the size the live ones need, so memory shrinks too;
+ * each dropped item goes to ended[] unless it is NULL. The write lock
+ * held. How many went: 0 when out of memory (then nothing changed).
+ */
+static size_t
+keep_live(struct entry **tabp, size_t *capp, size_t *np, size_t nended, int64_t now_ms,
+    uint64_t *ended)
+{
+	struct entry *tab;
+	size_t cap, k = 0;
+
+	for (cap = CAP_MIN; cap < 2 * (*np - nended); cap *= 2)
+		;
+	if ((tab = calloc(cap, sizeof(*tab))) == NULL)
+		return 0;
+	for (size_t i = 0; i < *capp; i++) {
+		if ((*tabp)[i].item == 0)
+			continue;
+		if ((*tabp)[i].end_ms > now_ms)
+			tab[probe(tab, cap, (*tabp)[i].item)] = (*tabp)[i];
+		else if (ended != NULL)
+			ended[k++] = (*tabp)[i].item;
+		else
+			k++;
+	}
+	free(*tabp);
+	*tabp = tab;
+	*capp = cap;
+	*np -= k;
+	return k;
+}
+
 /* Drops the doubts ended by now_ms; the table shrinks to what is left. */
 static void
 doubts_sweep(fs_soldout *s, int64_t now_ms)
 {
 	struct doubts *d = &s->doubt;
-	struct entry *tab;
-	size_t ended = 0, cap;
+	size_t nended;
 
 	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < d->cap; i++)
-		ended += d->tab[i].item != 0 && d->tab[i].end_ms <= now_ms;
+	nended = count_ended(d->tab, d->cap, now_ms);
 	pthread_rwlock_unlock(&s->lock);
-	if (ended == 0)
+	if (nended == 0)
 		return;
 	pthread_rwlock_wrlock(&s->lock);
-	ended = 0;
-	for (size_t i = 0; i < d->cap; i++)
-		ended += d->tab[i].item != 0 && d->tab[i].end_ms <= now_ms;
-	for (cap = CAP_MIN; cap < 2 * (d->n - ended); cap *= 2)
-		;
-	if (ended > 0 && (tab = calloc(cap, sizeof(*tab))) != NULL) {
-		for (size_t i = 0; i < d->cap; i++)
-			if (d->tab[i].item != 0 && d->tab[i].end_ms > now_ms)
-				tab[probe(tab, cap, d->tab[i].item)] = d->tab[i];
-		free(d->tab);
-		d->tab = tab;
-		d->cap = cap;
-		d->n -= ended;
+	nended = count_ended(d->tab, d->cap, now_ms);
+	if (nended > 0 && keep_live(&d->tab, &d->cap, &d->n, nended, now_ms, NULL) > 0)
 		d->full_logged = 0;
-	}
 	pthread_rwlock_unlock(&s->lock);
 }
 
 size_t
 fs_soldout_sweep(fs_soldout *s, int64_t now_ms)
 {
-	struct entry *tab = NULL;
 	uint64_t *ended = NULL;
-	size_t cap, nended = 0, k = 0;
+	size_t nended, k = 0;
 
 	doubts_sweep(s, now_ms);
 	/* The common case, nothing ended, costs readers nothing. */
 	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].item != 0 && s->tab[i].end_ms <= now_ms)
-			nended++;
+	nended = count_ended(s->tab, s->cap, now_ms);
 	pthread_rwlock_unlock(&s->lock);
 	if (nended == 0)
 		return 0;
 	pthread_rwlock_wrlock(&s->lock);
-	nended = 0;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].item != 0 && s->tab[i].end_ms <= now_ms)
-			nended++;
-	/* Rebuilt at the size the live entries need, so memory shrinks too. */
-	for (cap = CAP_MIN; cap < 2 * (s->n - nended); cap *= 2)
-		;
+	nended = count_ended(s->tab, s->cap, now_ms);
 	if (nended > 0 && (ended = malloc(nended * sizeof(*ended))) != NULL &&
-	    (tab = calloc(cap, sizeof(*tab))) != NULL) {
-		for (size_t i = 0; i < s->cap; i++) {
-			if (s->tab[i].item == 0)
-				continue;
-			if (s->tab[i].end_ms > now_ms)
-				tab[probe(tab, cap, s->tab[i].item)] = s->tab[i];
-			else
-				ended[k++] = s->tab[i].item;
-		}
-		free(s->tab);
-		s->tab = tab;
-		s->cap = cap;
-		s->n -= k;
+	    (k = keep_live(&s->tab, &s->cap, &s->n, nended, now_ms, ended)) > 0)
 		s->full_logged = 0;
-	}
 	for (size_t i = 0; i < k; i++)
 		marker_remove(s, ended[i]);
 	pthread_rwlock_unlock(&s->lock);
