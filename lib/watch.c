@@ -167,7 +167,7 @@ fs_watch_read(fs_pg *pg, fs_stock *st, const char *brokers, const char *topic, u
 	if (brokers == NULL)
 		snprintf(f->lag_error, sizeof(f->lag_error), "no FLASHSALE_KAFKA_BROKERS");
 	else
-		f->lag = fs_kafka_group_lag(brokers, FS_ORDERTOPIC_GROUP, topic, FS_WATCH_TIMEOUT_MS,
+		f->lag = fs_kafka_group_lag(brokers, FS_ORDERTOPIC_GROUP, topic, FS_WATCH_KAFKA_TIMEOUT_MS,
 		    f->lag_error, sizeof(f->lag_error));
 	for (int o = 0; o < f->norigins; o++) {
 		struct fs_watch_origin *org = &f->origins[o];
