@@ -142,6 +142,17 @@ load_sum() {
 	sed -n 's/^q\{0,1\}summary //p' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
+# poll_until STEP SECONDS COMMAND...: COMMAND every STEP seconds until it
+# succeeds; 1 once SECONDS pass first (every wait of the tests is bounded).
+poll_until() {
+	pu_step=$1
+	pu_end=$(($(date +%s) + $2))
+	shift 2
+	until "$@"; do
+		[ "$(date +%s)" -ge "$pu_end" ] && return 1
+		sleep "$pu_step"
+	done
+}
 # buy_until PATH TOKEN: presses Buy again and again (bounded: 300 times)
 # until a 202; bu_st is the last status, buy_tries how many came before.
 buy_until() {

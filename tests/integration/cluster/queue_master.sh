@@ -53,15 +53,6 @@ qm_pids() {
 		echo
 	done | grep . | tr '\n' ' '
 }
-# qm_until SECONDS COMMAND...: COMMAND every 0.05 s until it succeeds (bounded).
-qm_until() {
-	qu_end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$qu_end" ] && return 1
-		sleep 0.05
-	done
-}
 qm_admitting() { [ "$(qm_admitted "$master")" -ge 30 ]; }
 # qm_journey FILE OUT [OPTIONS...]: the load generator's waiting-room
 # journey of the shoppers of FILE through the edge, retrying every 503
@@ -112,7 +103,7 @@ queues=$(qm_pids queue)
 qm_journey "$qm_dir/pre" "$qm_dir/journey.out" --connections 32 --poll-rate 20 --page-poll-ms 250 \
 	--react-min-ms 0 --react-max-ms 3000 --queue-csv "$qm_dir/timeline.csv" &
 journey_pid=$!
-if qm_until 40 qm_admitting; then
+if poll_until 0.05 40 qm_admitting; then
 	ok "admission begins: $(qm_admitted "$master") places admitted"
 else
 	not_ok "admission begins" "admitted $(qm_admitted "$master")"

@@ -197,14 +197,6 @@ esac
 backend_is() {
 	varnishadm -n "$FLASHSALE_STATE/varnish" backend.list 2>/dev/null | grep -q "origin.*$1"
 }
-wait_until() { # SECONDS CMD...
-	wu_deadline=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$wu_deadline" ] && return 1
-		sleep 0.2
-	done
-}
 ready_is() { [ "$(code_of "$origin/readyz/$1")" = "$2" ]; }
 check "edge probe: the origin is healthy" backend_is healthy
 set -- $(new_sale -5 1)
@@ -237,11 +229,11 @@ rid=$(json_get "${ans#* }" requestId)
 is "${ans%% *} $(json_get "${ans#* }" error) ${#rid}" "503 TRY_AGAIN 32" \
     "edge: a document that needs Redis gets the origin's own 503 TRY_AGAIN (no edge- id)"
 "$stack" start redis >/dev/null
-check "readyz: ready again once Redis is back" wait_until 20 ready_is flashsale-order 200
+check "readyz: ready again once Redis is back" poll_until 0.2 20 ready_is flashsale-order 200
 "$stack" stop nginx >/dev/null
-check "edge probe: the origin turns sick when its nginx does not answer" wait_until 20 backend_is sick
+check "edge probe: the origin turns sick when its nginx does not answer" poll_until 0.2 20 backend_is sick
 "$stack" start nginx >/dev/null
-check "edge probe: the origin is healthy again" wait_until 20 backend_is healthy
+check "edge probe: the origin is healthy again" poll_until 0.2 20 backend_is healthy
 scrape m4 >/dev/null
 if [ "$(delta m3 m4 'flashsale_redis_errors_total{program="flashsale-order"}')" -ge 1 ]; then
 	ok "metrics: the outage shows as Redis errors of flashsale-order"
@@ -283,7 +275,7 @@ prom_has() {
 		[ "$(promq 'sum(flashsale_consumer_orders_total{result="recorded"})')" = "$want_recorded" ]
 }
 check "prometheus: its API returns the origin's counts (202: $want202, recorded: $want_recorded)" \
-    wait_until 30 prom_has
+    poll_until 0.2 30 prom_has
 is "$(promq 'up{job="flashsale"}')" 1 "prometheus: the origin target is up"
 is "$(curl -s -m 5 "$prom/api/v1/rules" | fs_json '.data.groups[].rules[].name' | grep '^Flashsale' | sort -u |
 	wc -l | tr -d ' ')" "$(grep -c '^ *- alert: Flashsale' "$top_srcdir/deploy/prometheus/alerts.yml")" \

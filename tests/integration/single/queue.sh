@@ -65,15 +65,6 @@ q_draw() {
 	qd_h=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | awk '{ print $NF }')
 	echo $((0x$(printf '%s' "$qd_h" | cut -c1-13)))
 }
-# q_until SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds (bounded).
-q_until() {
-	qu_end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$qu_end" ] && return 1
-		sleep 0.2
-	done
-}
 
 # --- Sale A opens in 10 minutes; joining opened 5 minutes ago (900 s before).
 set -- $(new_sale 600 5)
@@ -191,7 +182,7 @@ is "$(q_header X-Cache "$q_edge/api/flash-sales/sales/$qc/queue") $(q_header Cac
 # --- The opening: sale A starts now; the seed is published, the places drawn.
 psql_q "UPDATE sales SET starts_at = now() - interval '1 second' WHERE id = $qa" >/dev/null
 q_opened() { [ "$(json_get "$(q_status "$qa")" state)" = open ]; }
-q_until 5 q_opened
+poll_until 0.2 5 q_opened
 qa_doc=$(q_status "$qa")
 is "$(json_get "$qa_doc" state) $(json_get "$qa_doc" seed) $(json_get "$qa_doc" drawn) $(json_get "$qa_doc" joined)" \
     "open $qa_seed 2 2" "after the opening: the seed is published, 2 places drawn"
@@ -209,7 +200,7 @@ is "${qa_j4%% *} $(json_get "${qa_j4#* }" score) $(json_get "${qa_j4#* }" rank) 
 
 # --- Admission by the pacer (a thread of flashsale-queue), then the pass.
 q_admitted() { [ "$(json_get "$(q_status "$qa")" admitted)" -ge 3 ]; }
-if q_until 15 q_admitted; then
+if poll_until 0.2 15 q_admitted; then
 	ok "the pacer admits the places (5 units left, 1 x 5 at the opening)"
 else
 	not_ok "the pacer admits the places" "$(q_status "$qa")"
@@ -237,7 +228,7 @@ q_gone() {
 	done
 	return 0
 }
-if q_until 10 q_gone; then
+if poll_until 0.2 10 q_gone; then
 	ok "SIGTERM: every flashsale-queue process exits (pacer thread included)"
 else
 	not_ok "SIGTERM: every flashsale-queue process exits" "still running: $q_pids"

@@ -36,15 +36,6 @@ qc_server_time() {
 qc_redis_ms() {
 	redis TIME | tr '\n' ' ' | awk '{ printf "%.0f\n", $1 * 1000 + int($2 / 1000) }'
 }
-# qc_until SECONDS COMMAND...: COMMAND every 0.05 s until it succeeds (bounded).
-qc_until() {
-	qcu_end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$qcu_end" ] && return 1
-		sleep 0.05
-	done
-}
 
 # --- The handler 2 s slow (its status document's serverTime says so).
 qc_restart -2000
@@ -73,7 +64,7 @@ is "${qc_j1%% *} $(json_get "${qc_j1#* }" drawn) $(json_get "${qc_j1#* }" score)
 # --- After the opening by Redis' clock, before it by the handler's.
 qc_t2=$(admin token mint --user "qc2-$qc")
 qc_opened() { [ "$(qc_redis_ms)" -ge $((qc_opens + 200)) ]; }
-qc_until 20 qc_opened || not_ok "Redis' clock passes the opening" "$(qc_redis_ms) < $qc_opens"
+poll_until 0.05 20 qc_opened || not_ok "Redis' clock passes the opening" "$(qc_redis_ms) < $qc_opens"
 qc_j2=$(qc_join "$qc" "$qc_t2")
 qc_handler=$(qc_server_time "$qc")
 if [ "$qc_handler" -lt "$qc_opens" ]; then
@@ -87,7 +78,7 @@ is "${qc_j2%% *} $(json_get "${qc_j2#* }" drawn) $(json_get "${qc_j2#* }" score)
     "a join after the opening by Redis' clock, before it by the handler's: late (2^52+1, rank 1), not drawn"
 is "$(redis ZSCORE "fs:{$qc}:q:places" "qc2-$qc")" "$((qc_late + 1))" "Redis: the place is 2^52+1"
 qc_copied() { [ -n "$(psql_q "SELECT drawn FROM queue_places WHERE sale_id = $qc AND user_id = 'qc2-$qc'")" ]; }
-qc_until 10 qc_copied
+poll_until 0.05 10 qc_copied
 is "$(psql_q "SELECT drawn || ' ' || score || ' ' || (joined_at >= to_timestamp($qc_opens / 1000.0)) FROM queue_places WHERE sale_id = $qc AND user_id = 'qc2-$qc'")" \
     "false $((qc_late + 1)) true" "PostgreSQL: a late place, dated after the opening"
 qc_v=$(admin queue verify "$qc" --json)

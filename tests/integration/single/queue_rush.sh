@@ -21,15 +21,6 @@ qr_chunk=20000
 qr_max=800000
 
 qr_ms() { date +%s%3N; }
-# qr_until SECONDS COMMAND...: COMMAND every 0.2 s until it succeeds (bounded).
-qr_until() {
-	qru_end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$qru_end" ] && return 1
-		sleep 0.2
-	done
-}
 
 # --- A waiting room opening in 3 s: a million units, capacity to spare,
 # the shortest claim window (the pacer looks up the places of the last
@@ -64,7 +55,7 @@ qr_joins() {
 # --- The rush: from 1.5 s after the opening (the first admission step is
 # 1 s after it), chunk after chunk for 10 s (bounded in count too).
 qr_opened() { [ "$(qr_ms)" -ge $((qr_opens + 1500)) ]; }
-qr_until 20 qr_opened
+poll_until 0.2 20 qr_opened
 qr_start=$(qr_ms)
 qr_n=0
 : >"$FLASHSALE_STATE/qr-pipe.out"
@@ -88,7 +79,7 @@ fi
 # admitted"), the longest time without one from 1 s after the rush's
 # start (its first joins copied at the next step) to its end.
 qr_drained() { [ "$(redis LLEN "fs:{$qr}:q:journal")" = 0 ]; }
-qr_until 180 qr_drained || not_ok "the journal is copied after the rush" "$(redis LLEN "fs:{$qr}:q:journal") left"
+poll_until 0.2 180 qr_drained || not_ok "the journal is copied after the rush" "$(redis LLEN "fs:{$qr}:q:journal") left"
 psql_q "SELECT floor(extract(epoch FROM at) * 1000)::bigint || ' ' || admitted FROM queue_admissions WHERE sale_id = $qr ORDER BY step" >"$FLASHSALE_STATE/qr-steps"
 qr_gap=$(awk -v from=$((qr_start + 1000)) -v to="$qr_end" '
 	BEGIN { prev = from; gap = 0 }
@@ -104,7 +95,7 @@ fi
 
 # --- After it: every place copied and admitted, queue verify clean.
 qr_all() { [ "$(redis HGET "fs:{$qr}:q:state" admitted)" = "$qr_n" ]; }
-qr_until 180 qr_all
+poll_until 0.2 180 qr_all
 is "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qr AND NOT drawn") $(redis HGET "fs:{$qr}:q:state" admitted)" \
     "$qr_n $qr_n" "after the rush: every place copied to PostgreSQL and admitted"
 qr_v=$(admin queue verify "$qr" --json)

@@ -18,15 +18,6 @@ qv_post() {
 	    -H 'Content-Type: application/json' --data-binary "$3" "$qv_origin$1" >"$FLASHSALE_STATE/qv-status"
 	printf '%s %s' "$(cat "$FLASHSALE_STATE/qv-status")" "$(cat "$FLASHSALE_STATE/qv-body")"
 }
-# qv_until SECONDS COMMAND...: COMMAND every 0.2 s until it succeeds (bounded).
-qv_until() {
-	qvu_end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$qvu_end" ] && return 1
-		sleep 0.2
-	done
-}
 qv_doc() { curl -s "$qv_origin/api/flash-sales/sales/$1"; }
 qv_status() { curl -s "$qv_origin/api/flash-sales/sales/$1/queue"; }
 
@@ -76,7 +67,7 @@ while [ $qv_i -le 6 ]; do
 	qv_i=$((qv_i + 1))
 done
 qv_copied() { [ "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv AND drawn")" = 6 ]; }
-if qv_until 10 qv_copied; then
+if poll_until 0.2 10 qv_copied; then
 	ok "the pacer copies the six drawn places to PostgreSQL before the opening"
 else
 	not_ok "the pacer copies the places" "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv")"
@@ -86,7 +77,7 @@ fi
 # (admitMultiple 1.5 is a cap: no turn has ended yet, the multiple is 1).
 psql_q "UPDATE sales SET starts_at = now() WHERE id = $qv" >/dev/null
 qv_admitted() { [ "$(json_get "$(qv_status "$qv")" admitted)" = 3 ]; }
-if qv_until 15 qv_admitted; then
+if poll_until 0.2 15 qv_admitted; then
 	ok "the pacer admits 3 places (3 units x the effective multiple 1)"
 else
 	not_ok "the pacer admits 3 places" "$(qv_status "$qv")"
@@ -101,7 +92,7 @@ for qv_i in 7 8; do
 	[ "$(printf '%s' "${qv_j#* }" | fs_json .drawn)" = false ] || not_ok "late shopper $qv_i joins" "$qv_j"
 done
 qv_late_copied() { [ "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv AND NOT drawn")" = 2 ]; }
-qv_until 10 qv_late_copied || not_ok "the pacer copies the two late places" \
+poll_until 0.2 10 qv_late_copied || not_ok "the pacer copies the two late places" \
     "$(psql_q "SELECT count(*) FROM queue_places WHERE sale_id = $qv")"
 
 qv_seed=$(json_get "$(qv_doc "$qv")" .queue.seed)
@@ -122,7 +113,7 @@ while [ $qv_i -le 6 ]; do
 	qv_i=$((qv_i + 1))
 done
 qv_recorded() { [ "$(psql_q "SELECT count(*) FROM orders WHERE sale_id = $qv")" = 3 ]; }
-if [ $qv_bought = 3 ] && qv_until 15 qv_recorded; then
+if [ $qv_bought = 3 ] && poll_until 0.2 15 qv_recorded; then
 	ok "three admitted shoppers buy with their passes, recorded"
 else
 	not_ok "three admitted shoppers buy" "bought $qv_bought"
@@ -200,7 +191,7 @@ is "$(admin queue verify "$qv")" "queue verify: 8 places, 3 admitted, 0 violatio
 # verify names it. Last: the sale stays so.
 redis HSET "fs:{$qv}:q:state" admitted 5 >/dev/null
 qv_from_redis() { [ "$(psql_q "SELECT count(*) FROM queue_admissions WHERE sale_id = $qv AND from_redis")" = 1 ]; }
-if qv_until 10 qv_from_redis; then
+if poll_until 0.2 10 qv_from_redis; then
 	ok "Redis' admitted count raised by hand: the pacer records it, marked from_redis"
 else
 	not_ok "the pacer records Redis' count" "$(psql_q "SELECT step, admitted, from_redis FROM queue_admissions WHERE sale_id = $qv")"
