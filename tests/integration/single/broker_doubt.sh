@@ -50,6 +50,8 @@ wait "$first"
 is "$(cut -d' ' -f1 "$dir/first")" 503 "doubt: the holder is told 503 (maybe delivered, hold kept)"
 order=$(redis HGET "fs:{$sale}:holders" "bdh-$sale")
 diag "the holder's order: $order"
+is "$(redis HGET "fs:{$sale}:doubt" "$order")" "$item" \
+	"doubt: recorded in Redis for every process's recheck (fs:{S}:doubt)"
 is "$(p_stock "$sale" "$item")" 0 "doubt: the item is sold out in Redis"
 
 # Another shopper is told 410 by Redis; the item stays unmarked, and the
@@ -117,4 +119,15 @@ p_until 30 PENDING p_status "$order" || true
 is "$p_out" PENDING "doubt: the holder's order is live"
 is "$(p_count "sale_id = $sale AND status = 'PENDING'") $(p_sold "$item")" "2 2" \
 	"doubt: two live orders, two units sold"
+# The order recorded, the doubt ends: its entry goes (the recheck), then
+# within its lease a 410 marks the item again (bounded: 15 s).
+p_until 15 0 redis HLEN "fs:{$sale}:doubt" || true
+is "$p_out" 0 "doubt: its entry leaves Redis once the order is recorded"
+tries=0
+until [ "$(marker)" = marker ] || [ $tries -ge 75 ]; do
+	http POST "$path" "$t3" >/dev/null
+	tries=$((tries + 1))
+	sleep 0.2
+done
+is "$(marker)" marker "doubt: over, a 410 marks the item again ($tries tries)"
 check "doubt: flashsale-admin reconcile --check is clean" admin reconcile "$sale" --check
