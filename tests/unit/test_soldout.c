@@ -547,6 +547,59 @@ mget_calls(struct test_redis *r)
 	return n;
 }
 
+/* A Redis with sales 7 and 8 warmed, a stock on it and a table with its listener and recheck. */
+struct warmed {
+	char dir[64];
+	struct test_redis redis;
+	struct fs_cfg cfg;
+	fs_stock *st;
+	fs_soldout *s;
+};
+
+/* Starts w (its marker directory named after what); 0, or -1 after a failed check. */
+static int
+warmed_start(struct warmed *w, const char *what)
+{
+	const char *top = getenv("top_srcdir");
+	char err[256];
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->dir, sizeof(w->dir), "/tmp/fs-soldout-%s-XXXXXX", what);
+	if (top == NULL || test_redis_start(&w->redis) != 0 || mkdtemp(w->dir) == NULL) {
+		check(0, "top_srcdir, a redis-server and a marker directory");
+		return -1;
+	}
+	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 ||
+	    test_redis_cfg(&w->redis, &w->cfg) != 0 ||
+	    (w->st = fs_stock_new(&w->cfg, top, err, sizeof(err))) == NULL || warm_sales(w->st) != 0 ||
+	    (w->s = fs_soldout_new(w->dir, &w->cfg, err, sizeof(err))) == NULL) {
+		check(0, "two sales warmed, the sold-out table with its listener and recheck");
+		return -1;
+	}
+	check(until_subscribed(w->s, 1, 5000) >= 0, "the listener subscribes");
+	check(purchase(w->s, w->st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED &&
+		fs_soldout_known(w->s, 70) && marker_exists(w->dir, 70),
+	    "ann takes item 70's last unit: it is remembered sold out, marker written");
+	return 0;
+}
+
+/* Stops what warmed_start started, markers and directory included. */
+static void
+warmed_finish(struct warmed *w)
+{
+	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
+	fs_soldout_free(w->s);
+	fs_stock_free(w->st);
+	test_redis_finish(&w->redis);
+	for (uint64_t i = 70; i <= 80; i++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%" PRIu64, w->dir, i);
+		unlink(path);
+	}
+	rmdir(w->dir);
+}
+
 /*
  * Item 70 sells its last unit and is remembered sold out; the unit then
  * comes back in Redis with no restock message at all (put back directly,
@@ -561,31 +614,20 @@ mget_calls(struct test_redis *r)
 static void
 lost_restock(void)
 {
-	char dir[] = "/tmp/fs-soldout-lost-XXXXXX", err[256];
 	struct timespec step = { 0, 10 * 1000000L };
-	const char *top = getenv("top_srcdir");
-	struct test_redis redis;
-	struct fs_cfg cfg;
-	fs_soldout *s = NULL;
-	fs_stock *st = NULL;
+	struct warmed w;
+	struct test_redis *redis = &w.redis;
+	const char *dir = w.dir;
+	fs_soldout *s;
+	fs_stock *st;
 	redisReply *reply;
 	int64_t t0, waited;
 	long calls;
 
-	if (top == NULL || test_redis_start(&redis) != 0 || mkdtemp(dir) == NULL) {
-		check(0, "top_srcdir, a redis-server and a marker directory");
-		return;
-	}
-	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 || test_redis_cfg(&redis, &cfg) != 0 ||
-	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL || warm_sales(st) != 0 ||
-	    (s = fs_soldout_new(dir, &cfg, err, sizeof(err))) == NULL) {
-		check(0, "two sales warmed, the sold-out table with its listener and recheck");
+	if (warmed_start(&w, "lost") != 0)
 		goto out;
-	}
-	check(until_subscribed(s, 1, 5000) >= 0, "the listener subscribes");
-	check(purchase(s, st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED && fs_soldout_known(s, 70) &&
-		marker_exists(dir, 70),
-	    "ann takes item 70's last unit: it is remembered sold out, marker written");
+	s = w.s;
+	st = w.st;
 	check(purchase(s, st, 7, 71, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 71),
 	    "item 71 has none: remembered sold out");
 	check(fs_stock_set_end(st, 8, fs_clock_now_ms() - 1) == 1 &&
@@ -593,7 +635,7 @@ lost_restock(void)
 	    "sale 8 closed early: item 80 answers sold out with a unit left, remembered");
 
 	/* The unit comes back, and no message says so. */
-	reply = direct(&redis, "INCR fs:{7}:stock:70");
+	reply = direct(redis, "INCR fs:{7}:stock:70");
 	check(reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1,
 	    "item 70's unit is back in Redis, unannounced");
 	if (reply != NULL)
@@ -609,11 +651,11 @@ lost_restock(void)
 	    "the next purchase reaches Redis and takes the unit");
 
 	/* Several passes: what is sold out stays so, at one MGET per sale and pass. */
-	calls = mget_calls(&redis);
+	calls = mget_calls(redis);
 	t0 = fs_clock_mono_ms();
 	while (fs_clock_mono_ms() - t0 < 5 * RECHECK_MS)
 		nanosleep(&step, NULL);
-	calls = mget_calls(&redis) - calls;
+	calls = mget_calls(redis) - calls;
 	printf("# %ld MGET in %d passes\n", calls, 5);
 	check(fs_soldout_known(s, 71) && marker_exists(dir, 71) && fs_soldout_known(s, 70),
 	    "items with no unit left stay remembered sold out, markers kept");
@@ -621,17 +663,7 @@ lost_restock(void)
 	    "an item of a sale closed early stays remembered, though Redis has a unit");
 	check(calls >= 4 && calls <= 6, "one MGET per pass for sale 7 (none for the closed sale 8)");
 out:
-	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
-	fs_soldout_free(s);
-	fs_stock_free(st);
-	test_redis_finish(&redis);
-	for (uint64_t i = 70; i <= 80; i++) {
-		char path[600];
-
-		snprintf(path, sizeof(path), "%s/%" PRIu64, dir, i);
-		unlink(path);
-	}
-	rmdir(dir);
+	warmed_finish(&w);
 }
 
 /* Waits (bounded by ms) until item's doubt here is want; the time it took, or -1. */
@@ -674,30 +706,20 @@ doubts_recorded(struct test_redis *r)
 static void
 recorded_doubt(void)
 {
-	char dir[] = "/tmp/fs-soldout-rdoubt-XXXXXX", err[256];
-	const char *top = getenv("top_srcdir"), *ann[1] = { ANN };
+	const char *ann[1] = { ANN };
 	struct timespec step = { 0, 10 * 1000000L };
-	struct test_redis redis;
-	struct fs_cfg cfg;
-	fs_soldout *s = NULL;
-	fs_stock *st = NULL;
+	struct warmed w;
+	struct test_redis *redis = &w.redis;
+	const char *dir = w.dir;
+	fs_soldout *s;
+	fs_stock *st;
 	int64_t t0, took;
 
-	if (top == NULL || test_redis_start(&redis) != 0 || mkdtemp(dir) == NULL) {
-		check(0, "top_srcdir, a redis-server and a marker directory");
-		return;
-	}
-	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 || test_redis_cfg(&redis, &cfg) != 0 ||
-	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL || warm_sales(st) != 0 ||
-	    (s = fs_soldout_new(dir, &cfg, err, sizeof(err))) == NULL) {
-		check(0, "a sale warmed, the sold-out table with its listener and recheck");
+	if (warmed_start(&w, "doubt") != 0)
 		goto out;
-	}
-	check(until_subscribed(s, 1, 5000) >= 0, "the listener subscribes");
-	check(purchase(s, st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED && fs_soldout_known(s, 70) &&
-		marker_exists(dir, 70),
-	    "ann takes item 70's last unit: remembered sold out, marker written");
-	check(fs_stock_doubt_record(st, 7, 70, ANN) == 0 && doubts_recorded(&redis) == 1,
+	s = w.s;
+	st = w.st;
+	check(fs_stock_doubt_record(st, 7, 70, ANN) == 0 && doubts_recorded(redis) == 1,
 	    "her hold's doubt is recorded in Redis, and told nobody");
 	took = until_doubt(s, 70, 1, 5000);
 	printf("# item 70 in doubt %" PRId64 " ms after its doubt was recorded\n", took);
@@ -714,7 +736,7 @@ recorded_doubt(void)
 		if (!fs_soldout_in_doubt(s, 70))
 			break;
 	}
-	check(fs_soldout_in_doubt(s, 70) && doubts_recorded(&redis) == 1,
+	check(fs_soldout_in_doubt(s, 70) && doubts_recorded(redis) == 1,
 	    "a doubt told with a short end lasts while the hold is unsettled (lease periods + 2)");
 
 	/* The consumer records ann's order: the doubt ends, its entry goes. */
@@ -723,22 +745,12 @@ recorded_doubt(void)
 	printf("# item 70's doubt over %" PRId64 " ms after its order was recorded\n", took);
 	check(took >= 0 && took <= (FS_SOLDOUT_DOUBT_LEASE + 1) * RECHECK_MS + 500,
 	    "its doubt ends within the lease (+ a period, slack) once the hold is settled");
-	check(doubts_recorded(&redis) == 0, "the recheck removed the settled hold's entry");
+	check(doubts_recorded(redis) == 0, "the recheck removed the settled hold's entry");
 	check(purchase(s, st, 7, 70, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 70) &&
 		marker_exists(dir, 70),
 	    "then a sold-out answer marks item 70 again");
 out:
-	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
-	fs_soldout_free(s);
-	fs_stock_free(st);
-	test_redis_finish(&redis);
-	for (uint64_t i = 70; i <= 80; i++) {
-		char path[600];
-
-		snprintf(path, sizeof(path), "%s/%" PRIu64, dir, i);
-		unlink(path);
-	}
-	rmdir(dir);
+	warmed_finish(&w);
 }
 
 int
