@@ -207,21 +207,25 @@ accept_riding(struct worker *w)
 
 /*
  * The order's hold is kept while the broker may or may not have the order:
- * its item is in doubt (lib/soldout) until the consumer confirmed it or
- * the sweeper released it, here at once and on every host (fs:restock), so
- * that the shopper's retry reaches Redis (409 or 503), never a sold-out
- * answer from memory, a marker or the edge.
+ * its item is in doubt (lib/soldout) until the consumer recorded it or
+ * the sweeper released it, recorded in Redis (which every process's
+ * recheck reads), here at once and on every host (fs:restock), so that
+ * the shopper's retry reaches Redis (409 or 503), never a sold-out answer
+ * from memory, a marker or the edge.
  */
 static void
 doubt(struct worker *w, const struct fs_order *o)
 {
 	int64_t until_ms = fs_clock_now_ms() + w->app->hold_max_age_ms;
-	char msg[64];
+	char msg[96];
 
-	if (fs_soldout_doubt(w->app->soldout, o->item, until_ms) != 1 ||
-	    fs_soldout_doubt_format(msg, sizeof(msg), o->item, until_ms) < 0)
-		return;
 	fs_fcgi_batch_end(&w->batch); /* the connection answers the batch first */
+	if (fs_stock_doubt_record(w->stock, o->sale, o->item, o->id) != 0)
+		fs_log_warn("doubt of order %s not recorded in Redis (%s); only told", o->id,
+		    w->stock->errstr);
+	if (fs_soldout_doubt(w->app->soldout, o->sale, o->item, until_ms) != 1 ||
+	    fs_soldout_doubt_format(msg, sizeof(msg), o->sale, o->item, until_ms) < 0)
+		return;
 	if (fs_stock_restock_publish(w->stock, msg) != 0)
 		fs_log_warn("doubt of item %" PRIu64 " not told to the other processes (%s)", o->item,
 		    w->stock->errstr);

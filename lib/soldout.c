@@ -48,8 +48,9 @@ struct entry {
 /*
  * The items in doubt: a hold of theirs was kept while its order may or may
  * not be in the broker's log (handlers/purchase.c). Their entries
- * are struct entry too, end_ms the end of the doubt, sale unused; the
- * sweep drops them when it has passed.
+ * are struct entry too, end_ms the end of the doubt, sale where the
+ * recheck asks whether it still is (0: unknown); the sweep drops them
+ * when it has passed.
  */
 struct doubts {
 	struct entry *tab;
@@ -242,7 +243,7 @@ doubt_until(const fs_soldout *s, uint64_t item, int64_t now_ms)
 }
 
 int
-fs_soldout_doubt(fs_soldout *s, uint64_t item, int64_t until_ms)
+fs_soldout_doubt(fs_soldout *s, uint64_t sale, uint64_t item, int64_t until_ms)
 {
 	struct doubts *d = &s->doubt;
 	int64_t now_ms = fs_clock_now_ms(), was;
@@ -256,6 +257,8 @@ fs_soldout_doubt(fs_soldout *s, uint64_t item, int64_t until_ms)
 	if (d->tab[i].item == item) {
 		if (until_ms > d->tab[i].end_ms)
 			d->tab[i].end_ms = until_ms;
+		if (sale != 0)
+			d->tab[i].sale = sale;
 	} else if (d->n >= FS_SOLDOUT_DOUBT_MAX ||
 	    (2 * (d->n + 1) > d->cap && rehash(&d->tab, &d->cap, 2 * d->cap) != 0)) {
 		if (!d->full_logged)
@@ -265,7 +268,7 @@ fs_soldout_doubt(fs_soldout *s, uint64_t item, int64_t until_ms)
 		d->full_logged = 1;
 	} else {
 		d->tab[probe(d->tab, d->cap, item)] =
-		    (struct entry){ .item = item, .end_ms = until_ms };
+		    (struct entry){ .item = item, .sale = sale, .end_ms = until_ms };
 		d->n++;
 	}
 	/* Not sold out here from now on, and no answer on its way makes it so (its gen is old). */
@@ -307,26 +310,29 @@ number(const char **p, uint64_t max, uint64_t *out)
 }
 
 int
-fs_soldout_doubt_parse(const char *msg, uint64_t *item, int64_t *until_ms)
+fs_soldout_doubt_parse(const char *msg, uint64_t *sale, uint64_t *item, int64_t *until_ms)
 {
 	const char *p = msg;
-	uint64_t it, until;
+	uint64_t it, until, sl;
 
 	if (strncmp(p, FS_SOLDOUT_DOUBT_WORD " ", sizeof(FS_SOLDOUT_DOUBT_WORD)) != 0)
 		return -1;
 	p += sizeof(FS_SOLDOUT_DOUBT_WORD);
 	if (number(&p, UINT64_MAX, &it) != 0 || *p++ != ' ' ||
-	    number(&p, (uint64_t)INT64_MAX, &until) != 0 || *p != '\0')
+	    number(&p, (uint64_t)INT64_MAX, &until) != 0 || *p++ != ' ' ||
+	    number(&p, UINT64_MAX, &sl) != 0 || *p != '\0')
 		return -1;
+	*sale = sl;
 	*item = it;
 	*until_ms = (int64_t)until;
 	return 0;
 }
 
 int
-fs_soldout_doubt_format(char *out, size_t outlen, uint64_t item, int64_t until_ms)
+fs_soldout_doubt_format(char *out, size_t outlen, uint64_t sale, uint64_t item, int64_t until_ms)
 {
-	int n = snprintf(out, outlen, FS_SOLDOUT_DOUBT_WORD " %" PRIu64 " %" PRId64, item, until_ms);
+	int n = snprintf(out, outlen, FS_SOLDOUT_DOUBT_WORD " %" PRIu64 " %" PRId64 " %" PRIu64, item,
+	    until_ms, sale);
 
 	return n > 0 && (size_t)n < outlen ? n : -1;
 }
@@ -478,8 +484,8 @@ heard(fs_soldout *s, const char *msg)
 	uint64_t sale, item;
 	int64_t until_ms;
 
-	if (fs_soldout_doubt_parse(msg, &item, &until_ms) == 0)
-		fs_soldout_doubt(s, item, until_ms);
+	if (fs_soldout_doubt_parse(msg, &sale, &item, &until_ms) == 0)
+		fs_soldout_doubt(s, sale, item, until_ms);
 	else if (fs_stock_restock_parse(msg, &sale, &item) == 0)
 		fs_soldout_clear(s, item);
 	else
@@ -615,16 +621,83 @@ recheck_sale(fs_soldout *s, fs_stock *st, const struct entry *e, size_t n, int64
 	return healed;
 }
 
+static int
+by_number(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The sales whose doubts the recheck asks Redis about: those of the n
+ * remembered items in list and of the items in doubt here, distinct, into
+ * *sales (free it), *nsales of them; 0 or -1 (out of memory).
+ */
+static int
+doubt_sales(fs_soldout *s, const struct entry *list, size_t n, uint64_t **sales, size_t *nsales)
+{
+	size_t k = 0, u = 0, cap;
+
+	pthread_rwlock_rdlock(&s->lock);
+	cap = n + s->doubt.n;
+	if ((*sales = malloc((cap > 0 ? cap : 1) * sizeof(**sales))) != NULL) {
+		for (size_t i = 0; i < n; i++)
+			(*sales)[k++] = list[i].sale;
+		for (size_t i = 0; i < s->doubt.cap && k < cap; i++)
+			if (s->doubt.tab[i].item != 0 && s->doubt.tab[i].sale != 0)
+				(*sales)[k++] = s->doubt.tab[i].sale;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (*sales == NULL)
+		return -1;
+	qsort(*sales, k, sizeof(**sales), by_number);
+	for (size_t i = 0; i < k; i++)
+		if (u == 0 || (*sales)[u - 1] != (*sales)[i])
+			(*sales)[u++] = (*sales)[i];
+	*nsales = u;
+	return 0;
+}
+
+/*
+ * Puts in doubt here, for FS_SOLDOUT_DOUBT_LEASE passes more, each item of
+ * the sale that Redis says has a hold in doubt not settled yet (its message
+ * may have been lost, or its doubt outlived it). 0, or -1 when Redis could
+ * not tell.
+ */
+static int
+recheck_doubts(fs_soldout *s, fs_stock *st, uint64_t sale, int64_t now_ms)
+{
+	uint64_t items[FS_SOLDOUT_DOUBT_SALE_MAX];
+	size_t n;
+	int rc = fs_stock_doubts(st, sale, items, FS_SOLDOUT_DOUBT_SALE_MAX, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!fs_soldout_in_doubt(s, items[i]))
+			fs_log_warn("soldout recheck: item %" PRIu64 " of sale %" PRIu64 " has a hold in "
+				    "doubt in Redis that no message told here; in doubt now",
+			    items[i], sale);
+		fs_soldout_doubt(s, sale, items[i],
+		    now_ms + (int64_t)FS_SOLDOUT_DOUBT_LEASE * s->recheck_ms);
+	}
+	return rc;
+}
+
 size_t
 fs_soldout_recheck(fs_soldout *s, fs_stock *st, int64_t now_ms)
 {
-	size_t n, i = 0, j, healed = 0;
+	size_t n, i = 0, j, healed = 0, nsales = 0;
 	const char *why = NULL; /* why some items could not be asked about */
 	struct entry *list;
+	uint64_t *sales = NULL;
 	int rc;
 
-	if (remembered(s, now_ms, &list, &n) != 0)
+	if (remembered(s, now_ms, &list, &n) != 0 || doubt_sales(s, list, n, &sales, &nsales) != 0)
 		why = "out of memory";
+	for (size_t k = 0; k < nsales; k++)
+		if (recheck_doubts(s, st, sales[k], now_ms) != 0)
+			why = st->errstr;
+	free(sales);
 	for (; i < n; i = j) {
 		for (j = i + 1; j < n && j - i < FS_SOLDOUT_RECHECK_BATCH && list[j].sale == list[i].sale;
 		     j++)
@@ -699,6 +772,7 @@ table_new(const char *marker_dir)
 	}
 	s->cap = CAP_MIN;
 	s->doubt.cap = CAP_MIN;
+	s->recheck_ms = 1000; /* FLASHSALE_SOLDOUT_RECHECK_MS's default, for a table without the thread */
 	strcpy(s->dir, marker_dir);
 	if (fs_lock_rw_init(&s->lock) != 0) {
 		free(s->doubt.tab);

@@ -81,16 +81,29 @@ void fs_soldout_forget_all(fs_soldout *);
  */
 size_t fs_soldout_sweep(fs_soldout *, int64_t now_ms);
 /*
- * One recheck pass: asks st the units left of every remembered item of a
+ * One recheck pass. First the doubts: for each sale of a remembered item
+ * or of an item in doubt here, asks st which of its items have a hold in
+ * doubt not settled yet (fs_stock_doubts: the doubt recorded in Redis, not
+ * only told on fs:restock) and puts each in doubt here until
+ * FS_SOLDOUT_DOUBT_LEASE recheck periods from now_ms (a longer doubt
+ * stays): a doubt whose message was lost, or that outlived its message's
+ * end (the consumer lagging past FLASHSALE_HOLD_MAX_AGE), holds here within
+ * a period, and lasts until its hold is settled. Then asks st the units
+ * left of every remembered item of a
  * live sale (fs_stock_left, one request per sale and place for up to
  * FS_SOLDOUT_RECHECK_BATCH items, and the sale's end), and forgets each item
  * that has a unit again while its sale has not ended by now_ms, with its
  * marker: its restock went by unheard. An item Redis cannot tell about (an
  * error, not loaded) stays. Returns how many it forgot; the recheck thread
  * counts them in flashsale_soldout_healed_total. One caller at a time: the
- * recheck thread, or the owner of a table made without it.
+ * recheck thread, or the owner of a table made without it (whose period
+ * counts as 1000 ms).
  */
 #define FS_SOLDOUT_RECHECK_BATCH 512
+/* Recheck periods a doubt found in Redis lasts here unless a pass finds it again. */
+#define FS_SOLDOUT_DOUBT_LEASE 3
+/* Items in doubt of one sale that one pass takes from Redis (a sale has at most 1000). */
+#define FS_SOLDOUT_DOUBT_SALE_MAX 1024
 size_t fs_soldout_recheck(fs_soldout *, struct fs_stock *st, int64_t now_ms);
 /*
  * The listener's life: how many times it subscribed (every reconnection
@@ -101,36 +114,42 @@ void fs_soldout_listener_stats(fs_soldout *, unsigned *subscriptions, unsigned *
 /*
  * Doubt: a hold of the item was kept while its order may or may not be in
  * the broker's log (a delivery report "maybe delivered"), and its shopper
- * was told 503. Until that order is settled (the consumer confirms it or
- * the sweeper releases the hold, by FLASHSALE_HOLD_MAX_AGE), a retry of
- * that shopper must reach Redis, which finds the hold (409 or 503): never
- * a sold-out answer from memory. So while an item is in doubt it is not
- * known sold out here (fs_soldout_known false, no marker: entering doubt
- * drops both, and fs_soldout_mark sets neither), and the purchase handler
- * tells the edge not to keep its 410 (fs_soldout_in_doubt). A doubt is
- * told to every process and host on fs:restock as
- * "doubt <item> <until, ms since the epoch>" (fs_soldout_doubt_format);
- * the listener applies it (a restock does not end it, nor does a new
- * subscription: a doubt ends with its time). At most FS_SOLDOUT_DOUBT_MAX
- * items are in doubt at once (more are logged, once, and keep no doubt);
- * the listener's sweep drops the doubts that ended.
+ * was told 503. Until that order is settled (the consumer records it or
+ * the sweeper releases the hold, however long the consumer lags), a retry
+ * of that shopper must reach Redis, which finds the hold (409 or 503):
+ * never a sold-out answer from memory. So while an item is in doubt it is
+ * not known sold out here (fs_soldout_known false, no marker: entering
+ * doubt drops both, and fs_soldout_mark sets neither), and the purchase
+ * handler tells the edge not to keep its 410 (fs_soldout_in_doubt). The
+ * purchase handler records the doubt in Redis (fs_stock_doubt_record),
+ * then tells every process and host on fs:restock as
+ * "doubt <item> <until, ms since the epoch> <sale>"
+ * (fs_soldout_doubt_format), until now + FLASHSALE_HOLD_MAX_AGE; the
+ * listener applies it (a restock does not end it, nor does a new
+ * subscription). A message can be lost, and a hold can stay unsettled
+ * past its message's end (the consumer lagging): the recheck reads the
+ * doubts recorded in Redis (fs_soldout_recheck) and keeps the item in doubt
+ * while a hold of it is. At most FS_SOLDOUT_DOUBT_MAX items are in doubt
+ * at once (more are logged, once, and keep no doubt); the listener's
+ * sweep drops the doubts that ended.
  */
 #define FS_SOLDOUT_DOUBT_MAX (1 << 16)
 #define FS_SOLDOUT_DOUBT_WORD "doubt"
 /* A doubt worth telling the others: new, or longer by at least this. */
 #define FS_SOLDOUT_DOUBT_NEWS_MS 1000
 /*
- * Puts the item in doubt until until_ms (a doubt already longer stays);
- * its flag and marker go at once. 1 when the doubt is new or longer by
- * FS_SOLDOUT_DOUBT_NEWS_MS or more (worth publishing), else 0.
+ * Puts the item of the sale in doubt until until_ms (a doubt already
+ * longer stays); its flag and marker go at once. 1 when the doubt is new
+ * or longer by FS_SOLDOUT_DOUBT_NEWS_MS or more (worth publishing), else 0.
  */
-int fs_soldout_doubt(fs_soldout *, uint64_t item, int64_t until_ms);
+int fs_soldout_doubt(fs_soldout *, uint64_t sale, uint64_t item, int64_t until_ms);
 /* True while the item is in doubt. */
 int fs_soldout_in_doubt(fs_soldout *, uint64_t item);
-/* Reads "doubt <item> <until_ms>" strictly (digits, no leading zero, single spaces); 0 or -1. */
-int fs_soldout_doubt_parse(const char *msg, uint64_t *item, int64_t *until_ms);
+/* Reads "doubt <item> <until_ms> <sale>" strictly (digits, no leading zero, single spaces); 0 or -1. */
+int fs_soldout_doubt_parse(const char *msg, uint64_t *sale, uint64_t *item, int64_t *until_ms);
 /* Writes the message of a doubt; its length, or -1 when it does not fit. */
-int fs_soldout_doubt_format(char *out, size_t outlen, uint64_t item, int64_t until_ms);
+int fs_soldout_doubt_format(char *out, size_t outlen, uint64_t sale, uint64_t item,
+    int64_t until_ms);
 
 /* How many items are remembered and the bytes their table takes. */
 void fs_soldout_stats(fs_soldout *, size_t *items, size_t *bytes);

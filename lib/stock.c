@@ -22,6 +22,7 @@ static const char *const key_formats[KEY__MAX] = {
 	[KEY_ORDERS] = "fs:{%s}:orders",
 	[KEY_UNCONFIRMED] = "fs:{%s}:unconfirmed",
 	[KEY_SALE] = "fs:{%s}:sale",
+	[KEY_DOUBT] = "fs:{%s}:doubt",
 };
 
 static const char *const errstrs[FS_STOCK_ERR__MAX] = {

@@ -25,8 +25,12 @@
  *                        "ends": end of the sale in ms, after which nothing sells);
  *                        the first place's also the layout: "places" (the other
  *                        places' tags) and "sharded" ("<item>:<K> ...", K above 1)
+ *   fs:{S}:doubt         order id -> item: the holds kept while the broker may
+ *                        or may not have their orders (lib/soldout.h), at the
+ *                        first place only; an entry goes once its order is
+ *                        settled (fs_stock_doubts), the key with the sale
  *   fs:restock           channel: "<sale> <item>" each time a unit comes back,
- *                        and "doubt <item> <untilMs>" (lib/soldout.h)
+ *                        and "doubt <item> <untilMs> <sale>" (lib/soldout.h)
  *
  * Why a home place per shopper: a shopper's home is FNV-1a(shopper) mod
  * the number of places, and the guard lives there only, so "one unit per
@@ -289,6 +293,23 @@ int fs_stock_broker_has(fs_stock *, uint64_t sale, const struct fs_stock_record 
 #define FS_STOCK_MARK_MAX 64 /* holds in one fs_stock_broker_has_many */
 int fs_stock_broker_has_many(fs_stock *, const uint64_t *sales, const struct fs_stock_record *recs,
     size_t n);
+/*
+ * Records that the hold of order_id (a unit of item) is in doubt: its
+ * order may or may not be in the broker's log (fs:{S}:doubt). An entry
+ * whose order is settled already is harmless: fs_stock_doubts drops it.
+ * 0, or -1 with err set.
+ */
+int fs_stock_doubt_record(fs_stock *, uint64_t sale, uint64_t item, const char *order_id);
+/*
+ * The items of the sale with a hold in doubt that is not settled yet (its
+ * unconfirmed entry is still there: PostgreSQL has not recorded its order
+ * and nobody released it), distinct, at most max of them into items, *n
+ * of them; the entries of settled holds are removed on the way. Reads at
+ * most FS_STOCK_DOUBTS_SCAN entries (every hold of a sale of that many
+ * units in doubt). 0, or -1 with err set (items found so far in *n).
+ */
+#define FS_STOCK_DOUBTS_SCAN (1 << 20)
+int fs_stock_doubts(fs_stock *, uint64_t sale, uint64_t *items, size_t max, size_t *n);
 /* Marks orders as recorded in PostgreSQL, so the ghost sweeper skips them; 0 or -1. */
 int fs_stock_confirm(fs_stock *, uint64_t sale, const char *const *order_ids, size_t n);
 

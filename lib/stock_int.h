@@ -39,6 +39,7 @@ enum key_kind {
 	KEY_ORDERS,      /* fs:{S}:orders */
 	KEY_UNCONFIRMED, /* fs:{S}:unconfirmed */
 	KEY_SALE,        /* fs:{S}:sale */
+	KEY_DOUBT,       /* fs:{S}:doubt (the first place's only) */
 	KEY__MAX
 };
 

@@ -541,3 +541,92 @@ fs_stock_holding(fs_stock *s, uint64_t sale, const char *const *users, size_t n,
 				return -1;
 	return 0;
 }
+
+/* Whether an order still has its unconfirmed entry at a place of the sale: 1, 0 settled, -1 err. */
+static int
+unsettled(fs_stock *s, const struct fs_stock_layout *l, const char *order_id)
+{
+	char k[KEY_MAX];
+
+	for (int p = 0; p < l->nplaces; p++) {
+		redisReply *r;
+		int there;
+
+		fs_stock_key(k, KEY_UNCONFIRMED, l->tags[p], 0);
+		if ((r = fs_stock_cmd(s, "doubts", 3, (const char *[]){ "ZSCORE", k, order_id })) == NULL)
+			return -1;
+		there = r->type == REDIS_REPLY_STRING;
+		freeReplyObject(r);
+		if (there)
+			return 1;
+	}
+	return 0;
+}
+
+/* An item id as fs_stock_doubt_record writes it; 0 when it is not one. */
+static uint64_t
+doubt_item(const redisReply *v)
+{
+	char *end;
+	uint64_t item;
+
+	if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len > 20 || v->str[0] < '1' ||
+	    v->str[0] > '9')
+		return 0;
+	item = strtoull(v->str, &end, 10);
+	return *end == '\0' ? item : 0;
+}
+
+/*
+ * One entry of fs:{S}:doubt: its item joins items when its hold is not
+ * settled (an item already there costs nothing more); a settled or
+ * unreadable entry goes. 0 or -1.
+ */
+static int
+doubt_entry(fs_stock *s, const struct fs_stock_layout *l, const char *key,
+    const redisReply *id, const redisReply *v, uint64_t *items, size_t max, size_t *n)
+{
+	uint64_t item = doubt_item(v);
+	int rc;
+
+	if (id->type != REDIS_REPLY_STRING)
+		return 0;
+	for (size_t i = 0; item != 0 && i < *n; i++)
+		if (items[i] == item)
+			return 0;
+	if (item != 0 && (rc = unsettled(s, l, id->str)) != 0) {
+		if (rc > 0 && *n < max)
+			items[(*n)++] = item;
+		return rc > 0 ? 0 : -1;
+	}
+	return fs_stock_cmd_do(s, "doubts", 3, (const char *[]){ "HDEL", key, id->str });
+}
+
+int
+fs_stock_doubts(fs_stock *s, uint64_t sale, uint64_t *items, size_t max, size_t *n)
+{
+	const struct fs_stock_layout *l;
+	char key[KEY_MAX], cursor[32] = "0";
+	size_t seen = 0;
+	redisReply *r;
+	int rc = 0;
+
+	*n = 0;
+	if ((l = fs_stock_layout_get(s, sale)) == NULL)
+		return -1;
+	fs_stock_key(key, KEY_DOUBT, l->tags[0], 0);
+	do {
+		if ((r = fs_stock_cmd(s, "doubts", 5,
+			 (const char *[]){ "HSCAN", key, cursor, "COUNT", HSCAN_COUNT })) == NULL)
+			return -1;
+		if (!fs_stock_is_scan(s, "doubts", r, cursor)) {
+			freeReplyObject(r);
+			return -1;
+		}
+		for (size_t i = 0; rc == 0 && i + 1 < r->element[1]->elements; i += 2, seen++)
+			rc = doubt_entry(s, l, key, r->element[1]->element[i],
+			    r->element[1]->element[i + 1], items, max, n);
+		freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0 && seen < FS_STOCK_DOUBTS_SCAN);
+	return rc;
+}

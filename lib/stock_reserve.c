@@ -573,6 +573,17 @@ out:
 }
 
 int
+fs_stock_doubt_record(fs_stock *s, uint64_t sale, uint64_t item, const char *order_id)
+{
+	char tag[FS_STOCK_TAG_MAX], k[KEY_MAX], num[24];
+
+	fs_stock_place_tag(tag, sale, 0);
+	fs_stock_key(k, KEY_DOUBT, tag, 0);
+	snprintf(num, sizeof(num), "%" PRIu64, item);
+	return fs_stock_cmd_do(s, "doubt", 4, (const char *[]){ "HSET", k, order_id, num });
+}
+
+int
 fs_stock_confirm(fs_stock *s, uint64_t sale, const char *const *order_ids, size_t n)
 {
 	enum { BATCH = 256 };

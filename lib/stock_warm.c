@@ -382,14 +382,14 @@ out:
 }
 
 /* Stock keys per forget.lua call: the driver passes at most 16 arguments. */
-#define FORGET_ITEMS 12
+#define FORGET_ITEMS 11
 
 /* forget.lua over one place's keys, in calls of FORGET_ITEMS stock keys: 1 gone, 0 not, -1. */
 static int
 forget_place(fs_stock *s, const char *tag, const uint64_t *items, size_t n)
 {
-	char keys[FORGET_ITEMS + 4][KEY_MAX];
-	const char *argv[FORGET_ITEMS + 4];
+	char keys[FORGET_ITEMS + 5][KEY_MAX];
+	const char *argv[FORGET_ITEMS + 5];
 	redisReply *r;
 	size_t done = 0;
 
@@ -405,6 +405,7 @@ forget_place(fs_stock *s, const char *tag, const uint64_t *items, size_t n)
 			fs_stock_key(keys[k++], KEY_HOLDERS, tag, 0);
 			fs_stock_key(keys[k++], KEY_ORDERS, tag, 0);
 			fs_stock_key(keys[k++], KEY_SALE, tag, 0);
+			fs_stock_key(keys[k++], KEY_DOUBT, tag, 0);
 		}
 		for (size_t i = 0; i < k; i++)
 			argv[i] = keys[i];

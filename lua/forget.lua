@@ -3,7 +3,7 @@
 -- sweeper has yet to close): then nothing changes and the next run retries.
 --
 -- KEYS[1] fs:{S}:unconfirmed
--- KEYS[2..] fs:{S}:holders, fs:{S}:orders, fs:{S}:sale, fs:{S}:stock:<item>...
+-- KEYS[2..] fs:{S}:stock:<item>..., fs:{S}:holders, fs:{S}:orders, fs:{S}:sale, fs:{S}:doubt
 --
 -- Returns 1 when the keys are gone, 0 when holds were still on their way.
 

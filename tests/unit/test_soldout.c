@@ -128,8 +128,8 @@ doubts(void)
 	char dir[] = "/tmp/fs-soldout-doubt-XXXXXX";
 	int64_t now = fs_clock_now_ms(), until;
 	struct timespec step = { 0, 10 * 1000000L };
-	uint64_t item;
-	char msg[64];
+	uint64_t item, sale;
+	char msg[96];
 	fs_soldout *s;
 	unsigned gen;
 	int ok = 1;
@@ -140,17 +140,17 @@ doubts(void)
 	}
 	fs_soldout_mark(s, SALE_X, 50, END_A, fs_soldout_generation(s, 50));
 	gen = fs_soldout_generation(s, 50);
-	check(fs_soldout_doubt(s, 50, now + 60000) == 1, "a new doubt is worth telling");
+	check(fs_soldout_doubt(s, SALE_X, 50, now + 60000) == 1, "a new doubt is worth telling");
 	check(!fs_soldout_known(s, 50) && !marker_exists(dir, 50) && fs_soldout_in_doubt(s, 50),
 	    "entering doubt drops the flag and the marker at once");
 	fs_soldout_mark(s, SALE_X, 50, END_A, gen);
 	fs_soldout_mark(s, SALE_X, 50, END_A, fs_soldout_generation(s, 50));
 	check(!fs_soldout_known(s, 50) && !marker_exists(dir, 50),
 	    "in doubt, a sold-out answer (read before or after) sets neither flag nor marker");
-	check(fs_soldout_doubt(s, 50, now + 60500) == 0 && fs_soldout_doubt(s, 50, now + 1000) == 0,
+	check(fs_soldout_doubt(s, SALE_X, 50, now + 60500) == 0 && fs_soldout_doubt(s, SALE_X, 50, now + 1000) == 0,
 	    "a doubt longer by less than a second, or shorter, is no news");
-	check(fs_soldout_doubt(s, 50, now + 61500) == 1, "one longer by a second is");
-	check(fs_soldout_doubt(s, 51, now - 1) == 0 && !fs_soldout_in_doubt(s, 51),
+	check(fs_soldout_doubt(s, SALE_X, 50, now + 61500) == 1, "one longer by a second is");
+	check(fs_soldout_doubt(s, SALE_X, 51, now - 1) == 0 && !fs_soldout_in_doubt(s, 51),
 	    "a doubt already over is none");
 	fs_soldout_clear(s, 50);
 	fs_soldout_forget_all(s);
@@ -160,7 +160,7 @@ doubts(void)
 
 	/* A doubt ends with its time, and the item can be sold out again. */
 	until = fs_clock_now_ms() + 200;
-	fs_soldout_doubt(s, 52, until);
+	fs_soldout_doubt(s, SALE_X, 52, until);
 	fs_soldout_mark(s, SALE_X, 52, END_A, fs_soldout_generation(s, 52));
 	check(!fs_soldout_known(s, 52), "item 52 in doubt for 200 ms is not sold out");
 	while (fs_clock_now_ms() <= until && fs_clock_now_ms() < until + 5000)
@@ -169,38 +169,42 @@ doubts(void)
 	fs_soldout_mark(s, SALE_X, 52, END_A, fs_soldout_generation(s, 52));
 	check(fs_soldout_known(s, 52) && marker_exists(dir, 52), "then it is marked sold out again");
 	fs_soldout_sweep(s, until + 1);
-	fs_soldout_doubt(s, 52, fs_clock_now_ms() + 60000);
+	fs_soldout_doubt(s, SALE_X, 52, fs_clock_now_ms() + 60000);
 	check(!fs_soldout_known(s, 52) && !marker_exists(dir, 52),
 	    "after the sweep dropped the ended doubt, a new one clears the item again");
 
 	/* Many doubts, then the sweep drops them all: others stay found meanwhile. */
 	for (uint64_t i = 1000; i < 3000; i++)
-		fs_soldout_doubt(s, i, now + 60000 + (int64_t)(i % 2) * 60000);
+		fs_soldout_doubt(s, SALE_X, i, now + 60000 + (int64_t)(i % 2) * 60000);
 	fs_soldout_sweep(s, now + 60000);
 	for (uint64_t i = 1000; i < 3000; i++)
 		ok &= fs_soldout_in_doubt(s, i) == (int)(i % 2);
 	check(ok, "the sweep drops exactly the doubts that ended");
 
 	/* The message, both ways, and what is refused. */
-	check(fs_soldout_doubt_format(msg, sizeof(msg), 18446744073709551615u, INT64_MAX) > 0 &&
-		  fs_soldout_doubt_parse(msg, &item, &until) == 0 && item == 18446744073709551615u &&
-		  until == INT64_MAX,
-	    "a doubt message reads back (largest item and time)");
-	check(fs_soldout_doubt_format(msg, 9, 1, 1) == -1, "a message that does not fit: -1");
+	check(fs_soldout_doubt_format(msg, sizeof(msg), 18446744073709551615u, 18446744073709551615u,
+		  INT64_MAX) > 0 &&
+		  fs_soldout_doubt_parse(msg, &sale, &item, &until) == 0 &&
+		  item == 18446744073709551615u && until == INT64_MAX && sale == 18446744073709551615u,
+	    "a doubt message reads back (largest sale, item and time)");
+	check(fs_soldout_doubt_format(msg, 11, 1, 1, 1) == -1, "a message that does not fit: -1");
 	{
 		static const char *const bad[] = { "", "doubt", "doubt ", "doubt 7", "doubt 7 ",
-			"doubt 0 5", "doubt 07 5", "doubt 7 05", "doubt  7 5", "doubt 7  5",
-			"doubt 7 5 ", "doubt 7 5x", "doubt -7 5", "doubt 7 -5", "doubt +7 5",
-			"Doubt 7 5", "doubts 7 5", " doubt 7 5", "1 7", "doubt 18446744073709551616 5",
-			"doubt 7 9223372036854775808", "doubt 7 5\n" };
+			"doubt 7 5", "doubt 7 5 ", "doubt 0 5 3", "doubt 07 5 3", "doubt 7 05 3",
+			"doubt 7 5 03", "doubt 7 5 0", "doubt  7 5 3", "doubt 7  5 3", "doubt 7 5  3",
+			"doubt 7 5 3 ", "doubt 7 5 3x", "doubt -7 5 3", "doubt 7 -5 3", "doubt 7 5 -3",
+			"doubt +7 5 3", "Doubt 7 5 3", "doubts 7 5 3", " doubt 7 5 3", "1 7",
+			"doubt 18446744073709551616 5 3", "doubt 7 9223372036854775808 3",
+			"doubt 7 5 18446744073709551616", "doubt 7 5 3\n" };
 
 		ok = 1;
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-			ok &= fs_soldout_doubt_parse(bad[i], &item, &until) == -1;
+			ok &= fs_soldout_doubt_parse(bad[i], &sale, &item, &until) == -1;
 		check(ok, "bad doubt messages are refused (empty, short, zero, leading zero, signs, "
 			  "spaces, overflow, trailing bytes)");
 	}
-	check(fs_soldout_doubt_parse("doubt 7 5", &item, &until) == 0 && item == 7 && until == 5,
+	check(fs_soldout_doubt_parse("doubt 7 5 3", &sale, &item, &until) == 0 && item == 7 &&
+		  until == 5 && sale == 3,
 	    "the shortest doubt message reads");
 	fs_soldout_free(s);
 	check(rmdir(dir) == 0, "no marker is left behind");
@@ -379,14 +383,14 @@ until_unknown(fs_soldout *s, uint64_t item, int64_t ms)
 static void
 doubt_heard(struct test_redis *r, fs_soldout *s, const char *dir)
 {
-	char msg[64];
+	char msg[96];
 	int64_t until = fs_clock_now_ms() + 60000;
 
 	fs_soldout_mark(s, SALE_X, 45, END_A, fs_soldout_generation(s, 45));
 	fs_soldout_mark(s, SALE_X, 46, END_A, fs_soldout_generation(s, 46));
-	publish(r, "doubt 046 99999999999999"); /* a leading zero: not a doubt */
-	publish(r, "doubt 46");
-	check(fs_soldout_doubt_format(msg, sizeof(msg), 45, until) > 0, "a doubt message is written");
+	publish(r, "doubt 046 99999999999999 7"); /* a leading zero: not a doubt */
+	publish(r, "doubt 46 99999999999999"); /* no sale */
+	check(fs_soldout_doubt_format(msg, sizeof(msg), SALE_X, 45, until) > 0, "a doubt message is written");
 	publish(r, msg);
 	check(until_unknown(s, 45, 5000) && !marker_exists(dir, 45) && fs_soldout_in_doubt(s, 45),
 	    "a doubt heard on fs:restock: item 45's flag and marker go, it is in doubt");
@@ -543,6 +547,59 @@ mget_calls(struct test_redis *r)
 	return n;
 }
 
+/* A Redis with sales 7 and 8 warmed, a stock on it and a table with its listener and recheck. */
+struct warmed {
+	char dir[64];
+	struct test_redis redis;
+	struct fs_cfg cfg;
+	fs_stock *st;
+	fs_soldout *s;
+};
+
+/* Starts w (its marker directory named after what); 0, or -1 after a failed check. */
+static int
+warmed_start(struct warmed *w, const char *what)
+{
+	const char *top = getenv("top_srcdir");
+	char err[256];
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->dir, sizeof(w->dir), "/tmp/fs-soldout-%s-XXXXXX", what);
+	if (top == NULL || test_redis_start(&w->redis) != 0 || mkdtemp(w->dir) == NULL) {
+		check(0, "top_srcdir, a redis-server and a marker directory");
+		return -1;
+	}
+	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 ||
+	    test_redis_cfg(&w->redis, &w->cfg) != 0 ||
+	    (w->st = fs_stock_new(&w->cfg, top, err, sizeof(err))) == NULL || warm_sales(w->st) != 0 ||
+	    (w->s = fs_soldout_new(w->dir, &w->cfg, err, sizeof(err))) == NULL) {
+		check(0, "two sales warmed, the sold-out table with its listener and recheck");
+		return -1;
+	}
+	check(until_subscribed(w->s, 1, 5000) >= 0, "the listener subscribes");
+	check(purchase(w->s, w->st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED &&
+		fs_soldout_known(w->s, 70) && marker_exists(w->dir, 70),
+	    "ann takes item 70's last unit: it is remembered sold out, marker written");
+	return 0;
+}
+
+/* Stops what warmed_start started, markers and directory included. */
+static void
+warmed_finish(struct warmed *w)
+{
+	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
+	fs_soldout_free(w->s);
+	fs_stock_free(w->st);
+	test_redis_finish(&w->redis);
+	for (uint64_t i = 70; i <= 80; i++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%" PRIu64, w->dir, i);
+		unlink(path);
+	}
+	rmdir(w->dir);
+}
+
 /*
  * Item 70 sells its last unit and is remembered sold out; the unit then
  * comes back in Redis with no restock message at all (put back directly,
@@ -557,31 +614,20 @@ mget_calls(struct test_redis *r)
 static void
 lost_restock(void)
 {
-	char dir[] = "/tmp/fs-soldout-lost-XXXXXX", err[256];
 	struct timespec step = { 0, 10 * 1000000L };
-	const char *top = getenv("top_srcdir");
-	struct test_redis redis;
-	struct fs_cfg cfg;
-	fs_soldout *s = NULL;
-	fs_stock *st = NULL;
+	struct warmed w;
+	struct test_redis *redis = &w.redis;
+	const char *dir = w.dir;
+	fs_soldout *s;
+	fs_stock *st;
 	redisReply *reply;
 	int64_t t0, waited;
 	long calls;
 
-	if (top == NULL || test_redis_start(&redis) != 0 || mkdtemp(dir) == NULL) {
-		check(0, "top_srcdir, a redis-server and a marker directory");
-		return;
-	}
-	if (setenv("FLASHSALE_SOLDOUT_RECHECK_MS", "300", 1) != 0 || test_redis_cfg(&redis, &cfg) != 0 ||
-	    (st = fs_stock_new(&cfg, top, err, sizeof(err))) == NULL || warm_sales(st) != 0 ||
-	    (s = fs_soldout_new(dir, &cfg, err, sizeof(err))) == NULL) {
-		check(0, "two sales warmed, the sold-out table with its listener and recheck");
+	if (warmed_start(&w, "lost") != 0)
 		goto out;
-	}
-	check(until_subscribed(s, 1, 5000) >= 0, "the listener subscribes");
-	check(purchase(s, st, 7, 70, "ann", ANN) == FS_STOCK_RESERVED && fs_soldout_known(s, 70) &&
-		marker_exists(dir, 70),
-	    "ann takes item 70's last unit: it is remembered sold out, marker written");
+	s = w.s;
+	st = w.st;
 	check(purchase(s, st, 7, 71, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 71),
 	    "item 71 has none: remembered sold out");
 	check(fs_stock_set_end(st, 8, fs_clock_now_ms() - 1) == 1 &&
@@ -589,7 +635,7 @@ lost_restock(void)
 	    "sale 8 closed early: item 80 answers sold out with a unit left, remembered");
 
 	/* The unit comes back, and no message says so. */
-	reply = direct(&redis, "INCR fs:{7}:stock:70");
+	reply = direct(redis, "INCR fs:{7}:stock:70");
 	check(reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1,
 	    "item 70's unit is back in Redis, unannounced");
 	if (reply != NULL)
@@ -605,11 +651,11 @@ lost_restock(void)
 	    "the next purchase reaches Redis and takes the unit");
 
 	/* Several passes: what is sold out stays so, at one MGET per sale and pass. */
-	calls = mget_calls(&redis);
+	calls = mget_calls(redis);
 	t0 = fs_clock_mono_ms();
 	while (fs_clock_mono_ms() - t0 < 5 * RECHECK_MS)
 		nanosleep(&step, NULL);
-	calls = mget_calls(&redis) - calls;
+	calls = mget_calls(redis) - calls;
 	printf("# %ld MGET in %d passes\n", calls, 5);
 	check(fs_soldout_known(s, 71) && marker_exists(dir, 71) && fs_soldout_known(s, 70),
 	    "items with no unit left stay remembered sold out, markers kept");
@@ -617,17 +663,94 @@ lost_restock(void)
 	    "an item of a sale closed early stays remembered, though Redis has a unit");
 	check(calls >= 4 && calls <= 6, "one MGET per pass for sale 7 (none for the closed sale 8)");
 out:
-	unsetenv("FLASHSALE_SOLDOUT_RECHECK_MS");
-	fs_soldout_free(s);
-	fs_stock_free(st);
-	test_redis_finish(&redis);
-	for (uint64_t i = 70; i <= 80; i++) {
-		char path[600];
+	warmed_finish(&w);
+}
 
-		snprintf(path, sizeof(path), "%s/%" PRIu64, dir, i);
-		unlink(path);
+/* Waits (bounded by ms) until item's doubt here is want; the time it took, or -1. */
+static int64_t
+until_doubt(fs_soldout *s, uint64_t item, int want, int64_t ms)
+{
+	struct timespec step = { 0, 10 * 1000000L };
+	int64_t t0 = fs_clock_mono_ms();
+
+	while (fs_soldout_in_doubt(s, item) != want && fs_clock_mono_ms() - t0 < ms)
+		nanosleep(&step, NULL);
+	return fs_soldout_in_doubt(s, item) == want ? fs_clock_mono_ms() - t0 : -1;
+}
+
+/* How many entries fs:{7}:doubt has, or -1. */
+static long long
+doubts_recorded(struct test_redis *r)
+{
+	redisReply *reply = direct(r, "HLEN fs:{7}:doubt");
+	long long n = reply != NULL && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+
+	if (reply != NULL)
+		freeReplyObject(reply);
+	return n;
+}
+
+/*
+ * A doubt recorded in Redis and never told (its message lost, or this
+ * process started after it): ann holds item 70's last unit, which is
+ * remembered sold out here; her hold's doubt is recorded with no message.
+ * Within the recheck period (+ slack) the item is in doubt here, its flag
+ * and marker gone, and a sold-out answer sets neither. A doubt told with
+ * a short end (as one that outlived FLASHSALE_HOLD_MAX_AGE) lasts while
+ * the hold is unsettled: still in doubt after several lease periods. Once
+ * the consumer recorded the order (confirm), the doubt ends within the
+ * lease (+ a period) and its entry leaves Redis; then the item is marked
+ * again. Guards the lost doubt message and the doubt that ended before
+ * its hold was settled (the consumer lagging past HOLD_MAX_AGE).
+ */
+static void
+recorded_doubt(void)
+{
+	const char *ann[1] = { ANN };
+	struct timespec step = { 0, 10 * 1000000L };
+	struct warmed w;
+	struct test_redis *redis = &w.redis;
+	const char *dir = w.dir;
+	fs_soldout *s;
+	fs_stock *st;
+	int64_t t0, took;
+
+	if (warmed_start(&w, "doubt") != 0)
+		goto out;
+	s = w.s;
+	st = w.st;
+	check(fs_stock_doubt_record(st, 7, 70, ANN) == 0 && doubts_recorded(redis) == 1,
+	    "her hold's doubt is recorded in Redis, and told nobody");
+	took = until_doubt(s, 70, 1, 5000);
+	printf("# item 70 in doubt %" PRId64 " ms after its doubt was recorded\n", took);
+	check(took >= 0 && took <= RECHECK_MS + 500 && !fs_soldout_known(s, 70) &&
+		!marker_exists(dir, 70),
+	    "within the recheck period (+ slack) item 70 is in doubt here: flag and marker gone");
+	check(purchase(s, st, 7, 70, "bob", BOB) == FS_STOCK_SOLD_OUT && !fs_soldout_known(s, 70) &&
+		!marker_exists(dir, 70),
+	    "bob is told sold out by Redis; in doubt, it sets neither flag nor marker");
+	fs_soldout_doubt(s, 7, 70, fs_clock_now_ms() + 100);
+	t0 = fs_clock_mono_ms();
+	while (fs_clock_mono_ms() - t0 < (FS_SOLDOUT_DOUBT_LEASE + 2) * RECHECK_MS) {
+		nanosleep(&step, NULL);
+		if (!fs_soldout_in_doubt(s, 70))
+			break;
 	}
-	rmdir(dir);
+	check(fs_soldout_in_doubt(s, 70) && doubts_recorded(redis) == 1,
+	    "a doubt told with a short end lasts while the hold is unsettled (lease periods + 2)");
+
+	/* The consumer records ann's order: the doubt ends, its entry goes. */
+	check(fs_stock_confirm(st, 7, ann, 1) == 0, "ann's order is recorded (confirmed)");
+	took = until_doubt(s, 70, 0, (FS_SOLDOUT_DOUBT_LEASE + 3) * RECHECK_MS);
+	printf("# item 70's doubt over %" PRId64 " ms after its order was recorded\n", took);
+	check(took >= 0 && took <= (FS_SOLDOUT_DOUBT_LEASE + 1) * RECHECK_MS + 500,
+	    "its doubt ends within the lease (+ a period, slack) once the hold is settled");
+	check(doubts_recorded(redis) == 0, "the recheck removed the settled hold's entry");
+	check(purchase(s, st, 7, 70, "bob", BOB) == FS_STOCK_SOLD_OUT && fs_soldout_known(s, 70) &&
+		marker_exists(dir, 70),
+	    "then a sold-out answer marks item 70 again");
+out:
+	warmed_finish(&w);
 }
 
 int
@@ -639,5 +762,6 @@ main(void)
 	forget_races_mark();
 	listener();
 	lost_restock();
+	recorded_doubt();
 	return failures == 0 ? 0 : 1;
 }

@@ -641,6 +641,39 @@ keys_of_sale_9(const char *sock, const int *ports, int nports)
 	return n;
 }
 
+/*
+ * Holds of sale 9 in doubt (lib/soldout): fs_stock_doubts names each item
+ * once whatever the place of its unit, and drops the entries of settled
+ * holds; one of a hold settled since stays until then, and goes with the
+ * sale.
+ */
+static void
+check_sharded_doubts(fs_stock *st, const struct fs_stock_record *recs, size_t got,
+    const char *const *ids)
+{
+	uint64_t found[4];
+	size_t nf = 99, want = 0;
+	int ok = 1;
+
+	for (size_t i = 0; i < got; i++) {
+		int seen = 0;
+
+		for (size_t j = 0; j < i; j++)
+			seen |= recs[j].item == recs[i].item;
+		want += !seen;
+		ok &= fs_stock_doubt_record(st, 9, recs[i].item, recs[i].order_id) == 0;
+	}
+	ok &= fs_stock_doubt_record(st, 9, 21, "01900000-0000-7000-8000-0000000000ff") == 0;
+	check(ok && got > 0 && fs_stock_doubts(st, 9, found, 4, &nf) == 0 && nf == want &&
+		(nf < 2 || found[0] != found[1]),
+	    "every item with a hold in doubt, once, over every place (a settled entry: none)");
+	check(fs_stock_confirm(st, 9, ids, 1) == 0 && fs_stock_doubts(st, 9, found, 4, &nf) == 0 &&
+		nf == want, "a confirmed hold's entry goes, its item stays while another is unsettled");
+	check(fs_stock_confirm(st, 9, ids, got) == 0 && fs_stock_doubts(st, 9, found, 4, &nf) == 0 &&
+		nf == 0, "every hold confirmed: no item in doubt");
+	check(fs_stock_doubt_record(st, 9, 22, ids[0]) == 0, "a late entry of a settled hold");
+}
+
 /* After sale 9's holds are confirmed, its keys go from every place. */
 static void
 check_sharded_forget(fs_stock *st, const char *sock, const int *ports, int nports)
@@ -654,6 +687,7 @@ check_sharded_forget(fs_stock *st, const char *sock, const int *ports, int nport
 		got = 0;
 	for (size_t i = 0; i < got; i++)
 		ids[i] = recs[i].order_id;
+	check_sharded_doubts(st, recs, got, ids);
 	check(got == 7 && fs_stock_confirm(st, 9, ids, got) == 0 &&
 		fs_stock_forget_sale(st, 9, items, 2) == 1,
 	    "an ended sale with every hold confirmed is forgotten");

@@ -50,6 +50,8 @@ wait "$first"
 is "$(cut -d' ' -f1 "$dir/first")" 503 "doubt: the holder is told 503 (maybe delivered, hold kept)"
 order=$(redis HGET "fs:{$sale}:holders" "bdh-$sale")
 diag "the holder's order: $order"
+is "$(redis HGET "fs:{$sale}:doubt" "$order")" "$item" \
+	"doubt: recorded in Redis for every process's recheck (fs:{S}:doubt)"
 is "$(p_stock "$sale" "$item")" 0 "doubt: the item is sold out in Redis"
 
 # Another shopper is told 410 by Redis; the item stays unmarked, and the
@@ -117,4 +119,8 @@ p_until 30 PENDING p_status "$order" || true
 is "$p_out" PENDING "doubt: the holder's order is live"
 is "$(p_count "sale_id = $sale AND status = 'PENDING'") $(p_sold "$item")" "2 2" \
 	"doubt: two live orders, two units sold"
+# The order recorded, the recheck drops the doubt's entry (bounded: 15 s);
+# the doubt told on fs:restock lasts to its end (FLASHSALE_HOLD_MAX_AGE).
+p_until 15 0 redis HLEN "fs:{$sale}:doubt" || true
+is "$p_out" 0 "doubt: its entry leaves Redis once the order is recorded"
 check "doubt: flashsale-admin reconcile --check is clean" admin reconcile "$sale" --check

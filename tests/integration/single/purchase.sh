@@ -141,12 +141,13 @@ done
 is "$answered_by" "nginx" "after the sell-out nginx answers 410 itself"
 # Every command's call count but INFO's own, PING (an operator's or the
 # stack's /readyz PINGs Redis), AUTH (the probes'
-# and redis-cli's connections) and the sold-out recheck's HGET, MGET and
-# layout HMGET (each purchase process asks every second about its sold-out
-# items, whatever the shoppers do: lib/soldout.c), one "name calls" line
-# each. A purchase that reached Redis would run EVALSHA, counted here.
+# and redis-cli's connections) and the sold-out recheck's HGET, MGET,
+# layout HMGET and doubts' HSCAN (each purchase process asks every second
+# about its sold-out items and their sales' doubts, whatever the shoppers
+# do: lib/soldout.c), one "name calls" line each. A purchase that reached
+# Redis would run EVALSHA, counted here.
 redis_calls() {
-	redis INFO commandstats | tr -d '\r' | grep -v '^cmdstat_\(info\|ping\|auth\|hget\|mget\|hmget\):' |
+	redis INFO commandstats | tr -d '\r' | grep -v '^cmdstat_\(info\|ping\|auth\|hget\|mget\|hmget\|hscan\):' |
 		sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\).*/\1 \2/p'
 }
 # The consumer confirms recorded orders in Redis: let it finish first.
