@@ -410,6 +410,76 @@ test_walkaway(fs_queue_pacer *p, uint64_t sale, uint64_t item, int64_t t)
 	    "nobody more");
 }
 
+/*
+ * The n-th place asked for its pass ms after its admission (fs:{S}:q:claims,
+ * as lua/queue_pass.lua records it).
+ */
+static void
+claimed(uint64_t sale, long n, int64_t ms)
+{
+	char sub[80];
+	redisReply *r;
+
+	nth_sub(sale, n, sub);
+	if ((r = test_redis_cmd(&f.redis_srv, "ZADD fs:{%" PRIu64 "}:q:claims %lld %s", sale,
+		 (long long)ms, sub)) != NULL)
+		freeReplyObject(r);
+}
+
+/* The window step n of the sale recorded (queue_admissions.expect_ms); -1 none. */
+static long
+step_window(uint64_t sale, long n)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SELECT coalesce(expect_ms, -1) FROM queue_admissions WHERE "
+	    "sale_id = $1 AND step = %ld", n);
+	return sql_long(sql, sale);
+}
+
+/* The window after which a silent place is presumed gone, as a function. */
+static void
+test_expect_rule(void)
+{
+	check(fs_queue_pacer_expect(0, -1, 15) == 5000 && fs_queue_pacer_expect(19, 300, 15) == 5000,
+	    "window: 5 s until 20 places have asked, whatever they took");
+	check(fs_queue_pacer_expect(20, 1800, 15) == 3600 && fs_queue_pacer_expect(500, 2200, 15) == 4400,
+	    "window: twice the 90th percentile of the delays of the places that asked");
+	check(fs_queue_pacer_expect(20, 300, 15) == 2000 && fs_queue_pacer_expect(20, 2600, 15) == 5000 &&
+		fs_queue_pacer_expect(20, 90000, 120) == 5000,
+	    "window: never under 2 s nor over 5 s");
+}
+
+/*
+ * The window learned (issue 35): with the presumed-gone window fixed at
+ * 5 s, every generation of walk-aways cost 5 s, where the rehearsal's pages
+ * asked within about 1.5 s of their admission (2.4 of the 5 s the rehearsal
+ * took longer with a fifth walking away than with none: the replacements
+ * came 5 s after the first admission). Here 25 of 30 places ask within
+ * 0.8 s: 2 x 0.8 s, at least 2 s, and the 5 silent ones are presumed gone
+ * at 2 s, the step recording the window it used for `queue verify`.
+ */
+static void
+test_learned_window(fs_queue_pacer *p, uint64_t sale, int64_t t)
+{
+	fill_n(sale, 80);
+	fs_queue_pacer_step(p, t);
+	check(admitted_is(sale, 30, 1) && step_window(sale, 1) == 5000,
+	    "learned window: 30 admitted, nobody has asked yet: the window is 5 s, recorded");
+	passes(sale, 1, 25, t + 120000);
+	for (long i = 1; i <= 25; i++)
+		claimed(sale, i, 300 + 20 * i);
+	fs_queue_pacer_step(p, t + 1900);
+	check(admitted_is(sale, 30, 1),
+	    "learned window: 25 asked within 0.8 s (90th percentile 0.78 s); 1.9 s on, nobody more");
+	fs_queue_pacer_step(p, t + 2100);
+	check(admitted_is(sale, 35, 2) && step_window(sale, 2) == 2000,
+	    "learned window: 2.1 s on, the 5 silent places presumed gone, 5 admitted in their stead, "
+	    "the step recording its 2 s window");
+	fs_queue_pacer_step(p, t + 2350);
+	check(admitted_is(sale, 35, 2), "learned window: the 5 just admitted count: nobody more");
+}
+
 /* A page asked for sub's pass at ms (fs:{S}:q:seen, as lua/queue_pass.lua dates it). */
 static void
 seen(uint64_t sale, const char *sub, int64_t ms)
@@ -681,6 +751,12 @@ main(void)
 		return 1;
 	}
 	test_walkaway(p7, sale, item, fs_clock_now_ms());
+	test_expect_rule();
+	if (queue_sale(30, 2000, &sale, &item) != 0) {
+		printf("Bail out! the sale of the learned window\n");
+		return 1;
+	}
+	test_learned_window(p7, sale, fs_clock_now_ms());
 	if (queue_sale(10, 2000, &sale, &item) != 0) {
 		printf("Bail out! the sale of the idle passes\n");
 		return 1;
