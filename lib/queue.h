@@ -372,6 +372,19 @@ long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_m
  */
 int fs_queue_pacer_multiple(int mult_milli, long used, long resolved);
 /*
+ * The places to have outstanding (those yet to ask, and those admitted
+ * now) for need units no pass covers, with the effective multiple
+ * mult_milli (x1000): of them about 1 in the multiple walks away, so
+ * ceil(multiple x need) come for need units only half the time, and when
+ * one short the last unit waits for a window and another step. So the
+ * fewest places from which need come with odds of about 95 % (a binomial
+ * of stay rate 1 / multiple, in its normal approximation with a
+ * continuity correction), at least ceil(multiple x need) and at most
+ * ceil(cap_milli x need), cap_milli being admitMultiple. With a multiple
+ * of 1 (everyone admitted buys): need exactly.
+ */
+long fs_queue_pacer_places(int mult_milli, int cap_milli, long need);
+/*
  * The window (ms) after which an admitted place that has not asked for its
  * pass is presumed gone: 2 x p90_ms, the 90th percentile (nearest rank) of
  * the claim delays of the n places that asked, within

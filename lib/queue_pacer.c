@@ -608,6 +608,35 @@ fs_queue_pacer_multiple(int mult_milli, long used, long resolved)
 	return m < 1000 ? 1000 : (int)m;
 }
 
+/* z^2 of the odds fs_queue_pacer_places sizes for: 1.645^2, about 95 %. */
+#define TAIL_Z2 2.706
+
+long
+fs_queue_pacer_places(int mult_milli, int cap_milli, long need)
+{
+	int64_t lo = ((int64_t)mult_milli * need + 999) / 1000, hi;
+	double p, q;
+
+	if (cap_milli < mult_milli)
+		cap_milli = mult_milli;
+	hi = ((int64_t)cap_milli * need + 999) / 1000;
+	if (need <= 0 || mult_milli <= 1000)
+		return (long)lo;
+	p = 1000.0 / mult_milli;
+	q = 1.0 - p;
+	/* The odds grow with n from lo on (p x lo >= need): the first n whose are enough. */
+	while (lo < hi) {
+		int64_t n = lo + (hi - lo) / 2;
+		double d = p * (double)n - (double)need + 0.5;
+
+		if (d >= 0 && d * d >= TAIL_Z2 * (double)n * p * q)
+			hi = n;
+		else
+			lo = n + 1;
+	}
+	return (long)lo;
+}
+
 /*
  * Places to admit now: the budget (the effective multiple x units left -
  * passes outstanding), the capacity's credit (capacityPerSecond, earned per
@@ -626,14 +655,18 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 	 * hand: a shopper who asked for a pass and is still there buys (or
 	 * takes another item); of the places yet to ask and those admitted
 	 * now, about 1 in the multiple walks away. So the places outstanding
-	 * never exceed the multiple x the units left, and the shoppers
-	 * expected to buy never exceed the units left.
-	 * Rounded up: at the tail a few units are left, and with people walking
-	 * away (a multiple above 1) floor(1.2 x 2) = 2 places for 2 units would
-	 * leave a unit waiting once more each time one of them walks. At most
-	 * one place more than the multiple's exact product.
+	 * never exceed admitMultiple x the units left, and the shoppers
+	 * expected to buy exceed the units left by a few at most.
+	 * Sized for the odds (fs_queue_pacer_places): with people walking away
+	 * (a multiple above 1) ceil(1.25 x 100) = 125 places bring 100 shoppers
+	 * only about half the time, and each time they bring one short the
+	 * last unit waits a window and another step (issue 35: a tenth walking
+	 * away took 1.64x as long as none, a third admission round after the
+	 * replacements). At most admitMultiple x the units (queue verify's
+	 * bound), and exactly the units with a multiple of 1.
 	 */
-	budget = ((int64_t)s->mult_milli * (f->left - f->unused) + 999) / 1000 - f->young;
+	budget = fs_queue_pacer_places(s->mult_milli, s->set.mult_milli, f->left - f->unused) -
+	    f->young;
 
 	if (cap < 1000)
 		cap = 1000;
