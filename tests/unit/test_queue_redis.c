@@ -250,11 +250,10 @@ check_outstanding(const struct fs_cfg *cfg, const char *top)
 	fs_stock_free(st);
 }
 
-/* How long after its admission sub asked for its pass (fs:{7}:q:claims); -1 none. */
+/* A reply's number (a string of one), -1 none; the reply freed. */
 static long long
-claim_of(const struct test_redis *srv, const char *sub)
+number_of(redisReply *r)
 {
-	redisReply *r = test_redis_cmd(srv, "ZSCORE fs:{7}:q:claims %s", sub);
 	long long v = -1;
 
 	if (r != NULL && r->type == REDIS_REPLY_STRING)
@@ -262,6 +261,20 @@ claim_of(const struct test_redis *srv, const char *sub)
 	if (r != NULL)
 		freeReplyObject(r);
 	return v;
+}
+
+/* sub's score in the sale's zset fs:{7}:q:<key>; -1 none. */
+static long long
+zscore_of(const struct test_redis *srv, const char *key, const char *sub)
+{
+	return number_of(test_redis_cmd(srv, "ZSCORE fs:{7}:q:%s %s", key, sub));
+}
+
+/* How long after its admission sub asked for its pass (fs:{7}:q:claims); -1 none. */
+static long long
+claim_of(const struct test_redis *srv, const char *sub)
+{
+	return zscore_of(srv, "claims", sub);
 }
 
 /*
@@ -304,14 +317,7 @@ check_claim(fs_queue_store *q, const struct test_redis *srv)
 static long long
 seen_at(const struct test_redis *srv, const char *sub)
 {
-	redisReply *r = test_redis_cmd(srv, "ZSCORE fs:{7}:q:seen %s", sub);
-	long long v = -1;
-
-	if (r != NULL && r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
-	if (r != NULL)
-		freeReplyObject(r);
-	return v;
+	return zscore_of(srv, "seen", sub);
 }
 
 /*
@@ -360,14 +366,7 @@ check_one_clock(fs_queue_store *q)
 static long long
 synced(const struct test_redis *srv)
 {
-	redisReply *r = test_redis_cmd(srv, "HGET fs:{7}:q:state synced");
-	long long v = -1;
-
-	if (r != NULL && r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
-	if (r != NULL)
-		freeReplyObject(r);
-	return v;
+	return number_of(test_redis_cmd(srv, "HGET fs:{7}:q:state synced"));
 }
 
 /*
