@@ -306,8 +306,16 @@ const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_p
  * the page's tick 250 ms. An admitted place silent for longer is presumed
  * gone: the pacer admits in its stead at once (within the effective
  * multiple), though the place may still ask until claimSeconds.
+ * The window is learned (fs_queue_pacer_expect): twice the 90th percentile
+ * of the delays with which the places that did ask asked (fs:{S}:q:claims),
+ * between FS_QUEUE_PACER_EXPECT_MIN_MS and FS_QUEUE_PACER_EXPECT_MS, the
+ * longest until FS_QUEUE_PACER_CLAIMS_MIN places have asked. Each step
+ * records the window it used (queue_admissions.expect_ms), which `queue
+ * verify` checks the step's budget with.
  */
 #define FS_QUEUE_PACER_EXPECT_MS 5000
+#define FS_QUEUE_PACER_EXPECT_MIN_MS 2000
+#define FS_QUEUE_PACER_CLAIMS_MIN 20
 /*
  * A page holding an unused pass asks for it again every
  * FS_QUEUE_PASS_PING_MS (static/queue.js); a pass whose page has not asked
@@ -363,6 +371,28 @@ long fs_queue_passes_outstanding(struct fs_stock *, uint64_t sale, int64_t now_m
  * units); the more passes lapse, the more are admitted, up to admitMultiple.
  */
 int fs_queue_pacer_multiple(int mult_milli, long used, long resolved);
+/*
+ * The places to have outstanding (those yet to ask, and those admitted
+ * now) for need units no pass covers, with the effective multiple
+ * mult_milli (x1000): of them about 1 in the multiple walks away, so
+ * ceil(multiple x need) come for need units only half the time, and when
+ * one short the last unit waits for a window and another step. So the
+ * fewest places from which need come with odds of about 95 % (a binomial
+ * of stay rate 1 / multiple, in its normal approximation with a
+ * continuity correction), at least ceil(multiple x need) and at most
+ * ceil(cap_milli x need), cap_milli being admitMultiple. With a multiple
+ * of 1 (everyone admitted buys): need exactly.
+ */
+long fs_queue_pacer_places(int mult_milli, int cap_milli, long need);
+/*
+ * The window (ms) after which an admitted place that has not asked for its
+ * pass is presumed gone: 2 x p90_ms, the 90th percentile (nearest rank) of
+ * the claim delays of the n places that asked, within
+ * FS_QUEUE_PACER_EXPECT_MIN_MS..FS_QUEUE_PACER_EXPECT_MS and at most
+ * claim_s; FS_QUEUE_PACER_EXPECT_MS (or claim_s) while n <
+ * FS_QUEUE_PACER_CLAIMS_MIN.
+ */
+int fs_queue_pacer_expect(long n, int64_t p90_ms, int claim_s);
 
 struct fs_pg;
 

@@ -86,7 +86,8 @@ struct figures {
 	long left;		/* units left over every item, -1 unknown */
 	long out;		/* outstanding: unused + young */
 	long unused;		/* passes not used nor expired whose page is still there */
-	long young;		/* places admitted within FS_QUEUE_PACER_EXPECT_MS yet to ask */
+	long young;		/* places admitted within expect_ms yet to ask */
+	int expect_ms;		/* the window after which a silent place is presumed gone */
 	long used;		/* turns that ended in a purchase (passes whose shopper holds a unit) */
 	long resolved;		/* turns ended: used, or lapsed (pass expired, or never asked for) */
 	int counted;		/* out, used and resolved were read (units left and places waiting) */
@@ -419,6 +420,50 @@ admitted_at(fs_queue_pacer *p, uint64_t sale, int64_t since_ms)
 	return then;
 }
 
+int
+fs_queue_pacer_expect(long n, int64_t p90_ms, int claim_s)
+{
+	int64_t w = FS_QUEUE_PACER_EXPECT_MS, claim_ms = (int64_t)claim_s * 1000;
+
+	if (n >= FS_QUEUE_PACER_CLAIMS_MIN && p90_ms >= 0 && p90_ms < FS_QUEUE_PACER_EXPECT_MS)
+		w = 2 * p90_ms;
+	if (w < FS_QUEUE_PACER_EXPECT_MIN_MS)
+		w = FS_QUEUE_PACER_EXPECT_MIN_MS;
+	if (w > FS_QUEUE_PACER_EXPECT_MS)
+		w = FS_QUEUE_PACER_EXPECT_MS;
+	if (claim_ms > 0 && w > claim_ms)
+		w = claim_ms;
+	return (int)w;
+}
+
+/*
+ * The window of this step (fs_queue_pacer_expect) from the claim delays
+ * the pass script recorded (fs:{S}:q:claims: one ZCARD, one ZRANGE of the
+ * 90th percentile); the longest when Redis cannot say.
+ */
+static int
+expect_window(fs_queue_pacer *p, const struct paced *s)
+{
+	char k[FS_QUEUE_KEY_LEN], idx[24];
+	redisReply *r;
+	long n;
+	int64_t p90 = -1;
+
+	fs_queue_key(k, s->id, "claims");
+	if ((n = redis_long(p, 2, (const char *[]){ "ZCARD", k })) < FS_QUEUE_PACER_CLAIMS_MIN)
+		return fs_queue_pacer_expect(0, -1, s->set.claim_s);
+	/* The nearest rank: the ceil(0.9 n)-th delay, 0-based. */
+	snprintf(idx, sizeof(idx), "%ld", (n * 9 + 9) / 10 - 1);
+	r = fs_redis_argv(p->st->redis, 5, (const char *[]){ "ZRANGE", k, idx, idx, "WITHSCORES" },
+	    NULL);
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		p90 = (int64_t)strtod(r->element[1]->str, NULL);
+	if (r != NULL)
+		freeReplyObject(r);
+	return fs_queue_pacer_expect(p90 >= 0 ? n : 0, p90, s->set.claim_s);
+}
+
 /*
  * What is outstanding: the passes not used nor expired whose page still
  * asks for them (a page holding an unused pass asks again every
@@ -439,13 +484,13 @@ outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figure
 {
 	struct fs_queue_tally t;
 	struct fs_queue_span span;
-	int64_t claim_ms = (int64_t)s->set.claim_s * 1000, idle_ms = claim_ms, expect_ms = claim_ms;
+	int64_t claim_ms = (int64_t)s->set.claim_s * 1000, idle_ms = claim_ms, expect_ms;
 	long then, mid, older, younger, before;
 
 	if (idle_ms < FS_QUEUE_PASS_IDLE_MS)
 		idle_ms = FS_QUEUE_PASS_IDLE_MS;
-	if (expect_ms > FS_QUEUE_PACER_EXPECT_MS)
-		expect_ms = FS_QUEUE_PACER_EXPECT_MS;
+	f->expect_ms = expect_window(p, s);
+	expect_ms = f->expect_ms;
 	if ((then = admitted_at(p, s->id, now - claim_ms)) < 0 ||
 	    (mid = admitted_at(p, s->id, now - expect_ms)) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": recent admissions: %s", s->id, p->pg->errstr);
@@ -496,6 +541,7 @@ read_figures(fs_queue_pacer *p, const struct paced *s, int64_t now, int emptied,
 	fs_queue_key(state, s->id, "state");
 	fs_queue_key(places, s->id, "places");
 	memset(f, 0, sizeof(*f));
+	f->expect_ms = fs_queue_pacer_expect(0, -1, s->set.claim_s);
 	if ((f->admitted = redis_long(p, 3, (const char *[]){ "HGET", state, "admitted" })) < 0) {
 		pacer_warn(p, now, "sale %" PRIu64 ": queue state: %s", s->id, p->st->redis->errstr);
 		return -1;
@@ -562,6 +608,35 @@ fs_queue_pacer_multiple(int mult_milli, long used, long resolved)
 	return m < 1000 ? 1000 : (int)m;
 }
 
+/* z^2 of the odds fs_queue_pacer_places sizes for: 1.645^2, about 95 %. */
+#define TAIL_Z2 2.706
+
+long
+fs_queue_pacer_places(int mult_milli, int cap_milli, long need)
+{
+	int64_t lo = ((int64_t)mult_milli * need + 999) / 1000, hi;
+	double p, q;
+
+	if (cap_milli < mult_milli)
+		cap_milli = mult_milli;
+	hi = ((int64_t)cap_milli * need + 999) / 1000;
+	if (need <= 0 || mult_milli <= 1000)
+		return (long)lo;
+	p = 1000.0 / mult_milli;
+	q = 1.0 - p;
+	/* The odds grow with n from lo on (p x lo >= need): the first n whose are enough. */
+	while (lo < hi) {
+		int64_t n = lo + (hi - lo) / 2;
+		double d = p * (double)n - (double)need + 0.5;
+
+		if (d >= 0 && d * d >= TAIL_Z2 * (double)n * p * q)
+			hi = n;
+		else
+			lo = n + 1;
+	}
+	return (long)lo;
+}
+
 /*
  * Places to admit now: the budget (the effective multiple x units left -
  * passes outstanding), the capacity's credit (capacityPerSecond, earned per
@@ -580,14 +655,18 @@ pace(const fs_queue_pacer *p, struct paced *s, const struct figures *f, int64_t 
 	 * hand: a shopper who asked for a pass and is still there buys (or
 	 * takes another item); of the places yet to ask and those admitted
 	 * now, about 1 in the multiple walks away. So the places outstanding
-	 * never exceed the multiple x the units left, and the shoppers
-	 * expected to buy never exceed the units left.
-	 * Rounded up: at the tail a few units are left, and with people walking
-	 * away (a multiple above 1) floor(1.2 x 2) = 2 places for 2 units would
-	 * leave a unit waiting once more each time one of them walks. At most
-	 * one place more than the multiple's exact product.
+	 * never exceed admitMultiple x the units left, and the shoppers
+	 * expected to buy exceed the units left by a few at most.
+	 * Sized for the odds (fs_queue_pacer_places): with people walking away
+	 * (a multiple above 1) ceil(1.25 x 100) = 125 places bring 100 shoppers
+	 * only about half the time, and each time they bring one short the
+	 * last unit waits a window and another step (issue 35: a tenth walking
+	 * away took 1.64x as long as none, a third admission round after the
+	 * replacements). At most admitMultiple x the units (queue verify's
+	 * bound), and exactly the units with a multiple of 1.
 	 */
-	budget = ((int64_t)s->mult_milli * (f->left - f->unused) + 999) / 1000 - f->young;
+	budget = fs_queue_pacer_places(s->mult_milli, s->set.mult_milli, f->left - f->unused) -
+	    f->young;
 
 	if (cap < 1000)
 		cap = 1000;
@@ -633,16 +712,18 @@ place_score(fs_queue_pacer *p, uint64_t sale, long n, char out[24])
 
 /*
  * Records a step in queue_admissions: admitted places in all after it, the
- * last one's score, at now; only while PostgreSQL's last step says
+ * last one's score, at now, the window it presumed silent places gone after
+ * (`queue verify` checks its budget with it); only while PostgreSQL's last step says
  * expected (and a step number taken twice fails its primary key), so of
  * two pacers at most one records. 1 recorded, 0 refused, -1 failed.
  */
 static int
 record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, const char *through,
-    int64_t now, int from_redis)
+    int64_t now, int from_redis, int expect_ms)
 {
-	char sale_s[24], exp_s[24], adm_s[24], now_s[24];
-	const char *params[6] = { sale_s, adm_s, through, exp_s, now_s, from_redis ? "t" : "f" };
+	char sale_s[24], exp_s[24], adm_s[24], now_s[24], win_s[24];
+	const char *params[7] = { sale_s, adm_s, through, exp_s, now_s, from_redis ? "t" : "f",
+		win_s };
 	PGresult *res;
 	int rc;
 
@@ -650,14 +731,16 @@ record_step(fs_queue_pacer *p, uint64_t sale, long expected, long admitted, cons
 	snprintf(exp_s, sizeof(exp_s), "%ld", expected);
 	snprintf(adm_s, sizeof(adm_s), "%ld", admitted);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now);
+	snprintf(win_s, sizeof(win_s), "%d", expect_ms);
 	res = fs_pg_exec(p->pg,
-	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at, from_redis) "
+	    "INSERT INTO queue_admissions (sale_id, step, admitted, through, at, from_redis, "
+	    "expect_ms) "
 	    "SELECT $1, coalesce(max(step), 0) + 1, $2, $3, to_timestamp($5::bigint / 1000.0), "
-	    "$6::boolean "
+	    "$6::boolean, $7::integer "
 	    "FROM queue_admissions WHERE sale_id = $1 "
 	    "HAVING coalesce((array_agg(admitted ORDER BY step DESC))[1], 0) = $4::bigint "
 	    "RETURNING step",
-	    6, params);
+	    7, params);
 	if (res == NULL)
 		return -1;
 	rc = PQntuples(res) == 1;
@@ -760,7 +843,8 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 		fs_log_error("queue pacer: sale %" PRIu64 ": Redis admitted %ld, PostgreSQL recorded "
 			     "%ld: recording Redis' count", s->id, f.admitted, f.recorded);
 		if (place_score(p, s->id, f.admitted, through) != 0 ||
-		    record_step(p, s->id, f.recorded, f.admitted, through, now, 1) != 1)
+		    record_step(p, s->id, f.recorded, f.admitted, through, now, 1,
+			f.expect_ms) != 1)
 			return;
 	} else if ((k = pace(p, s, &f, now)) > 0) {
 		if (place_score(p, s->id, f.admitted + k, through) != 0) {
@@ -769,7 +853,8 @@ admit_step(fs_queue_pacer *p, struct paced *s, int64_t now, int emptied)
 			return;
 		}
 		/* Recorded first: a pacer that dies now leaves a step the next one makes. */
-		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now, 0) != 1) {
+		if (record_step(p, s->id, f.admitted, f.admitted + k, through, now, 0,
+			f.expect_ms) != 1) {
 			pacer_warn(p, now, "sale %" PRIu64 ": step not recorded (another pacer?) %s",
 			    s->id, p->pg->errstr);
 			return;
@@ -787,7 +872,7 @@ static void
 expire_keys(fs_queue_pacer *p, struct paced *s)
 {
 	static const char *const names[] = { "conf", "places", "late", "journal", "state", "passes",
-		"steps", "seen", NULL };
+		"steps", "seen", "claims", NULL };
 	char k[FS_QUEUE_KEY_LEN], at[24];
 	redisReply *r;
 

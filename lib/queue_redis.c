@@ -16,7 +16,8 @@
 #include "queue_int.h"
 #include "redis.h"
 
-enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY_STEPS, QKEY_SEEN, QKEY__MAX };
+enum qkey { QKEY_PLACES, QKEY_LATE, QKEY_JOURNAL, QKEY_STATE, QKEY_PASSES, QKEY_STEPS, QKEY_SEEN,
+	QKEY_CLAIMS, QKEY__MAX };
 
 static const char *const qkey_names[QKEY__MAX] = {
 	[QKEY_PLACES] = "places",
@@ -26,6 +27,7 @@ static const char *const qkey_names[QKEY__MAX] = {
 	[QKEY_PASSES] = "passes",
 	[QKEY_STEPS] = "steps",
 	[QKEY_SEEN] = "seen",
+	[QKEY_CLAIMS] = "claims",
 };
 
 static const char *const verdict_names[FS_QUEUE_V__MAX] = {
@@ -251,9 +253,9 @@ enum fs_queue_verdict
 fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
     const char *sub, int64_t now_ms, struct fs_queue_place *out)
 {
-	char keys[5][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24], claim_s[24];
-	const char *argv[11] = { keys[0], keys[1], keys[2], keys[3], keys[4], sub, now_s, pass_s,
-		ends_s, claim_s, q->sync ? "1" : "0" };
+	char keys[6][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24], claim_s[24];
+	const char *argv[12] = { keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], sub, now_s,
+		pass_s, ends_s, claim_s, q->sync ? "1" : "0" };
 	enum fs_queue_verdict v;
 	redisReply *r;
 
@@ -265,12 +267,13 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 	qkey(keys[2], sale, QKEY_PASSES);
 	qkey(keys[3], sale, QKEY_STEPS);
 	qkey(keys[4], sale, QKEY_SEEN);
+	qkey(keys[5], sale, QKEY_CLAIMS);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
 	snprintf(pass_s, sizeof(pass_s), "%" PRId64, (int64_t)w->pass_s * 1000);
 	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
 	snprintf(claim_s, sizeof(claim_s), "%" PRId64,
 	    (int64_t)(w->claim_s > 0 ? w->claim_s : FS_QUEUE_CLAIM_S) * 1000);
-	if ((r = fs_redis_eval(q->redis, q->pass, 5, 11, argv)) == NULL) {
+	if ((r = fs_redis_eval(q->redis, q->pass, 6, 12, argv)) == NULL) {
 		store_err(q, "pass");
 		return FS_QUEUE_V_ERROR;
 	}

@@ -43,6 +43,7 @@ struct step {
 	int64_t through, at_ms;
 	int from_redis;		/* recorded from Redis' count, not paced */
 	int64_t moved_ms;	/* Redis' time of its move (the orders' clock), -1 unknown */
+	int expect_ms;		/* its window for places presumed gone (queue.h) */
 };
 
 struct verify {
@@ -190,7 +191,7 @@ read_steps(struct verify *v, char *err, size_t errlen)
 
 	res = fs_pg_exec(v->pg,
 	    "SELECT step, admitted, through, floor(extract(epoch FROM at) * 1000)::bigint, "
-	    "from_redis, floor(extract(epoch FROM moved_at) * 1000)::bigint "
+	    "from_redis, floor(extract(epoch FROM moved_at) * 1000)::bigint, expect_ms "
 	    "FROM queue_admissions WHERE sale_id = $1 ORDER BY step",
 	    1, p);
 	if (res == NULL) {
@@ -211,6 +212,9 @@ read_steps(struct verify *v, char *err, size_t errlen)
 		v->steps[i].from_redis = strcmp(PQgetvalue(res, (int)i, 4), "t") == 0;
 		v->steps[i].moved_ms = PQgetisnull(res, (int)i, 5) ? -1 :
 		    strtoll(PQgetvalue(res, (int)i, 5), NULL, 10);
+		/* A step of a pacer from before the learned window: it always waited the longest. */
+		v->steps[i].expect_ms = PQgetisnull(res, (int)i, 6) ? FS_QUEUE_PACER_EXPECT_MS :
+		    (int)strtol(PQgetvalue(res, (int)i, 6), NULL, 10);
 	}
 	PQclear(res);
 	return 0;
@@ -294,6 +298,10 @@ check_steps(struct verify *v)
 		if (prev != NULL && s->at_ms < prev->at_ms)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
+		if (s->expect_ms < FS_QUEUE_PACER_EXPECT_MIN_MS || s->expect_ms > FS_QUEUE_PACER_EXPECT_MS)
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld presumed silent places gone after "
+			    "%d ms, outside %d..%d ms", s->step, s->expect_ms, FS_QUEUE_PACER_EXPECT_MIN_MS,
+			    FS_QUEUE_PACER_EXPECT_MS);
 		/*
 		 * The capacity: capacityPerSecond over the time since the step
 		 * before, with a second's slack (the credit a step keeps, the
@@ -327,15 +335,6 @@ check_steps(struct verify *v)
  * began them, orders by Redis' when they were reserved.
  */
 #define BUDGET_SLACK_MS 1000
-/*
- * A place admitted this long before a step, whose account had not ordered,
- * was outstanding for that step whatever it did: a live page asks for its
- * pass within a few seconds of its admission, and the pacer presumes a
- * place silent for longer gone and admits in its stead
- * (FS_QUEUE_PACER_EXPECT_MS); within claimSeconds and passSeconds too.
- */
-#define BUDGET_RECENT_MS FS_QUEUE_PACER_EXPECT_MS
-
 /* The orders live now reserved before ms: each held a unit then (a live order was never released). */
 static long
 live_before(const struct verify *v, int64_t ms)
@@ -360,8 +359,12 @@ live_before(const struct verify *v, int64_t ms)
  * alone, bounds that an honest step always meets: the units left were at
  * most the sale's units less the orders live now that were reserved a
  * second or more before the step; the places outstanding were at least
- * those admitted by the steps of the last BUDGET_RECENT_MS (at most
- * claimSeconds and passSeconds), less a second, whose account had not
+ * those admitted by the steps within the step's window (expect_ms, 2 to
+ * 5 s: a live page asks for its pass within a few seconds of its
+ * admission, and the pacer presumes a place silent for longer gone and
+ * admits in its stead, the window learned from the delays of the places
+ * that asked; at most claimSeconds and passSeconds), less a second, whose
+ * account had not
  * ordered by a second after the step (each still had its pass to ask for,
  * or one unused, not expired, whose page had just asked for it). A
  * step over that admitted more than the pacer ever may; one recorded from
@@ -370,26 +373,27 @@ live_before(const struct verify *v, int64_t ms)
 static void
 check_budget(struct verify *v)
 {
-	int64_t window_ms;
-	long lo = 0;
+	int64_t longest;
 
 	if (!v->set_known)
 		return;
-	window_ms = (int64_t)(v->set.claim_s < v->set.pass_s ? v->set.claim_s : v->set.pass_s) *
-	    1000;
-	if (window_ms > BUDGET_RECENT_MS)
-		window_ms = BUDGET_RECENT_MS;
-	window_ms -= BUDGET_SLACK_MS;
+	longest = (int64_t)(v->set.claim_s < v->set.pass_s ? v->set.claim_s : v->set.pass_s) * 1000;
 	for (long i = 0; i < v->nsteps; i++) {
 		const struct step *s = &v->steps[i];
 		long before = i > 0 ? v->steps[i - 1].admitted : 0, inc = s->admitted - before;
-		long out = 0, left;
-		int64_t budget;
+		long out = 0, left, lo = i;
+		int64_t budget, window_ms = longest;
 
 		if (s->from_redis || inc <= 0 || s->admitted > v->nplaces)
 			continue; /* reported as such by check_steps */
-		while (lo < i && s->at_ms - v->steps[lo].at_ms > window_ms)
-			lo++;
+		/* The step's own window (a bad one is reported by check_steps: the longest then). */
+		if (s->expect_ms >= FS_QUEUE_PACER_EXPECT_MIN_MS && s->expect_ms < window_ms)
+			window_ms = s->expect_ms;
+		if (window_ms > FS_QUEUE_PACER_EXPECT_MS)
+			window_ms = FS_QUEUE_PACER_EXPECT_MS;
+		window_ms -= BUDGET_SLACK_MS;
+		while (lo > 0 && s->at_ms - v->steps[lo - 1].at_ms <= window_ms)
+			lo--;
 		for (long r = lo > 0 ? v->steps[lo - 1].admitted : 0; r >= 0 && r < before; r++)
 			out += v->places[r].ordered_ms > s->at_ms + BUDGET_SLACK_MS;
 		left = v->units - live_before(v, s->at_ms - BUDGET_SLACK_MS);

@@ -11,6 +11,11 @@
 --                          pass (ms): a page that holds an unused pass asks
 --                          again every few seconds, and the pacer stops
 --                          counting a pass whose page went quiet
+-- KEYS[6] fs:{S}:q:claims  zset: sub -> how long after its admission the
+--                          place asked for its pass (ms), written when a
+--                          pass is issued: the pacer presumes a place gone
+--                          after twice the 90th percentile of these
+--                          (optional: an older caller passes 5 keys)
 -- ARGV    sub, nowMs, passMs (how long a pass lasts), endsMs (the sale's end),
 --         claimMs (how long an admitted place has to ask for its pass),
 --         sync ("1": the caller WAITs for a replica after: a pass found
@@ -58,15 +63,19 @@ if st[2] == '1' then
 end
 -- The step that admitted this place: the first whose count passed its rank.
 local claim = tonumber(ARGV[5])
+local at
 if claim and KEYS[4] then
 	local step = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. rank, '+inf', 'LIMIT', 0, 1)[1]
-	local at = step and tonumber(string.match(step, ':(%d+)$'))
+	at = step and tonumber(string.match(step, ':(%d+)$'))
 	if at and now > at + claim then
 		return {'LAPSED', rank, admitted}
 	end
 end
 expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', expires), sub)
+if KEYS[6] and at then
+	redis.call('ZADD', KEYS[6], 'NX', string.format('%.0f', math.max(now - at, 0)), sub)
+end
 if KEYS[5] then
 	redis.call('ZADD', KEYS[5], string.format('%.0f', now), sub)
 end

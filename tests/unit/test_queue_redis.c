@@ -250,6 +250,33 @@ check_outstanding(const struct fs_cfg *cfg, const char *top)
 	fs_stock_free(st);
 }
 
+/* A reply's number (a string of one), -1 none; the reply freed. */
+static long long
+number_of(redisReply *r)
+{
+	long long v = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING)
+		v = strtoll(r->str, NULL, 10);
+	if (r != NULL)
+		freeReplyObject(r);
+	return v;
+}
+
+/* sub's score in the sale's zset fs:{7}:q:<key>; -1 none. */
+static long long
+zscore_of(const struct test_redis *srv, const char *key, const char *sub)
+{
+	return number_of(test_redis_cmd(srv, "ZSCORE fs:{7}:q:%s %s", key, sub));
+}
+
+/* How long after its admission sub asked for its pass (fs:{7}:q:claims); -1 none. */
+static long long
+claim_of(const struct test_redis *srv, const char *sub)
+{
+	return zscore_of(srv, "claims", sub);
+}
+
 /*
  * The claim window (issue 35): a place admitted more than claimSeconds ago
  * (15 s by default; its step in fs:{S}:q:steps) that never asked has let its
@@ -275,20 +302,22 @@ check_claim(fs_queue_store *q, const struct test_redis *srv)
 	    "claim: a turn that passed never comes back");
 	check(pass(q, "fay", 200000, &p) == FS_QUEUE_V_LAPSED && p.rank == 5,
 	    "claim: the window of the step that admitted the place, not of the last step");
+	/*
+	 * The pacer learns how long live pages take to ask (issue 35: a window
+	 * of 5 s for every walk-away, where the rehearsal's pages asked within
+	 * about 1.5 s): each pass issued dates the ask from its admission in
+	 * fs:{S}:q:claims, and a lapsed ask or a repeat adds nothing.
+	 */
+	check(claim_of(srv, "gus") == 15000 && claim_of(srv, "dan") == -1 &&
+		claim_of(srv, "fay") == -1,
+	    "claim: the delay of the pass issued (15 s after its admission) recorded, no other");
 }
 
 /* The time a page last asked for sub's pass (fs:{7}:q:seen); -1 never. */
 static long long
 seen_at(const struct test_redis *srv, const char *sub)
 {
-	redisReply *r = test_redis_cmd(srv, "ZSCORE fs:{7}:q:seen %s", sub);
-	long long v = -1;
-
-	if (r != NULL && r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
-	if (r != NULL)
-		freeReplyObject(r);
-	return v;
+	return zscore_of(srv, "seen", sub);
 }
 
 /*
@@ -305,6 +334,7 @@ check_seen(fs_queue_store *q, const struct test_redis *srv)
 	check(seen_at(srv, "gus") == 25000, "seen: a pass issued dates its page's ask");
 	check(pass(q, "gus", 31000, &p) == FS_QUEUE_V_OK && p.added == 0 && seen_at(srv, "gus") == 31000,
 	    "seen: the same pass asked again: the same pass, the page's ask dated again");
+	check(claim_of(srv, "gus") == 15000, "claim: a repeat ask keeps the first delay");
 	check(pass(q, "dan", 32000, &p) == FS_QUEUE_V_LAPSED && seen_at(srv, "dan") == -1,
 	    "seen: a refusal dates nothing");
 }
@@ -336,14 +366,7 @@ check_one_clock(fs_queue_store *q)
 static long long
 synced(const struct test_redis *srv)
 {
-	redisReply *r = test_redis_cmd(srv, "HGET fs:{7}:q:state synced");
-	long long v = -1;
-
-	if (r != NULL && r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
-	if (r != NULL)
-		freeReplyObject(r);
-	return v;
+	return number_of(test_redis_cmd(srv, "HGET fs:{7}:q:state synced"));
 }
 
 /*

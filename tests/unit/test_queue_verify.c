@@ -305,6 +305,47 @@ test_budget(void)
 }
 
 /*
+ * Issue 35: the pacer's window for places presumed gone is learned (2 to
+ * 5 s) and recorded with each step (queue_admissions.expect_ms): a step
+ * counts as outstanding only the places admitted within its own window.
+ * Here step 2 comes 3 s after step 1 with 4 units: with the 5 s of a step
+ * recorded before (NULL) step 1's 4 places were outstanding and 4 more is
+ * over the budget; with a 2 s window they were presumed gone and it is
+ * within; a window outside 2..5 s is reported.
+ */
+static void
+test_window(void)
+{
+	struct fs_queue_verify_report rep;
+
+	check(sql("UPDATE queue_admissions SET at = at + interval '2 seconds' WHERE sale_id = $1 "
+		  "AND step = 2") == 0 && verify(&rep) == 0,
+	    "window: step 2 three seconds after step 1, 100 units: clean");
+	planted("UPDATE items SET quantity = 4 WHERE sale_id = $1",
+	    "UPDATE items SET quantity = 100 WHERE sale_id = $1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 2 admits 4 places, over its budget of 2 (4 units "
+	    "left at most x admitMultiple 1.500, less 4 admitted places outstanding)",
+	    "window: no window recorded (a pacer from before): 5 s, step 1's 4 places outstanding");
+	check(sql("UPDATE queue_admissions SET expect_ms = 2000 WHERE sale_id = $1") == 0 &&
+		sql("UPDATE items SET quantity = 4 WHERE sale_id = $1") == 0 && verify(&rep) == 0,
+	    "window: the 2 s each step recorded: step 1's silent places presumed gone, 4 more clean");
+	planted("UPDATE queue_admissions SET expect_ms = 1999 WHERE sale_id = $1 AND step = 2",
+	    "UPDATE queue_admissions SET expect_ms = 2000 WHERE sale_id = $1 AND step = 2",
+	    FS_QUEUE_WRONG_STEP, 0, "step: step 2 admits 4 places, over its budget of 2",
+	    "window: a window under 2 s recorded: reported, and the budget checked with 5 s");
+	planted("UPDATE queue_admissions SET expect_ms = 5001 WHERE sale_id = $1 AND step = 1",
+	    "UPDATE queue_admissions SET expect_ms = 2000 WHERE sale_id = $1 AND step = 1",
+	    FS_QUEUE_WRONG_STEP, 1, "step: step 1 presumed silent places gone after 5001 ms, "
+	    "outside 2000..5000 ms", "window: a window over 5 s recorded: reported");
+	check(sql("UPDATE items SET quantity = 100 WHERE sale_id = $1") == 0 &&
+		sql("UPDATE queue_admissions SET expect_ms = NULL, at = at - interval '2 seconds' "
+		    "WHERE sale_id = $1 AND step = 2") == 0 &&
+		sql("UPDATE queue_admissions SET expect_ms = NULL WHERE sale_id = $1") == 0 &&
+		verify(&rep) == 0,
+	    "window: put back, clean again");
+}
+
+/*
  * Issue 35: the last late place deleted left the numbering 2^52+1, 2 intact:
  * only Redis' count of late numbers given (fs_queue_late_issued) tells.
  */
@@ -342,6 +383,7 @@ main(void)
 	test_late_deleted();
 	test_one_clock();
 	test_budget();
+	test_window();
 	check(fs_queue_verify(f.pg, sale + 1000, -1, NULL, NULL, &rep, err, sizeof(err)) == -1 &&
 		strstr(err, "no sale") != NULL,
 	    "an unknown sale is an error, not a clean queue");
