@@ -308,8 +308,12 @@ const struct fs_queue_conf *fs_queue_conf_get(fs_queue_conf_cache *, struct fs_p
  * multiple), though the place may still ask until claimSeconds.
  * The window is learned (fs_queue_pacer_expect): twice the 90th percentile
  * of the delays with which the places that did ask asked (fs:{S}:q:claims),
- * between FS_QUEUE_PACER_EXPECT_MIN_MS and FS_QUEUE_PACER_EXPECT_MS, the
- * longest until FS_QUEUE_PACER_CLAIMS_MIN places have asked. Each step
+ * at least FS_QUEUE_PACER_EXPECT_MIN_MS and at most claimSeconds, and
+ * FS_QUEUE_PACER_EXPECT_MS until FS_QUEUE_PACER_CLAIMS_MIN places have
+ * asked. Not capped at 5 s: when the whole system is slow (the full-scale
+ * cluster rehearsal's pages took ~10 s from admission to their pass) a
+ * 5 s window presumed live pages gone and admitted 13,428-15,719 places
+ * for 10,000 units. Each step
  * records the window it used (queue_admissions.expect_ms), which `queue
  * verify` checks the step's budget with.
  */
@@ -387,10 +391,9 @@ long fs_queue_pacer_places(int mult_milli, int cap_milli, long need);
 /*
  * The window (ms) after which an admitted place that has not asked for its
  * pass is presumed gone: 2 x p90_ms, the 90th percentile (nearest rank) of
- * the claim delays of the n places that asked, within
- * FS_QUEUE_PACER_EXPECT_MIN_MS..FS_QUEUE_PACER_EXPECT_MS and at most
- * claim_s; FS_QUEUE_PACER_EXPECT_MS (or claim_s) while n <
- * FS_QUEUE_PACER_CLAIMS_MIN.
+ * the claim delays of the n places that asked, at least
+ * FS_QUEUE_PACER_EXPECT_MIN_MS and at most claim_s; FS_QUEUE_PACER_EXPECT_MS
+ * (or claim_s) while n < FS_QUEUE_PACER_CLAIMS_MIN.
  */
 int fs_queue_pacer_expect(long n, int64_t p90_ms, int claim_s);
 

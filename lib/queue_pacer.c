@@ -425,12 +425,10 @@ fs_queue_pacer_expect(long n, int64_t p90_ms, int claim_s)
 {
 	int64_t w = FS_QUEUE_PACER_EXPECT_MS, claim_ms = (int64_t)claim_s * 1000;
 
-	if (n >= FS_QUEUE_PACER_CLAIMS_MIN && p90_ms >= 0 && p90_ms < FS_QUEUE_PACER_EXPECT_MS)
-		w = 2 * p90_ms;
+	if (n >= FS_QUEUE_PACER_CLAIMS_MIN && p90_ms >= 0)
+		w = p90_ms < INT32_MAX / 2 ? 2 * p90_ms : INT32_MAX;
 	if (w < FS_QUEUE_PACER_EXPECT_MIN_MS)
 		w = FS_QUEUE_PACER_EXPECT_MIN_MS;
-	if (w > FS_QUEUE_PACER_EXPECT_MS)
-		w = FS_QUEUE_PACER_EXPECT_MS;
 	if (claim_ms > 0 && w > claim_ms)
 		w = claim_ms;
 	return (int)w;
@@ -469,15 +467,15 @@ expect_window(fs_queue_pacer *p, const struct paced *s)
  * asks for them (a page holding an unused pass asks again every
  * FS_QUEUE_PASS_PING_MS; one quiet for max(claimSeconds,
  * FS_QUEUE_PASS_IDLE_MS) has left, its item sold out or not), and the
- * places admitted within the last FS_QUEUE_PACER_EXPECT_MS that have not
+ * places admitted within the learned window (expect_window) that have not
  * asked for theirs yet (admitted then, fewer the passes issued to those
  * very places, found by their ranks: a pass of a place admitted earlier
  * says nothing of them). A live page asks within that time (queue.h); a
  * place admitted earlier that has not asked is presumed gone and counted
  * as a turn ended, though it may still ask until claimSeconds (then the
  * pass script refuses it one, lua/queue_pass.lua, and its turn has
- * passed for good). So a turn nobody takes holds the line
- * FS_QUEUE_PACER_EXPECT_MS, not claimSeconds nor passSeconds.
+ * passed for good). So a turn nobody takes holds the line for the window
+ * (twice what nine in ten live pages took), not passSeconds.
  */
 static int
 outstanding(fs_queue_pacer *p, const struct paced *s, int64_t now, struct figures *f)

@@ -298,10 +298,11 @@ check_steps(struct verify *v)
 		if (prev != NULL && s->at_ms < prev->at_ms)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
-		if (s->expect_ms < FS_QUEUE_PACER_EXPECT_MIN_MS || s->expect_ms > FS_QUEUE_PACER_EXPECT_MS)
+		if (s->expect_ms < FS_QUEUE_PACER_EXPECT_MIN_MS ||
+		    (v->set_known && s->expect_ms > v->set.claim_s * 1000))
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld presumed silent places gone after "
-			    "%d ms, outside %d..%d ms", s->step, s->expect_ms, FS_QUEUE_PACER_EXPECT_MIN_MS,
-			    FS_QUEUE_PACER_EXPECT_MS);
+			    "%d ms, outside %d ms..claimSeconds", s->step, s->expect_ms,
+			    FS_QUEUE_PACER_EXPECT_MIN_MS);
 		/*
 		 * The capacity: capacityPerSecond over the time since the step
 		 * before, with a second's slack (the credit a step keeps, the
@@ -359,9 +360,9 @@ live_before(const struct verify *v, int64_t ms)
  * alone, bounds that an honest step always meets: the units left were at
  * most the sale's units less the orders live now that were reserved a
  * second or more before the step; the places outstanding were at least
- * those admitted by the steps within the step's window (expect_ms, 2 to
- * 5 s: a live page asks for its pass within a few seconds of its
- * admission, and the pacer presumes a place silent for longer gone and
+ * those admitted by the steps within the step's window (expect_ms, 2 s
+ * to claimSeconds: a live page asks for its pass within a few seconds of
+ * its admission, and the pacer presumes a place silent for longer gone and
  * admits in its stead, the window learned from the delays of the places
  * that asked; at most claimSeconds and passSeconds), less a second, whose
  * account had not
@@ -389,8 +390,6 @@ check_budget(struct verify *v)
 		/* The step's own window (a bad one is reported by check_steps: the longest then). */
 		if (s->expect_ms >= FS_QUEUE_PACER_EXPECT_MIN_MS && s->expect_ms < window_ms)
 			window_ms = s->expect_ms;
-		if (window_ms > FS_QUEUE_PACER_EXPECT_MS)
-			window_ms = FS_QUEUE_PACER_EXPECT_MS;
 		window_ms -= BUDGET_SLACK_MS;
 		while (lo > 0 && s->at_ms - v->steps[lo - 1].at_ms <= window_ms)
 			lo--;

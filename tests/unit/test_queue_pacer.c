@@ -474,9 +474,13 @@ test_expect_rule(void)
 		fs_queue_pacer_expect(500, 2200, 15) == 4400,
 	    "window: twice the 90th percentile of the delays of the places that asked");
 	check(fs_queue_pacer_expect(20, 300, 15) == 2000 &&
-		fs_queue_pacer_expect(20, 2600, 15) == 5000 &&
-		fs_queue_pacer_expect(20, 90000, 120) == 5000,
-	    "window: never under 2 s nor over 5 s");
+		fs_queue_pacer_expect(20, 2600, 15) == 5200 &&
+		fs_queue_pacer_expect(20, 6000, 15) == 12000,
+	    "window: never under 2 s, and over 5 s when the pages that asked took longer (a slow system)");
+	check(fs_queue_pacer_expect(20, 9000, 15) == 15000 &&
+		fs_queue_pacer_expect(20, 90000, 120) == 120000 &&
+		fs_queue_pacer_expect(20, INT64_MAX, 15) == 15000,
+	    "window: never over claimSeconds");
 }
 
 /*
