@@ -84,8 +84,11 @@ export async function findMyOrder() {
 		return order !== null && LIVE.has(order.status);
 	if (order && order.orderId === o.orderId)
 		applyOrder(o, "poll");
-	else if (LIVE.has(o.status) || !order)
+	else if (LIVE.has(o.status) || !order) {
 		startOrder({ orderId: o.orderId, itemId: o.itemId, status: o.status, expiresAt: o.expiresAt });
+		/* Its item shows the order's outcome now, not after track's first fetch. */
+		applyOrder(o, "poll");
+	}
 	return order !== null && LIVE.has(order.status);
 }
 
