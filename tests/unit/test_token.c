@@ -1497,8 +1497,10 @@ test_pkey_usable(void)
 	rc = fs_token_jwks_usable(in, strlen(in), "test", &out, &kept, err, sizeof(err));
 	check(rc == 0 && kept == 2 && strstr(out, "\"kid\":\"r1\"") != NULL &&
 	    strstr(out, "\"kid\":\"e1\"") != NULL && strstr(out, "\"alg\":\"ES256\"") != NULL &&
-	    strstr(out, "h1") == NULL && strstr(out, "enc") == NULL && strstr(out, "x5c") == NULL &&
-	    strstr(out, "weak") == NULL && strstr(out, "e384") == NULL,
+	    strstr(out, "\"kid\":\"h1\"") == NULL && strstr(out, "\"kid\":\"enc\"") == NULL &&
+	    strstr(out, "\"use\":\"enc\"") == NULL && strstr(out, "\"oct\"") == NULL &&
+	    strstr(out, "\"x5c\"") == NULL && strstr(out, "\"kid\":\"weak\"") == NULL &&
+	    strstr(out, "\"kid\":\"e384\"") == NULL,
 	    "usable: of six keys, the RS256 and ES256 ones are kept, public members only; "
 	    "no secret, encryption key, other curve or weak key");
 	free(out);
