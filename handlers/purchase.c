@@ -384,9 +384,13 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 	case FS_STOCK_SOLD_OUT:
 		fs_metrics_count(FS_M_PURCHASE_SOLD_OUT_REDIS);
 		fs_soldout_mark(app->soldout, o->sale, o->item, p->sale_end_ms, p->gen);
-		/* In doubt, the edge must not keep it (deploy/nginx.conf.in: 0, not stored). */
+		/*
+		 * Not known sold out here yet (its sale's doubts not read since,
+		 * or in doubt): the edge must not keep it (deploy/nginx.conf.in:
+		 * 0, not stored), since a holder in doubt may ask next.
+		 */
 		fs_fcgi_error(p->fcgi, FS_ERR_SOLD_OUT, NULL,
-		    fs_soldout_in_doubt(app->soldout, o->item) ? "X-Accel-Expires: 0\r\n" : NULL);
+		    fs_soldout_known(app->soldout, o->item) ? NULL : "X-Accel-Expires: 0\r\n");
 		free(p);
 		return;
 	case FS_STOCK_UNKNOWN_ITEM:

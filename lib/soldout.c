@@ -58,6 +58,21 @@ struct doubts {
 	int full_logged;
 };
 
+/*
+ * A sold-out answer waiting to be marked: a table with the recheck thread
+ * marks an item only once it has read the item's sale's doubts in Redis
+ * since the answer (settle_marks), so that a doubt whose message never
+ * reached this process (lost, or told before it started) is never marked
+ * over, by its flag, its marker or a kept 410, even for a period.
+ */
+#define MARKS_MAX 256
+
+struct mark {
+	uint64_t sale, item;
+	int64_t end_ms;
+	unsigned gen;
+};
+
 struct fs_soldout {
 	pthread_rwlock_t lock;
 	struct entry *tab;
@@ -78,6 +93,11 @@ struct fs_soldout {
 	int rechecking;
 	int recheck_ms; /* FLASHSALE_SOLDOUT_RECHECK_MS */
 	int recheck_failing; /* the last pass could not ask about every item */
+	struct mark marks[MARKS_MAX]; /* under lock: sold-out answers to mark, */
+	size_t nmarks, settling;      /* the first settling of them being marked */
+	pthread_mutex_t wake_mu; /* wakes the recheck thread for marks */
+	pthread_cond_t wake;
+	int woken, wake_init;
 };
 
 static size_t
@@ -719,25 +739,93 @@ fs_soldout_recheck(fs_soldout *s, fs_stock *st, int64_t now_ms)
 	return healed;
 }
 
+static void mark_now(fs_soldout *, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen);
+
 /*
- * The recheck thread: a pass every recheck_ms (start to start; at once
- * when one took longer), so that a restock message lost costs at most that
- * long. Stops within a nap of the stop flag.
+ * Marks the sold-out answers waiting (fs_soldout_mark) once their sales'
+ * doubts are read: an item with a hold in doubt in Redis is put in doubt
+ * instead (which makes its answer's gen stale). The answers of a sale
+ * whose doubts Redis could not tell are dropped: their items ask Redis
+ * again. 0, or -1 when some sale could not be read.
+ */
+static int
+settle_marks(fs_soldout *s)
+{
+	struct mark m[MARKS_MAX];
+	uint64_t sales[MARKS_MAX];
+	int read[MARKS_MAX], rc = 0;
+	size_t n, ns = 0, j;
+
+	pthread_rwlock_wrlock(&s->lock);
+	n = s->settling = s->nmarks;
+	memcpy(m, s->marks, n * sizeof(*m));
+	pthread_rwlock_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		for (j = 0; j < ns && sales[j] != m[i].sale; j++)
+			;
+		if (j == ns) {
+			sales[ns] = m[i].sale;
+			if ((read[ns++] = recheck_doubts(s, s->stock, m[i].sale, fs_clock_now_ms()) == 0) == 0)
+				rc = -1;
+		}
+		if (read[j])
+			mark_now(s, m[i].sale, m[i].item, m[i].end_ms, m[i].gen);
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	memmove(s->marks, s->marks + n, (s->nmarks - n) * sizeof(*m));
+	s->nmarks -= n;
+	s->settling = 0;
+	pthread_rwlock_unlock(&s->lock);
+	return rc;
+}
+
+/* Wakes the recheck thread (its nap ends at once). */
+static void
+wake(fs_soldout *s)
+{
+	pthread_mutex_lock(&s->wake_mu);
+	s->woken = 1;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->wake_mu);
+}
+
+/* Naps up to ms, or until woken (a mark waiting, the stop flag set by free). */
+static void
+nap(fs_soldout *s, int64_t ms)
+{
+	int64_t ns = (int64_t)fs_clock_mono_ns() + ms * 1000000LL;
+	struct timespec until = { (time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL) };
+
+	pthread_mutex_lock(&s->wake_mu);
+	if (!s->woken)
+		(void)pthread_cond_timedwait(&s->wake, &s->wake_mu, &until);
+	s->woken = 0;
+	pthread_mutex_unlock(&s->wake_mu);
+}
+
+/*
+ * The recheck thread: settles the sold-out answers waiting to be marked as
+ * they come (a period apart while Redis cannot tell their doubts), and a
+ * pass every recheck_ms (start to start; at once when one took longer), so
+ * that a restock message lost costs at most that long. Stops within a nap
+ * of the stop flag.
  */
 static void *
 recheck_restocks(void *arg)
 {
 	fs_soldout *s = arg;
-	int64_t due = fs_clock_mono_ms() + s->recheck_ms, now, wait;
-	struct timespec nap;
+	int64_t due = fs_clock_mono_ms() + s->recheck_ms, now, marks_after = 0;
 	size_t healed;
 
 	while (!atomic_load(&s->stop)) {
-		if ((now = fs_clock_mono_ms()) < due) {
-			wait = due - now < 50 ? due - now : 50;
-			nap.tv_sec = 0;
-			nap.tv_nsec = (long)wait * 1000000L;
-			nanosleep(&nap, NULL);
+		now = fs_clock_mono_ms();
+		if (now >= marks_after && fs_soldout_marks_waiting(s) > 0) {
+			if (settle_marks(s) != 0)
+				marks_after = now + s->recheck_ms;
+			continue;
+		}
+		if (now < due) {
+			nap(s, due - now < 50 ? due - now : 50);
 			continue;
 		}
 		due += s->recheck_ms;
@@ -783,6 +871,27 @@ table_new(const char *marker_dir)
 	return s;
 }
 
+/* The recheck thread's wake-up, on the monotonic clock its naps count by; 0 or -1. */
+static int
+wake_init(fs_soldout *s)
+{
+	pthread_condattr_t a;
+	int rc = -1;
+
+	if (pthread_condattr_init(&a) != 0)
+		return -1;
+	if (pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&s->wake, &a) == 0) {
+		if (pthread_mutex_init(&s->wake_mu, NULL) == 0) {
+			s->wake_init = 1;
+			rc = 0;
+		} else {
+			pthread_cond_destroy(&s->wake);
+		}
+	}
+	pthread_condattr_destroy(&a);
+	return rc;
+}
+
 fs_soldout *
 fs_soldout_new_offline(const char *marker_dir)
 {
@@ -807,6 +916,11 @@ fs_soldout_new(const char *marker_dir, const struct fs_cfg *cfg, char *err, size
 		return NULL;
 	}
 	s->recheck_ms = (int)fs_cfg_long(cfg, FS_CFG_SOLDOUT_RECHECK_MS); /* range: lib/cfg */
+	if (wake_init(s) != 0) {
+		snprintf(err, errlen, "cannot make the sold-out recheck's wake-up");
+		fs_soldout_free(s);
+		return NULL;
+	}
 	if (pthread_create(&s->listener, NULL, listen_restocks, s) != 0) {
 		snprintf(err, errlen, "cannot start the restock listener");
 		fs_soldout_free(s);
@@ -830,8 +944,14 @@ fs_soldout_free(fs_soldout *s)
 	atomic_store(&s->stop, 1);
 	if (s->listening)
 		pthread_join(s->listener, NULL);
-	if (s->rechecking)
+	if (s->rechecking) {
+		wake(s);
 		pthread_join(s->rechecker, NULL);
+	}
+	if (s->wake_init) {
+		pthread_cond_destroy(&s->wake);
+		pthread_mutex_destroy(&s->wake_mu);
+	}
 	pthread_rwlock_destroy(&s->lock);
 	fs_stock_free(s->stock);
 	fs_redis_free(s->redis);
@@ -857,14 +977,13 @@ fs_soldout_generation(fs_soldout *s, uint64_t item)
 	return atomic_load(gen_of(s, item));
 }
 
-void
-fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen)
+/* Marks the item sold out here at once, flag and marker, unless gen is stale or it is in doubt. */
+static void
+mark_now(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen)
 {
 	char path[600];
 	int fd;
 
-	if (item == 0)
-		return;
 	pthread_rwlock_wrlock(&s->lock);
 	/* A restock or a new subscription since gen was read: stale; the next request asks Redis. */
 	/* An item in doubt is never taken for sold out: a shopper may hold a unit of it. */
@@ -878,4 +997,42 @@ fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms
 			fs_log_warn("soldout: cannot create %s: %s", path, strerror(errno));
 	}
 	pthread_rwlock_unlock(&s->lock);
+}
+
+void
+fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen)
+{
+	size_t i;
+
+	if (item == 0)
+		return;
+	if (!s->rechecking) {
+		mark_now(s, sale, item, sale_end_ms, gen);
+		return;
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	if (atomic_load(gen_of(s, item)) == gen && doubt_until(s, item, fs_clock_now_ms()) == 0) {
+		/* The same item's answer not being marked yet is replaced by this newer one. */
+		for (i = s->settling; i < s->nmarks && s->marks[i].item != item; i++)
+			;
+		/* Full: dropped, the item's next sold-out answer asks again. */
+		if (i < MARKS_MAX) {
+			s->marks[i] = (struct mark){ sale, item, sale_end_ms, gen };
+			if (i == s->nmarks)
+				s->nmarks++;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	wake(s);
+}
+
+size_t
+fs_soldout_marks_waiting(fs_soldout *s)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&s->lock);
+	n = s->nmarks;
+	pthread_rwlock_unlock(&s->lock);
+	return n;
 }

@@ -64,9 +64,20 @@ unsigned fs_soldout_generation(fs_soldout *, uint64_t item);
  * sale_end_ms, unless a unit came back since gen was read (then the answer
  * is already stale). The entry and its marker go once the sale has ended.
  * The sale is where fs_soldout_recheck asks for the item's units left.
+ * A table with the recheck thread marks the item (flag and marker) only
+ * after that thread has read the sale's doubts in Redis (a Redis round
+ * trip later; woken at once): a hold in doubt whose message this process
+ * never heard (lost, or told before it started) puts the item in doubt
+ * instead. Until then the item is not known sold out here, so its next
+ * purchases still ask Redis, and the holder of a unit in doubt is never
+ * told sold out by this process's flag or marker. At most 256 answers
+ * wait; one more is dropped (its item asks Redis again). A table without
+ * the thread marks at once.
  */
 void fs_soldout_mark(fs_soldout *, uint64_t sale, uint64_t item, int64_t sale_end_ms,
     unsigned gen);
+/* How many sold-out answers wait to be marked, or are being marked (0: all settled). */
+size_t fs_soldout_marks_waiting(fs_soldout *);
 /* Forgets the item's sold-out state here (a unit came back). */
 void fs_soldout_clear(fs_soldout *, uint64_t item);
 /*
