@@ -876,6 +876,41 @@ ld_queue_print_step(const struct ld_queue *q, enum ld_kind k)
 	printf(" neterr=%" PRIu64 "\n", q->ne[k]);
 }
 
+/*
+ * Who got which place, bots beside people: the accounts that never got a
+ * place (their joins failed after every retry, or were refused), and those
+ * with a late place (joined after the opening). The draw's share of bots
+ * among the admitted is their share among the drawn places: a bot that
+ * joins from several connections keeps a drawn place where a person whose
+ * join failed has none, so these say how much of a fairness ratio is the
+ * joins' doing rather than the draw's or the pacer's.
+ */
+static void
+ld_queue_print_kinds(const struct ld_run *run)
+{
+	const struct ld_queue *q = run->q;
+	uint64_t n[2] = { 0, 0 }, placed[2] = { 0, 0 }, failed[2] = { 0, 0 }, late[2] = { 0, 0 };
+	int b;
+
+	for (size_t k = 0; k < run->nshoppers; k++) {
+		b = ld_is_bot(run, k) ? 1 : 0;
+		n[b]++;
+		if (q->qtok[k][0] != '\0') {
+			placed[b]++;
+			late[b] += (uint64_t)(q->score[k] >= FS_QUEUE_LATE_BASE);
+		} else if (q->state[k] == LD_Q_DONE && q->end[k] == LD_QE_FAILED) {
+			failed[b]++;
+		}
+	}
+	printf("queue: places by kind: people %" PRIu64 " of %" PRIu64 " (failed to join %" PRIu64
+	    ", late %" PRIu64 "), bots %" PRIu64 " of %" PRIu64 " (failed to join %" PRIu64
+	    ", late %" PRIu64 "); bots %.2f%% of the drawn places\n", placed[0], n[0], failed[0],
+	    late[0], placed[1], n[1], failed[1], late[1],
+	    placed[0] + placed[1] - late[0] - late[1] > 0 ?
+	    100.0 * (double)(placed[1] - late[1]) /
+	    (double)(placed[0] + placed[1] - late[0] - late[1]) : 0.0);
+}
+
 void
 ld_queue_summary(const struct ld_run *run)
 {
@@ -908,6 +943,7 @@ ld_queue_summary(const struct ld_run *run)
 	putchar('\n');
 	printf("queue: admitted %" PRIu64 " places, bots %.1f%% of them\n", seen,
 	    seen > 0 ? 100.0 * (double)seen_bots / (double)seen : 0.0);
+	ld_queue_print_kinds(run);
 	if (run->o.other_items)
 		printf("queue: %" PRIu64 " moves to another item after a 410 "
 		    "(%zu items)\n", q->moved, q->nitems);
