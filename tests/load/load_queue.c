@@ -13,6 +13,7 @@
  */
 #include "load.h"
 
+#include <math.h>
 #include <sodium.h>
 
 #include "queue.h"
@@ -890,6 +891,8 @@ ld_queue_print_kinds(const struct ld_run *run)
 {
 	const struct ld_queue *q = run->q;
 	uint64_t n[2] = { 0, 0 }, placed[2] = { 0, 0 }, failed[2] = { 0, 0 }, late[2] = { 0, 0 };
+	uint64_t seen[2] = { 0, 0 }, stayed[2] = { 0, 0 }, bought[2] = { 0, 0 };
+	double drawn, p, e, sd, rate[2];
 	int b;
 
 	for (size_t k = 0; k < run->nshoppers; k++) {
@@ -901,6 +904,11 @@ ld_queue_print_kinds(const struct ld_run *run)
 		} else if (q->state[k] == LD_Q_DONE && q->end[k] == LD_QE_FAILED) {
 			failed[b]++;
 		}
+		if (q->seen_us[k] != 0) {
+			seen[b]++;
+			stayed[b] += (uint64_t)(q->end[k] != LD_QE_WALKED);
+			bought[b] += (uint64_t)(q->end[k] == LD_QE_BOUGHT);
+		}
 	}
 	printf("queue: places by kind: people %" PRIu64 " of %" PRIu64 " (failed to join %" PRIu64
 	    ", late %" PRIu64 "), bots %" PRIu64 " of %" PRIu64 " (failed to join %" PRIu64
@@ -909,6 +917,29 @@ ld_queue_print_kinds(const struct ld_run *run)
 	    placed[0] + placed[1] - late[0] - late[1] > 0 ?
 	    100.0 * (double)(placed[1] - late[1]) /
 	    (double)(placed[0] + placed[1] - late[0] - late[1]) : 0.0);
+	/*
+	 * A fairness ratio is the draw's luck times the race after it. The
+	 * draw: the bots among the admitted places beside what a fair lottery
+	 * gives (hypergeometric: the admitted taken from all the places).
+	 * The race: of the admitted who stayed, the share that bought, bots
+	 * beside people (1 when pressing first buys nothing).
+	 */
+	drawn = (double)(placed[0] + placed[1]);
+	if (drawn < 2 || seen[0] + seen[1] == 0)
+		return;
+	p = (double)placed[1] / drawn;
+	e = (double)(seen[0] + seen[1]) * p;
+	sd = sqrt(e * (1 - p) * (drawn - (double)(seen[0] + seen[1])) / (drawn - 1));
+	rate[0] = stayed[0] > 0 ? (double)bought[0] / (double)stayed[0] : 0;
+	rate[1] = stayed[1] > 0 ? (double)bought[1] / (double)stayed[1] : 0;
+	printf("queue: the draw gave bots %" PRIu64 " of the %" PRIu64 " admitted places (a fair "
+	    "lottery: %.1f +- %.1f, z %+.2f); the race: of the admitted who stayed, bots bought "
+	    "%" PRIu64 "/%" PRIu64 ", people %" PRIu64 "/%" PRIu64 " (ratio %.3f)\n",
+	    seen[1], seen[0] + seen[1], e, sd, sd > 0 ? ((double)seen[1] - e) / sd : 0.0,
+	    bought[1], stayed[1], bought[0], stayed[0], rate[0] > 0 ? rate[1] / rate[0] : 0.0);
+	printf("qfair admitted=%" PRIu64 " admitted_bots=%" PRIu64 " draw_expect=%.2f draw_sd=%.2f "
+	    "draw_z=%.3f race_ratio=%.4f\n", seen[0] + seen[1], seen[1], e, sd,
+	    sd > 0 ? ((double)seen[1] - e) / sd : 0.0, rate[0] > 0 ? rate[1] / rate[0] : 0.0);
 }
 
 void
