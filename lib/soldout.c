@@ -1003,6 +1003,7 @@ void
 fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms, unsigned gen)
 {
 	size_t i;
+	int queued = 0;
 
 	if (item == 0)
 		return;
@@ -1020,10 +1021,13 @@ fs_soldout_mark(fs_soldout *s, uint64_t sale, uint64_t item, int64_t sale_end_ms
 			s->marks[i] = (struct mark){ sale, item, sale_end_ms, gen };
 			if (i == s->nmarks)
 				s->nmarks++;
+			queued = 1;
 		}
 	}
 	pthread_rwlock_unlock(&s->lock);
-	wake(s);
+	/* Only for an answer to mark: an item in doubt answers every purchase from Redis. */
+	if (queued)
+		wake(s);
 }
 
 size_t
