@@ -224,7 +224,12 @@ add_time(json_object *doc, const char *name, int64_t ms)
 	json_object_object_add(doc, name, json_object_new_string(t));
 }
 
-/* GET .../queue: the status document. Redis away: 503, never stale figures. */
+/*
+ * GET .../queue: the status document. Redis away: 503, never stale figures.
+ * Its clock is Redis' (the one that decides a join drawn or late): a
+ * handler whose clock runs ahead never shows the seed while a join can
+ * still be drawn, which would let an account pick its draw.
+ */
 static void
 answer_status(struct worker *w, struct request *rq)
 {
@@ -232,24 +237,27 @@ answer_status(struct worker *w, struct request *rq)
 	struct fs_queue_state st;
 	char seed[2 * FS_QUEUE_SEEDBYTES + 1];
 	json_object *doc;
+	int64_t now;
 	long left;
 
 	fs_fcgi_batch_end(&w->batch); /* the store's connection answers the batch first */
-	if (fs_queue_read_state(w->store, rq->sale, rq->now, &st) != 0 ||
+	if (fs_queue_read_state(w->store, rq->sale, FS_QUEUE_NOW_REDIS, &st) != 0 ||
 	    (left = units_left(w, c)) < 0) {
 		fs_log_warn("queue %" PRIu64 ": %s", rq->sale, w->store->errstr);
 		fs_fcgi_error(rq->fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
+	/* Without Redis' clock (an older script) the seed waits: fail closed. */
+	now = st.clock_ms > 0 ? st.clock_ms : rq->now;
 	doc = json_object_new_object();
 	json_object_object_add(doc, "sale", json_object_new_int64((int64_t)rq->sale));
-	json_object_object_add(doc, "serverTime", json_object_new_int64(rq->now));
+	json_object_object_add(doc, "serverTime", json_object_new_int64(now));
 	add_time(doc, "preQueueAt", c->window.pre_ms);
 	add_time(doc, "opensAt", c->window.opens_ms);
 	add_time(doc, "endsAt", c->window.ends_ms);
-	json_object_object_add(doc, "state", json_object_new_string(state_name(c, &st, left, rq->now)));
+	json_object_object_add(doc, "state", json_object_new_string(state_name(c, &st, left, now)));
 	json_object_object_add(doc, "seedCommit", json_object_new_string(c->seed_commit));
-	if (rq->now >= c->window.opens_ms) {
+	if (st.clock_ms > 0 && now >= c->window.opens_ms) {
 		sodium_bin2hex(seed, sizeof(seed), c->seed, sizeof(c->seed));
 		json_object_object_add(doc, "seed", json_object_new_string(seed));
 	} else {
@@ -572,9 +580,9 @@ pass(struct worker *w, struct request *rq)
 	if (read_ticket(w, rq, sub) != 0 || (rq->conf = get_conf(w, rq)) == NULL)
 		return;
 	fs_fcgi_batch_end(&w->batch); /* the store's connection answers the batch first */
-	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, rq->now, &p);
-	/* Before the opening a rank would tell something of the secret draw. */
-	if (rq->now < rq->conf->window.opens_ms)
+	v = fs_queue_pass(w->store, rq->sale, &rq->conf->window, sub, FS_QUEUE_NOW_REDIS, &p);
+	/* Before the opening (Redis' clock: the script's -1) a rank would tell of the secret draw. */
+	if (p.rank < 0)
 		snprintf(extra, sizeof(extra), "\"rank\":null,\"admitted\":%" PRId64, p.admitted);
 	else
 		snprintf(extra, sizeof(extra), "\"rank\":%" PRId64 ",\"admitted\":%" PRId64,

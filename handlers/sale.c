@@ -41,8 +41,11 @@
 #include "keys.h"
 #include "log.h"
 #include "pg.h"
+#include "queue.h"
+#include "redis.h"
 #include "route.h"
 #include "sales.h"
+#include "stock.h"
 
 #define REVEAL_SUFFIX "/reveal"
 #define STOCK_SUFFIX "/stock"
@@ -62,6 +65,9 @@
  * connections: a reveal held for the start instant keeps only its own.
  */
 #define SALE_THREADS 4
+/* Redis' clock is asked whether a queue sale opened from this long before
+ * the opening by this host's clock (a host may run ahead or behind). */
+#define SEED_ASK_MS 60000
 /* Bytes of BLAKE2b in an ETag. */
 #define TAG_BYTES 16
 
@@ -80,12 +86,14 @@ static const char *const item_state_names[ITEM_STATE__MAX] = {
 struct cached_sale {
 	struct fs_sale sale;
 	int64_t read_ms;	/* 0: the slot is empty */
+	int seed_out;		/* its Redis' clock said the opening came (queue_seed_shown) */
 };
 
 /* What every worker thread shares: read-only. */
 struct app {
 	struct fs_cfg cfg;
 	fs_urlsig_key *url_key;
+	int64_t clock_offset_ms; /* FLASHSALE_TEST_CLOCK_OFFSET_MS: tests only, 0 otherwise */
 };
 
 /*
@@ -96,6 +104,7 @@ struct worker {
 	struct app *app;
 	fs_pg *pg;
 	fs_stock *stock;	/* NULL without FLASHSALE_REDIS */
+	int clock;		/* lua/queue_clock.lua on stock's Redis */
 	struct cached_sale cache[CACHE_SLOTS];
 };
 
@@ -150,7 +159,7 @@ parse_path(const char *path, uint64_t *sale, enum doc_kind *kind)
  * The sale as read within the last CACHE_MS, or read now. NULL when it
  * cannot be read.
  */
-static struct fs_sale *
+static struct cached_sale *
 get_sale(struct worker *w, uint64_t sale, int64_t now)
 {
 	struct cached_sale *slot = &w->cache[0];
@@ -161,20 +170,52 @@ get_sale(struct worker *w, uint64_t sale, int64_t now)
 
 		if (c->read_ms != 0 && c->sale.id == sale) {
 			if (now - c->read_ms < CACHE_MS && now >= c->read_ms)
-				return &c->sale;
+				return c;
 			slot = c;
 			break;
 		}
 		if (c->read_ms < slot->read_ms)
 			slot = c;
 	}
+	/* The opening seen by Redis' clock stays seen for the same sale. */
+	if (slot->read_ms == 0 || slot->sale.id != sale)
+		slot->seed_out = 0;
 	slot->read_ms = 0;
 	if (fs_sales_read(w->pg, w->stock, sale, &slot->sale, err, sizeof(err)) != 0) {
 		fs_log_error("sale %" PRIu64 ": %s", sale, err);
 		return NULL;
 	}
 	slot->read_ms = now;
-	return &slot->sale;
+	return slot;
+}
+
+/*
+ * Whether a queue sale's seed may be shown: from the opening by the clock
+ * of its Redis node, the one that decides a join drawn or late
+ * (fs_queue_redis_clock), never by this host's: a host running ahead would
+ * show the seed while joins are still drawn, and an account could then
+ * pick its draw. Asked from SEED_ASK_MS before the opening by this host's
+ * clock until Redis says so, then remembered; Redis away: not yet (fail
+ * closed). Without Redis (documents only), this host's clock.
+ */
+static int
+seed_shown(struct worker *w, struct cached_sale *c, int64_t now)
+{
+	int64_t t;
+
+	if (c->seed_out)
+		return 1;
+	if (w->stock == NULL)
+		return now >= c->sale.starts_ms;
+	if (now < c->sale.starts_ms - SEED_ASK_MS)
+		return 0;
+	if (fs_queue_redis_clock(w->stock->redis, w->clock, c->sale.id, &t) != 0) {
+		fs_log_warn("sale %" PRIu64 ": Redis' clock: %s (the seed not shown yet)",
+		    c->sale.id, w->stock->redis->errstr);
+		return 0;
+	}
+	c->seed_out = t >= c->sale.starts_ms;
+	return c->seed_out;
 }
 
 static enum item_state
@@ -231,10 +272,11 @@ answer_timed(fs_fcgi *fcgi, json_object *doc, const char *name, json_object *tim
 /*
  * The waiting room of a queue sale as its document shows it: when joining
  * opens, the opening, the pass's life, the proof of work, the commitment
- * to the draw's seed, and the seed itself from the opening on (null before).
+ * to the draw's seed, and the seed itself from the opening on (null before;
+ * seed_shown decides).
  */
 static json_object *
-queue_doc(const struct fs_sale *d, int64_t now)
+queue_doc(const struct fs_sale *d, int show_seed)
 {
 	json_object *q = json_object_new_object();
 	char pre[FS_CLOCK_TIME_LEN], opens[FS_CLOCK_TIME_LEN], commit[65];
@@ -248,7 +290,7 @@ queue_doc(const struct fs_sale *d, int64_t now)
 	json_object_object_add(q, "passSeconds", json_object_new_int(d->queue.pass_s));
 	json_object_object_add(q, "powBits", json_object_new_int(d->queue.pow_bits));
 	json_object_object_add(q, "seedCommit", json_object_new_string(commit));
-	if (now >= d->starts_ms) {
+	if (show_seed) {
 		sodium_bin2hex(seed, sizeof(seed), d->seed, sizeof(d->seed));
 		json_object_object_add(q, "seed", json_object_new_string(seed));
 	} else {
@@ -262,7 +304,7 @@ queue_doc(const struct fs_sale *d, int64_t now)
  * answers with the same tag differ only in the clock reading.
  */
 static void
-answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now)
+answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now, int show_seed)
 {
 	json_object *doc = json_object_new_object(), *items = json_object_new_array();
 	char starts[FS_CLOCK_TIME_LEN], ends[FS_CLOCK_TIME_LEN];
@@ -290,7 +332,7 @@ answer_sale(fs_fcgi *fcgi, const struct fs_sale *d, int64_t now)
 	json_object_object_add(doc, "items", items);
 	/* A sale without a waiting room: the document as it always was. */
 	if (d->has_queue)
-		json_object_object_add(doc, "queue", queue_doc(d, now));
+		json_object_object_add(doc, "queue", queue_doc(d, show_seed));
 	answer_timed(fcgi, doc, "serverTime", json_object_new_int64(now));
 }
 
@@ -365,10 +407,11 @@ static void
 handle(fs_fcgi *fcgi, void *ctx)
 {
 	struct worker *w = ctx;
+	struct cached_sale *c;
 	struct fs_sale *d;
 	enum doc_kind kind;
 	uint64_t sale;
-	int64_t now = fs_clock_now_ms();
+	int64_t now = fs_clock_now_ms() + w->app->clock_offset_ms;
 
 	if (parse_path(fs_fcgi_param(fcgi, "DOCUMENT_URI"), &sale, &kind) != 0) {
 		fs_fcgi_error(fcgi, FS_ERR_SALE_NOT_FOUND, NULL, doc_headers);
@@ -378,17 +421,18 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_METHOD_NOT_ALLOWED, NULL, "Allow: GET, HEAD\r\n");
 		return;
 	}
-	if ((d = get_sale(w, sale, now)) == NULL) {
+	if ((c = get_sale(w, sale, now)) == NULL) {
 		fs_fcgi_error(fcgi, FS_ERR_TRY_AGAIN, NULL, FS_HTTP_RETRY_SOON);
 		return;
 	}
+	d = &c->sale;
 	/* An unknown sale is cached for a second too: a typo cannot flood us. */
 	if (!d->found) {
 		fs_fcgi_error(fcgi, FS_ERR_SALE_NOT_FOUND, NULL, doc_headers);
 		return;
 	}
 	if (kind == DOC_SALE) {
-		answer_sale(fcgi, d, now);
+		answer_sale(fcgi, d, now, d->has_queue && seed_shown(w, c, now));
 		return;
 	}
 	if (kind == DOC_STOCK) {
@@ -420,6 +464,9 @@ setup(void *arg)
 		fs_log_error("url key: %s", err);
 		return -1;
 	}
+	if ((app->clock_offset_ms = fs_cfg_test_clock_offset_ms(&app->cfg)) != 0)
+		fs_log_warn("FLASHSALE_TEST_CLOCK_OFFSET_MS=%" PRId64 ": this handler's clock is set "
+			    "off the real one (tests only)", app->clock_offset_ms);
 	return SALE_THREADS;
 }
 
@@ -457,6 +504,15 @@ worker_new(void *arg)
 	if (*redis != '\0' && (w->stock = fs_stock_new(&app->cfg, NULL, err, sizeof(err))) == NULL) {
 		fs_log_error("%s", err);
 		goto fail;
+	}
+	if (w->stock != NULL) {
+		char path[1024];
+
+		if (fs_cfg_datapath(&app->cfg, "lua/queue_clock.lua", path, sizeof(path)) != 0 ||
+		    (w->clock = fs_redis_script_load(w->stock->redis, path)) < 0) {
+			fs_log_error("%s: %s", path, w->stock->redis->errstr);
+			goto fail;
+		}
 	}
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		if ((w->cache[i].sale.items =

@@ -180,6 +180,8 @@ struct fs_queue_state {
 	int64_t drawn;		/* places taken before the opening */
 	int64_t passes_out;	/* passes whose expiry is after now */
 	int64_t mult_milli;	/* the pacer's effective multiple x1000, 0 not stepped yet */
+	int64_t clock_ms;	/* the clock the figures were read at (Redis', or the
+				 * caller's now_ms), 0 unknown (an older script) */
 };
 
 /* A store on the Redis of cfg with the scripts of datadir/lua; NULL with err. */
@@ -233,11 +235,27 @@ void fs_queue_join_begin(fs_queue_store *, struct fs_queue_join_ask *asks, size_
 int fs_queue_join_fds(const fs_queue_store *, int *fds, int max);
 int64_t fs_queue_join_deadline(const fs_queue_store *);
 void fs_queue_join_end(fs_queue_store *);
-/* The pass of sub: issued now, or the one issued before (its expiry unchanged). */
+/*
+ * The pass of sub: issued now, or the one issued before (its expiry
+ * unchanged), at now_ms (FS_QUEUE_NOW_REDIS, what the handler passes:
+ * Redis' clock, which the pacer's steps are dated by too). out->rank is
+ * -1 before w->opens_ms by that clock: the draw is secret until then.
+ */
 enum fs_queue_verdict fs_queue_pass(fs_queue_store *, uint64_t sale,
     const struct fs_queue_window *w, const char *sub, int64_t now_ms,
     struct fs_queue_place *out);
-/* The status document's figures at now_ms; 0, or -1 with err set. */
+/*
+ * The clock (ms) of the Redis node of sale's queue keys: the one that
+ * decides a join drawn or late, dates passes and steps, and says when the
+ * seed may be shown (every origin shares it, whatever its own clock says).
+ * script: lua/queue_clock.lua as fs_redis_script_load loaded it on r. 0, or
+ * -1 with r->errstr set.
+ */
+int fs_queue_redis_clock(struct fs_redis *r, int script, uint64_t sale, int64_t *ms);
+/*
+ * The status document's figures at now_ms (FS_QUEUE_NOW_REDIS: at Redis'
+ * clock, which out->clock_ms gives); 0, or -1 with err set.
+ */
 int fs_queue_read_state(fs_queue_store *, uint64_t sale, int64_t now_ms,
     struct fs_queue_state *out);
 /*
@@ -355,7 +373,12 @@ const char *fs_queue_pacer_owner(const fs_queue_pacer *);
  * could not list them.
  */
 int fs_queue_pacer_step(fs_queue_pacer *, int64_t now_ms);
-/* fs_queue_pacer_new and a thread that steps it every step_ms; NULL with err. */
+/*
+ * fs_queue_pacer_new and a thread that steps it every step_ms; NULL with
+ * err. The thread steps each sale at its Redis node's clock (TIME), not
+ * this host's: the clock that decides a join drawn or late decides the
+ * opening of admission, and dates the steps the passes are compared with.
+ */
 fs_queue_pacer *fs_queue_pacer_start(const struct fs_cfg *, const char *datadir, int step_ms,
     char *err, size_t errlen);
 /* Stops the thread of fs_queue_pacer_start (within a step) and frees the pacer; NULL is fine. */

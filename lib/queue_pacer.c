@@ -44,6 +44,8 @@
 #define QUIET_MS 5000
 /* Items of a sale at most (as lib/sales accepts them). */
 #define ITEMS_MAX 1000
+/* This host's clock further than this from Redis' is worth a warning. */
+#define CLOCK_OFF_MS 1000
 
 /* One live queue sale and what the pacer remembers of it between steps. */
 struct paced {
@@ -68,6 +70,7 @@ struct fs_queue_pacer {
 	fs_pg *pg;
 	fs_stock *st;
 	int admit;		/* the admission script */
+	int clock;		/* lua/queue_clock.lua: a sale's Redis clock */
 	int step_ms;
 	char owner[48];
 	struct fs_queue_journal journal;	/* the journal's copy, with the pacer's stores */
@@ -75,6 +78,8 @@ struct fs_queue_pacer {
 	int nsales;
 	int64_t scanned_ms;
 	int64_t quiet_until;
+	int redis_clock;	/* the thread's: each sale stepped at its Redis node's clock */
+	int64_t test_offset_ms;	/* FLASHSALE_TEST_CLOCK_OFFSET_MS: this host's clock set off (tests) */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -125,6 +130,7 @@ fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, c
 		return NULL;
 	}
 	p->step_ms = step_ms > 0 ? step_ms : FS_QUEUE_PACER_STEP_MS;
+	p->test_offset_ms = fs_cfg_test_clock_offset_ms(cfg);
 	randombytes_buf(id, sizeof(id));
 	snprintf(p->owner, sizeof(p->owner), "%ld-", (long)getpid());
 	sodium_bin2hex(p->owner + strlen(p->owner), sizeof(p->owner) - strlen(p->owner), id,
@@ -137,6 +143,9 @@ fs_queue_pacer_new(const struct fs_cfg *cfg, const char *datadir, int step_ms, c
 		goto fail;
 	snprintf(path, sizeof(path), "%s/lua/queue_admit.lua", datadir);
 	if ((p->admit = fs_redis_script_load(p->st->redis, path)) < 0)
+		goto fail_script;
+	snprintf(path, sizeof(path), "%s/lua/queue_clock.lua", datadir);
+	if ((p->clock = fs_redis_script_load(p->st->redis, path)) < 0)
 		goto fail_script;
 	snprintf(path, sizeof(path), "%s/lua/queue_trim.lua", datadir);
 	if ((p->journal.trim = fs_redis_script_load(p->st->redis, path)) < 0)
@@ -916,6 +925,26 @@ step_sale(fs_queue_pacer *p, struct paced *s, int64_t now)
 	return 1;
 }
 
+/*
+ * The clock of sale s's Redis node (TIME, ms), the one its joins are
+ * decided drawn or late by and its passes dated by: 0, or -1 (Redis
+ * failed). A host whose own clock is off would otherwise admit before the
+ * opening (while joins are still drawn) or count its passes wrongly.
+ */
+static int
+sale_clock(fs_queue_pacer *p, const struct paced *s, int64_t local, int64_t *ms)
+{
+	if (fs_queue_redis_clock(p->st->redis, p->clock, s->id, ms) != 0) {
+		pacer_warn(p, local, "sale %" PRIu64 ": Redis' clock: %s", s->id,
+		    p->st->redis->errstr);
+		return -1;
+	}
+	if (*ms - local > CLOCK_OFF_MS || local - *ms > CLOCK_OFF_MS)
+		pacer_warn(p, *ms, "sale %" PRIu64 ": this host's clock is %" PRId64
+		    " ms off Redis' (the pacer follows Redis')", s->id, local - *ms);
+	return 0;
+}
+
 int
 fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
 {
@@ -925,10 +954,15 @@ fs_queue_pacer_step(fs_queue_pacer *p, int64_t now)
 		now < p->scanned_ms) &&
 	    scan(p, now) != 0 && p->scanned_ms == 0)
 		return -1;
-	for (int i = 0; i < p->nsales; i++)
-		if (now >= p->sales[i].opens_ms - p->sales[i].pre_ms &&
-		    now < p->sales[i].ends_ms + AFTER_END_MS)
-			led += step_sale(p, &p->sales[i], now);
+	for (int i = 0; i < p->nsales; i++) {
+		struct paced *s = &p->sales[i];
+		int64_t t = now;
+
+		if (p->redis_clock && sale_clock(p, s, now, &t) != 0)
+			continue;
+		if (t >= s->opens_ms - s->pre_ms && t < s->ends_ms + AFTER_END_MS)
+			led += step_sale(p, s, t);
+	}
 	return led;
 }
 
@@ -947,7 +981,7 @@ pacer_main(void *arg)
 
 		if (now >= next) {
 			pthread_mutex_unlock(&p->mu);
-			(void)fs_queue_pacer_step(p, now);
+			(void)fs_queue_pacer_step(p, now + p->test_offset_ms);
 			pthread_mutex_lock(&p->mu);
 			next += p->step_ms;
 			/* Late by more than a step (a store was slow): start afresh. */
@@ -977,6 +1011,7 @@ fs_queue_pacer_start(const struct fs_cfg *cfg, const char *datadir, int step_ms,
 
 	if (p == NULL)
 		return NULL;
+	p->redis_clock = 1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	if (pthread_create(&p->thread, NULL, pacer_main, p) != 0) {

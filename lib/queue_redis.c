@@ -253,9 +253,9 @@ enum fs_queue_verdict
 fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
     const char *sub, int64_t now_ms, struct fs_queue_place *out)
 {
-	char keys[6][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24], claim_s[24];
-	const char *argv[12] = { keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], sub, now_s,
-		pass_s, ends_s, claim_s, q->sync ? "1" : "0" };
+	char keys[6][FS_QUEUE_KEY_LEN], now_s[24], pass_s[24], ends_s[24], claim_s[24], opens_s[24];
+	const char *argv[13] = { keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], sub, now_s,
+		pass_s, ends_s, claim_s, q->sync ? "1" : "0", opens_s };
 	enum fs_queue_verdict v;
 	redisReply *r;
 
@@ -269,11 +269,15 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 	qkey(keys[4], sale, QKEY_SEEN);
 	qkey(keys[5], sale, QKEY_CLAIMS);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
+	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
+	if (now_ms == FS_QUEUE_NOW_REDIS)
+		now_s[0] = '\0';
+	snprintf(opens_s, sizeof(opens_s), "%" PRId64, w->opens_ms);
 	snprintf(pass_s, sizeof(pass_s), "%" PRId64, (int64_t)w->pass_s * 1000);
 	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
 	snprintf(claim_s, sizeof(claim_s), "%" PRId64,
 	    (int64_t)(w->claim_s > 0 ? w->claim_s : FS_QUEUE_CLAIM_S) * 1000);
-	if ((r = fs_redis_eval(q->redis, q->pass, 6, 12, argv)) == NULL) {
+	if ((r = fs_redis_eval(q->redis, q->pass, 6, 13, argv)) == NULL) {
 		store_err(q, "pass");
 		return FS_QUEUE_V_ERROR;
 	}
@@ -291,6 +295,27 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 }
 
 int
+fs_queue_redis_clock(fs_redis *r, int script, uint64_t sale, int64_t *ms)
+{
+	char k[FS_QUEUE_KEY_LEN];
+	const char *argv[1] = { k };
+	redisReply *rep;
+	int rc = -1;
+
+	qkey(k, sale, QKEY_STATE);
+	if ((rep = fs_redis_eval(r, script, 1, 1, argv)) == NULL)
+		return -1;
+	if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
+		*ms = rep->integer;
+		rc = 0;
+	} else {
+		snprintf(r->errstr, sizeof(r->errstr), "queue_clock.lua: an unexpected reply");
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+int
 fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_queue_state *out)
 {
 	char keys[3][FS_QUEUE_KEY_LEN], now_s[24];
@@ -304,6 +329,9 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 	qkey(keys[1], sale, QKEY_PLACES);
 	qkey(keys[2], sale, QKEY_PASSES);
 	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
+	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
+	if (now_ms == FS_QUEUE_NOW_REDIS)
+		now_s[0] = '\0';
 	if ((r = fs_redis_eval(q->redis, q->state, 3, 4, argv)) == NULL) {
 		store_err(q, "state");
 		return -1;
@@ -321,6 +349,7 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 		out->drawn = int_at(r, 5);
 		out->passes_out = int_at(r, 6);
 		out->mult_milli = r->elements > 7 ? int_at(r, 7) : 0;
+		out->clock_ms = r->elements > 8 ? int_at(r, 8) : 0;
 	}
 	freeReplyObject(r);
 	return rc;

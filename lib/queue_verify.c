@@ -298,6 +298,20 @@ check_steps(struct verify *v)
 		if (prev != NULL && s->at_ms < prev->at_ms)
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld is dated before step %ld", s->step,
 			    prev->step);
+		/*
+		 * Admission from the opening on, by the clock that ended the draw
+		 * (Redis': the move's time when recorded, else the step's): a step
+		 * before it admitted while joins were still drawn.
+		 */
+		if ((s->moved_ms >= 0 ? s->moved_ms : s->at_ms) < v->opens_ms) {
+			char at[FS_CLOCK_TIME_LEN], opens[FS_CLOCK_TIME_LEN];
+
+			fs_clock_format(s->moved_ms >= 0 ? s->moved_ms : s->at_ms, at);
+			fs_clock_format(v->opens_ms, opens);
+			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld admitted at %s%s, before the "
+			    "opening at %s (joins were still drawn)", s->step, at,
+			    s->moved_ms >= 0 ? " by Redis' clock" : "", opens);
+		}
 		if (s->expect_ms < FS_QUEUE_PACER_EXPECT_MIN_MS ||
 		    (v->set_known && s->expect_ms > v->set.claim_s * 1000))
 			violation(v, FS_QUEUE_WRONG_STEP, "step: step %ld presumed silent places gone after "
@@ -332,8 +346,9 @@ check_steps(struct verify *v)
 
 /*
  * Orders reserved within this long of a step count as the step saw them or
- * not, whichever is laxer: steps are dated by the pacer's clock when it
- * began them, orders by Redis' when they were reserved.
+ * not, whichever is laxer: steps are dated when the pacer began them (by
+ * the sale's Redis clock, which its thread steps the sale at), orders when
+ * Redis reserved them.
  */
 #define BUDGET_SLACK_MS 1000
 /* The orders live now reserved before ms: each held a unit then (a live order was never released). */

@@ -362,6 +362,50 @@ check_one_clock(fs_queue_store *q)
 	    "one clock: 2 s after the opening by Redis' clock: late, whatever the handler's clock");
 }
 
+/*
+ * The rest of the waiting room on the same clock (issue 35): a handler
+ * whose clock ran 3 s ahead showed the seed (status document) and ranks
+ * (pass) while Redis' clock still drew joins, and dated passes on its own
+ * clock, which the pacer's steps and claims are compared with.
+ */
+static void
+check_one_clock_rest(fs_queue_store *q, const char *top)
+{
+	char path[1024];
+	int clock;
+
+	int64_t before = fs_clock_now_ms(), t = 0, after;
+	struct fs_queue_window opened = { before - 600000, before - 2000, before + 600000, 120, 15 };
+	struct fs_queue_window soon = { before - 600000, before + 600000, before + 1200000, 120, 15 };
+	struct fs_queue_state st;
+	struct fs_queue_place p;
+	int rc;
+
+	check(fs_queue_pass(q, 12, &soon, "ivy", FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_NOT_YET &&
+		p.rank == -1 && p.admitted == 0,
+	    "one clock: a pass asked before the opening by Redis' clock: NOT_YET, no rank");
+	check(fs_queue_pass(q, 12, &soon, "ivy", soon.opens_ms - 1, &p) == FS_QUEUE_V_NOT_YET &&
+		p.rank == -1,
+	    "one clock: 1 ms before the opening by a test's clock: no rank");
+	check(fs_queue_pass(q, 12, &soon, "ivy", soon.opens_ms, &p) == FS_QUEUE_V_NOT_YET &&
+		p.rank == 0,
+	    "one clock: at the opening: the rank");
+	check(fs_queue_pass(q, 13, &opened, "jon", FS_QUEUE_NOW_REDIS, &p) == FS_QUEUE_V_NOT_YET &&
+		p.rank == 0,
+	    "one clock: after the opening by Redis' clock: the rank");
+	snprintf(path, sizeof(path), "%s/lua/queue_clock.lua", top);
+	clock = fs_redis_script_load(q->redis, path);
+	rc = fs_queue_read_state(q, 13, FS_QUEUE_NOW_REDIS, &st);
+	rc |= clock < 0 || fs_queue_redis_clock(q->redis, clock, 13, &t);
+	after = fs_clock_now_ms();
+	check(rc == 0 && st.clock_ms >= before && st.clock_ms <= t && t <= after + 1 &&
+		st.joined == 1,
+	    "one clock: the status figures and fs_queue_redis_clock read Redis' clock (this "
+	    "machine's: between two readings of it)");
+	check(fs_queue_read_state(q, 13, 4000, &st) == 0 && st.clock_ms == 4000,
+	    "one clock: a test's clock is the figures' clock");
+}
+
 /* The state's "synced" field (the write a WAIT after a repeat covers), -1 none. */
 static long long
 synced(const struct test_redis *srv)
@@ -474,6 +518,7 @@ main(void)
 	check_claim(q, &srv);
 	check_seen(q, &srv);
 	check_one_clock(q);
+	check_one_clock_rest(q, top);
 	check_sync(q, &srv);
 	check(fs_queue_replicate(q, 50) == -1 && q->err == FS_REDIS_ERR_IO,
 	    "no replica: WAIT 1 fails (the caller answers 503, the place is kept)");

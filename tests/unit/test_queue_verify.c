@@ -266,6 +266,19 @@ test_one_clock(void)
 	    "one clock: moves after the orders by Redis' clock: each order out of order");
 	check(sql("UPDATE queue_admissions SET at = at - interval '1 day', moved_at = NULL WHERE "
 		  "sale_id = $1") == 0 && verify(&rep) == 0, "one clock: put back, clean again");
+	/*
+	 * A pacer whose host ran 3 s ahead admitted before the opening by
+	 * Redis' clock, while joins were still drawn; its own clock dated the
+	 * step after the opening.
+	 */
+	check(sql("UPDATE queue_admissions SET moved_at = (SELECT starts_at FROM sales WHERE id = "
+		  "$1) - interval '3 seconds' WHERE sale_id = $1 AND step = 1") == 0 &&
+		verify(&rep) == 1 && found[FS_QUEUE_WRONG_STEP] == 1 &&
+		strstr(last_text, "step: step 1 admitted at ") != NULL &&
+		strstr(last_text, " by Redis' clock, before the opening at ") != NULL,
+	    "one clock: a step moved 3 s before the opening by Redis' clock is found");
+	check(sql("UPDATE queue_admissions SET moved_at = NULL WHERE sale_id = $1") == 0 &&
+		verify(&rep) == 0, "one clock: put back, clean again");
 }
 
 /*
