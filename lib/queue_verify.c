@@ -536,8 +536,10 @@ check_orders(struct verify *v, char *err, size_t errlen)
 			continue;
 		}
 		/*
-		 * One clock: the move's time by Redis (the orders' clock) when the
-		 * pacer wrote it; else the step's, by the pacer's clock.
+		 * The move's time by Redis when the pacer wrote it, else the
+		 * step's (the pacer steps at Redis' clock too); the order is
+		 * dated by its purchase handler's clock (docs/QUEUE.md, "One
+		 * clock": the purchase path is not on Redis' yet).
 		 */
 		fs_clock_format(s->moved_ms >= 0 ? s->moved_ms : s->at_ms, at);
 		if ((s->moved_ms >= 0 ? s->moved_ms : s->at_ms) > reserved)

@@ -247,9 +247,11 @@ test_operator(void)
 }
 
 /*
- * Issue 35: orders (dated by Redis' clock) were compared with steps dated
- * by the pacer's clock. A pacer an hour fast made every order look earlier
- * than its admission; with the move dated by Redis (moved_at), one clock.
+ * Issue 35: orders were compared with steps dated by the pacer's clock. A
+ * pacer an hour fast made every order look earlier than its admission;
+ * with the move dated by Redis (moved_at), and the pacer stepping at
+ * Redis' clock, the steps are on one clock (orders on their purchase
+ * handlers': docs/QUEUE.md, "One clock").
  */
 static void
 test_one_clock(void)
