@@ -47,6 +47,7 @@ struct app {
 	int redis_wait_ms; /* FLASHSALE_REDIS_WAIT_MS: 0, or WAIT 1 for each hold */
 	struct fs_purchase_held_bounds held; /* when a retry's hold may be promised (lib/purchase) */
 	int64_t hold_max_age_ms; /* FLASHSALE_HOLD_MAX_AGE: a doubt's length */
+	int64_t clock_offset_ms; /* FLASHSALE_TEST_CLOCK_OFFSET_MS: tests only, 0 otherwise */
 };
 
 struct pending;
@@ -393,6 +394,14 @@ reserved(struct pending *p, const struct fs_stock_ask *ask, int replicated)
 		    fs_soldout_known(app->soldout, o->item) ? NULL : "X-Accel-Expires: 0\r\n");
 		free(p);
 		return;
+	case FS_STOCK_NOT_STARTED:
+		/*
+		 * This host's clock said started, Redis' (every host's) not yet:
+		 * nothing was taken; the shopper asks again, as before the start.
+		 */
+		fs_fcgi_error(p->fcgi, FS_ERR_SALE_NOT_STARTED, NULL, FS_HTTP_RETRY_SOON);
+		free(p);
+		return;
 	case FS_STOCK_UNKNOWN_ITEM:
 		/*
 		 * The URL is signed for this item of this sale and its window is
@@ -538,8 +547,9 @@ handle(fs_fcgi *fcgi, void *ctx)
 		fs_fcgi_error(fcgi, FS_ERR_SOLD_OUT, NULL, NULL);
 		return;
 	}
-	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, app->queue_keys, fs_clock_now_ms(),
-		&o, &sale_end_ms) != 0)
+	/* This host's clock checks the URL's window; Redis' decides the start (reserve.lua). */
+	if (fs_answer_purchase_admit(fcgi, app->keys, app->url_key, app->queue_keys,
+		fs_clock_now_ms() + app->clock_offset_ms, &o, &sale_end_ms) != 0)
 		return;
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		fs_log_warn("out of memory; order %s not taken", o.id);
@@ -601,6 +611,9 @@ setup(void *arg)
 	app->threads = (int)fs_cfg_long(&app->cfg, FS_CFG_PURCHASE_THREADS); /* ranges: lib/cfg */
 	app->redis_wait_ms = (int)fs_cfg_long(&app->cfg, FS_CFG_REDIS_WAIT_MS);
 	app->hold_max_age_ms = fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE) * 1000;
+	if ((app->clock_offset_ms = fs_cfg_test_clock_offset_ms(&app->cfg)) != 0)
+		fs_log_warn("FLASHSALE_TEST_CLOCK_OFFSET_MS=%" PRId64 ": this handler's clock is set "
+			    "off the real one (tests only)", app->clock_offset_ms);
 	fs_purchase_held_bounds_of(&app->held, timeout, linger,
 	    fs_cfg_long(&app->cfg, FS_CFG_HOLD_MAX_AGE), FS_CFG_HOLD_MARGIN_MS);
 	/* The first order should not pay for metadata and the producer id: opened now. */

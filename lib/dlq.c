@@ -133,6 +133,9 @@ replay_one(fs_pg *pg, fs_stock *st, fs_ordertopic *t, struct fs_dlq_entry *e, ch
 	case FS_STOCK_UNKNOWN_ITEM:
 		e->verdict = FS_DLQ_NOT_IN_SALE;
 		return 0;
+	case FS_STOCK_NOT_STARTED:
+		ERR("sale %" PRIu64 " has not started by Redis' clock: replay it later", o.sale);
+		return -1;
 	default:
 		ERR("redis: %s", st->errstr);
 		return -1;

@@ -303,6 +303,7 @@ room_fill(struct warm_room *r, const PGresult *sres, const PGresult *ires, const
 	w->window_s = strtol(PQgetvalue(sres, 0, 0), NULL, 10);
 	w->ends_ms = strtoll(PQgetvalue(sres, 0, 1), NULL, 10);
 	w->open = strcmp(PQgetvalue(sres, 0, 2), "t") == 0;
+	w->starts_ms = strtoll(PQgetvalue(sres, 0, 3), NULL, 10);
 	w->items = r->items;
 	w->holds = r->holds;
 	w->pending = r->pend;
@@ -469,7 +470,8 @@ fs_sales_warm(fs_pg *pg, fs_stock *st, uint64_t sale, const struct fs_sales_warm
 	snprintf(sale_s, sizeof(sale_s), "%" PRIu64, sale);
 	if ((sres = fs_pg_exec(pg,
 		 "SELECT payment_window_s, floor(extract(epoch FROM ends_at) * 1000)::bigint, "
-		 "now() >= starts_at - interval '" WARM_OPEN_MARGIN "' AND now() < ends_at "
+		 "now() >= starts_at - interval '" WARM_OPEN_MARGIN "' AND now() < ends_at, "
+		 "floor(extract(epoch FROM starts_at) * 1000)::bigint "
 		 "FROM sales WHERE id = $1",
 		 1, p)) == NULL ||
 	    (ires = fs_pg_exec(pg, "SELECT id FROM items WHERE sale_id = $1 ORDER BY id", 1, p)) == NULL)

@@ -78,6 +78,7 @@ enum fs_stock_result {
 	FS_STOCK_ALREADY,
 	FS_STOCK_SOLD_OUT,
 	FS_STOCK_UNKNOWN_ITEM,
+	FS_STOCK_NOT_STARTED,	/* before the sale's start by Redis' clock: nothing taken */
 	FS_STOCK_ERROR,
 	FS_STOCK__MAX
 };
@@ -156,6 +157,7 @@ struct fs_stock_warm_item {
 struct fs_stock_warm {
 	long window_s;
 	int64_t ends_ms;	/* the sale's end: reserve refuses from then on */
+	int64_t starts_ms;	/* the sale's start: reserve refuses before it (Redis' clock); 0 none */
 	const struct fs_stock_warm_item *items;
 	size_t nitems;
 	const struct fs_stock_record *holds; /* of the live orders */

@@ -52,6 +52,7 @@ enum take {
 	TAKE_ENDED,
 	TAKE_DRY,	/* this place's stock key of the item is empty */
 	TAKE_UNKNOWN,
+	TAKE_NOT_STARTED, /* before the sale's start by Redis' clock */
 	TAKE_ERROR
 };
 

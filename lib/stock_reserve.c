@@ -29,6 +29,8 @@ verdict(enum take t)
 		return FS_STOCK_SOLD_OUT;
 	case TAKE_UNKNOWN:
 		return FS_STOCK_UNKNOWN_ITEM;
+	case TAKE_NOT_STARTED:
+		return FS_STOCK_NOT_STARTED;
 	default:
 		return FS_STOCK_ERROR;
 	}
@@ -92,6 +94,9 @@ fs_stock_take_reply(fs_stock *s, redisReply *r, struct fs_stock_hold *out)
 	case -2:
 		fs_stock_set_err(s, FS_STOCK_ERR_IO, "reserve ran past its deadline, nothing taken");
 		t = TAKE_ERROR;
+		break;
+	case -3:
+		t = TAKE_NOT_STARTED;
 		break;
 	default:
 		goto bad;

@@ -57,6 +57,11 @@ warm_settings(fs_stock *s, const struct fs_stock_layout *l, int p, const struct 
 	snprintf(num, sizeof(num), "%" PRId64, w->ends_ms);
 	if (w->ends_ms > 0 && fs_stock_cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "ends", num }) != 0)
 		return -1;
+	/* Every place checks the start itself, by Redis' clock (reserve.lua). */
+	snprintf(num, sizeof(num), "%" PRId64, w->starts_ms);
+	if (w->starts_ms > 0 &&
+	    fs_stock_cmd_do(s, "warm", 4, (const char *[]){ "HSET", k, "starts", num }) != 0)
+		return -1;
 	if (p > 0 || l->nplaces == 1)
 		return 0;
 	for (int q = 1; q < l->nplaces; q++)

@@ -7,7 +7,9 @@
 -- KEYS[3] fs:{T}:orders        order id -> "<shopper> <item> <reservedAtMs>"
 -- KEYS[4] fs:{T}:unconfirmed   order ids not yet confirmed by PostgreSQL, by reservedAtMs
 -- KEYS[5] fs:{T}:sale          sale settings ("window": payment window in seconds,
---                              "ends": the sale's end in ms, when it was closed or moved)
+--                              "ends": the sale's end in ms, when it was closed or moved,
+--                              "starts": the sale's start in ms; both compared with
+--                              Redis' TIME, the one clock every purchase host shares)
 -- ARGV    shopper, order id, hold record (written by lib/stock.c, the format's
 --         owner), now in ms, the payment window when the sale has none,
 --         the deadline in ms (by the caller's clock) after which the caller
@@ -20,11 +22,19 @@
 -- {3} when this shard is empty (other shards may have units), {0} when the
 -- sale has ended, {-1} when the item is not in the sale,
 -- {-2} when it runs past the deadline: the caller may have answered "try again" and
--- released the order id already, so a late hold would be a ghost.
+-- released the order id already, so a late hold would be a ghost; {-3} before
+-- the sale's start by Redis' clock (a purchase host whose clock runs ahead
+-- let it through: it must not sell early).
 
-local now = redis.call('TIME')
-if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[6]) then
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > tonumber(ARGV[6]) then
 	return {-2}
+end
+local times = redis.call('HMGET', KEYS[5], 'starts', 'ends')
+local starts, ends = tonumber(times[1]), tonumber(times[2])
+if starts and now < starts then
+	return {-3}
 end
 
 local guard = ARGV[7] ~= 'take'
@@ -37,8 +47,7 @@ end
 
 -- A sale closed early (flashsale-admin sale close) sells nothing more, even
 -- to a purchase URL signed for a later end.
-local ends = tonumber(redis.call('HGET', KEYS[5], 'ends'))
-if ends and tonumber(ARGV[4]) >= ends then
+if ends and now >= ends then
 	return {0}
 end
 

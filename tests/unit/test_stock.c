@@ -32,6 +32,7 @@
 #define ANN "01900000-0000-7000-8000-00000000000a"
 #define BOB "01900000-0000-7000-8000-00000000000b"
 #define CAT "01900000-0000-7000-8000-00000000000c"
+#define DAN "01900000-0000-7000-8000-00000000000d"
 
 static void
 check_records(void)
@@ -111,6 +112,47 @@ check_reserve(fs_stock *st)
 	    "no unit left: sold out");
 	check(fs_stock_reserve(st, 7, 13, "cat", CAT, now, &h) == FS_STOCK_UNKNOWN_ITEM,
 	    "an item not loaded is unknown");
+}
+
+/* Sale 17 (item 31, one unit) warmed to start at starts_ms; 0 or -1. */
+static int
+warm_start(fs_stock *st, int64_t starts_ms)
+{
+	static const struct fs_stock_warm_item items[] = { { 31, 1, 1 } };
+	static const uint64_t ids[] = { 31 };
+	struct fs_stock_warm w = { .window_s = 30, .items = items, .nitems = 1,
+		.starts_ms = starts_ms };
+	struct fs_stock_record young[1];
+	size_t nyoung;
+	long holds;
+
+	if (fs_stock_warm_begin(st, 17, ids, 1, INT64_MAX, young, 1, &nyoung, &holds) != 0)
+		return -1;
+	return fs_stock_warm(st, 17, &w);
+}
+
+/*
+ * Issue 35: the start by one clock. A purchase host whose clock ran 4 s
+ * ahead passed the signed URL's start check and reserved before the sale
+ * started: reserve.lua now compares the start warmed into the sale's
+ * settings with Redis' TIME.
+ */
+static void
+check_start(fs_stock *st)
+{
+	struct fs_stock_hold h;
+	int64_t now = fs_clock_now_ms();
+	uint64_t item = 31;
+	long left = -1;
+
+	check(warm_start(st, now + 60000) == 0 &&
+		fs_stock_reserve(st, 17, 31, "dan", DAN, now + 4000, &h) == FS_STOCK_NOT_STARTED &&
+		fs_stock_left(st, 17, &item, 1, &left) == 0 && left == 1,
+	    "start: a reserve before the start by Redis' clock is refused, nothing taken "
+	    "(whatever the caller's clock says)");
+	check(warm_start(st, now - 1000) == 0 &&
+		fs_stock_reserve(st, 17, 31, "dan", DAN, now, &h) == FS_STOCK_RESERVED && h.left == 0,
+	    "start: from the start on, the unit is sold");
 }
 
 static void
@@ -839,6 +881,7 @@ main(void)
 	check(warm(st, 0, &holds) == 1 && holds == 1, "warm_begin counts the sale's holds");
 	check(warm(st, 1, &holds) == 0, "warm rewrites a sale that has holds");
 	check_reserve(st);
+	check_start(st);
 	check_reads(st);
 	check_snapshot(st);
 	check_home();
