@@ -86,7 +86,7 @@ static const char *const item_state_names[ITEM_STATE__MAX] = {
 struct cached_sale {
 	struct fs_sale sale;
 	int64_t read_ms;	/* 0: the slot is empty */
-	int seed_out;		/* its Redis' clock said the opening came (queue_seed_shown) */
+	int seed_out;		/* its Redis clock said the opening came (seed_shown) */
 };
 
 /* What every worker thread shares: read-only. */
