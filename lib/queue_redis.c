@@ -137,6 +137,19 @@ int_at(const redisReply *r, size_t i)
 	return r->element[i]->integer;
 }
 
+/*
+ * A script's nowMs argument: now_ms, or empty for FS_QUEUE_NOW_REDIS (the
+ * script then reads Redis' TIME, the one clock every origin shares).
+ */
+static void
+now_arg(char out[24], int64_t now_ms)
+{
+	if (now_ms == FS_QUEUE_NOW_REDIS)
+		out[0] = '\0';
+	else
+		snprintf(out, 24, "%" PRId64, now_ms);
+}
+
 /* Ask a's script call: its keys and arguments. */
 static void
 join_call(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *call)
@@ -152,9 +165,7 @@ join_call(fs_queue_store *q, struct fs_queue_join_ask *a, struct fs_redis_call *
 		snprintf(a->nums[i], sizeof(a->nums[i]), "%" PRId64, nums[i]);
 	}
 	a->argv[5] = a->sub;
-	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
-	if (a->now_ms == FS_QUEUE_NOW_REDIS)
-		a->nums[0][0] = '\0';
+	now_arg(a->nums[0], a->now_ms);
 	snprintf(a->nums[5], sizeof(a->nums[5]), "%d", q->sync);
 	for (int i = 0; i < 6; i++)
 		a->argv[6 + i] = a->nums[i];
@@ -268,10 +279,7 @@ fs_queue_pass(fs_queue_store *q, uint64_t sale, const struct fs_queue_window *w,
 	qkey(keys[3], sale, QKEY_STEPS);
 	qkey(keys[4], sale, QKEY_SEEN);
 	qkey(keys[5], sale, QKEY_CLAIMS);
-	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
-	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
-	if (now_ms == FS_QUEUE_NOW_REDIS)
-		now_s[0] = '\0';
+	now_arg(now_s, now_ms);
 	snprintf(opens_s, sizeof(opens_s), "%" PRId64, w->opens_ms);
 	snprintf(pass_s, sizeof(pass_s), "%" PRId64, (int64_t)w->pass_s * 1000);
 	snprintf(ends_s, sizeof(ends_s), "%" PRId64, w->ends_ms);
@@ -328,10 +336,7 @@ fs_queue_read_state(fs_queue_store *q, uint64_t sale, int64_t now_ms, struct fs_
 	qkey(keys[0], sale, QKEY_STATE);
 	qkey(keys[1], sale, QKEY_PLACES);
 	qkey(keys[2], sale, QKEY_PASSES);
-	snprintf(now_s, sizeof(now_s), "%" PRId64, now_ms);
-	/* No time given: the script reads Redis' own (FS_QUEUE_NOW_REDIS). */
-	if (now_ms == FS_QUEUE_NOW_REDIS)
-		now_s[0] = '\0';
+	now_arg(now_s, now_ms);
 	if ((r = fs_redis_eval(q->redis, q->state, 3, 4, argv)) == NULL) {
 		store_err(q, "state");
 		return -1;

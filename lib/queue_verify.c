@@ -347,8 +347,8 @@ check_steps(struct verify *v)
 /*
  * Orders reserved within this long of a step count as the step saw them or
  * not, whichever is laxer: steps are dated when the pacer began them (by
- * the sale's Redis clock, which its thread steps the sale at), orders when
- * Redis reserved them.
+ * the sale's Redis clock, which its thread steps the sale at), orders by
+ * their purchase handler's clock when reserved (docs/QUEUE.md, "One clock").
  */
 #define BUDGET_SLACK_MS 1000
 /* The orders live now reserved before ms: each held a unit then (a live order was never released). */
